@@ -1,0 +1,65 @@
+# idemgen — build, generate, test, bench, demo.
+#
+#   make test             throwaway PostgreSQL + gofmt + vet + check-generated + go test -race
+#   make demo             the payments example, start to finish, against a throwaway PostgreSQL
+#   make bench            benchmarks (see BENCHMARKS.md)
+#   make generate         sqlc + go generate
+#   make check-generated  fails when any generated file differs from what is committed
+
+SHELL := /bin/bash
+.SHELLFLAGS := -eu -o pipefail -c
+GO ?= go
+SQLC := $(GO) tool -modfile=tools/go.mod sqlc
+PG := scripts/pg.sh
+
+# Every Go module of the repository except the sqlc tool module; generator
+# golden modules under testdata are built by the generator's own tests.
+MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
+
+.PHONY: all test test-in-db fmt-check vet unit generate check-generated bench bench-in-db demo demo-in-db tools
+
+all: test
+
+tools:
+	$(GO) build -modfile=tools/go.mod -o /dev/null github.com/sqlc-dev/sqlc/cmd/sqlc
+
+generate:
+	$(SQLC) generate
+	@for m in $(MODULES); do echo "go generate ($$m)"; (cd $$m && $(GO) generate ./...); done
+
+check-generated: generate
+	@if [ -n "$$(git status --porcelain --untracked-files=all -- . ':!**/testdata/**/got' 2>/dev/null)" ]; then \
+		echo "check-generated: generated files differ from the committed ones:"; \
+		git status --porcelain --untracked-files=all; git --no-pager diff --stat; exit 1; \
+	fi
+	@echo "check-generated: clean"
+
+fmt-check:
+	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/testdata/' ) 2>&1); \
+	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
+
+vet:
+	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
+
+# test starts a throwaway PostgreSQL, runs everything against it and removes
+# it afterwards, also when a step fails.
+test:
+	$(PG) run $(MAKE) --no-print-directory test-in-db
+
+test-in-db: fmt-check check-generated vet unit
+
+unit:
+	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }
+	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
+
+bench:
+	PG_DURABLE=1 $(PG) run $(MAKE) --no-print-directory bench-in-db
+
+bench-in-db:
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
+
+demo:
+	$(PG) run $(MAKE) --no-print-directory demo-in-db
+
+demo-in-db:
+	@echo "demo: arrives with examples/payments"

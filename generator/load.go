@@ -1,0 +1,156 @@
+package generator
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net/url"
+	"os"
+	"path/filepath"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// Warning is a problem in the spec that generation worked around.
+type Warning struct {
+	Where   string // spec file and, when known, operation or component
+	Message string
+}
+
+func (w Warning) String() string {
+	if w.Where == "" {
+		return w.Message
+	}
+	return w.Where + ": " + w.Message
+}
+
+// ErrSpec is returned (wrapped) when the spec holds errors; the error text
+// lists every one of them, sorted, one per line.
+var ErrSpec = errors.New("invalid spec")
+
+// SpecError lists every problem found in one spec.
+type SpecError struct {
+	Problems []string // sorted, each located
+}
+
+func (e *SpecError) Error() string { return strings.Join(e.Problems, "\n") }
+func (e *SpecError) Unwrap() error { return ErrSpec }
+
+func (e errList) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	p := append([]string(nil), e...)
+	sort.Strings(p)
+	// drop exact duplicates (a schema reached twice reports once)
+	out := p[:1]
+	for _, s := range p[1:] {
+		if s != out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return &SpecError{Problems: out}
+}
+
+// loadSpec loads the document with kin-openapi. Local $refs to other files
+// are followed; remote ones only when allowRemote is set.
+func loadSpec(cfg *Config) (*openapi3.T, error) {
+	loader := openapi3.NewLoader()
+	loader.Context = context.Background()
+	loader.IsExternalRefsAllowed = true
+	readers := []openapi3.ReadFromURIFunc{openapi3.ReadFromFile}
+	if cfg.AllowRemoteRefs {
+		readers = append([]openapi3.ReadFromURIFunc{openapi3.ReadFromHTTP(nil)}, readers...)
+	}
+	read := openapi3.ReadFromURIs(readers...)
+	loader.ReadFromURIFunc = func(l *openapi3.Loader, u *url.URL) ([]byte, error) {
+		if u.Host != "" && !cfg.AllowRemoteRefs {
+			return nil, fmt.Errorf("remote $ref %s is not allowed (set allowRemoteRefs: true to follow it)", u.Redacted())
+		}
+		return read(l, u)
+	}
+	data := cfg.SpecData
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(cfg.Spec); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	doc, err := loader.LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(abs)})
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
+	}
+	return doc, nil
+}
+
+func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }
+
+// specWarnings reports what of kin's validation matters to generation, and
+// the known traps of real specs, as warnings.
+func specWarnings(doc *openapi3.T, file string) []Warning {
+	var ws []Warning
+	add := func(where, format string, args ...any) {
+		ws = append(ws, Warning{Where: where, Message: fmt.Sprintf(format, args...)})
+	}
+	if doc.Info == nil || doc.Info.Version == "" {
+		add(file, "info.version is empty")
+	}
+	if n := len(doc.Webhooks); n > 0 {
+		add(file, "webhooks: %d ignored (not yet supported)", n)
+	}
+	schemes := map[string]bool{}
+	if doc.Components != nil {
+		for name := range doc.Components.SecuritySchemes {
+			schemes[name] = true
+		}
+	}
+	undefined := map[string][]string{}
+	check := func(reqs *openapi3.SecurityRequirements, where string) {
+		if reqs == nil {
+			return
+		}
+		for _, req := range *reqs {
+			for name := range req {
+				if !schemes[name] {
+					undefined[name] = append(undefined[name], where)
+				}
+			}
+		}
+	}
+	check(&doc.Security, "the document")
+	for _, path := range doc.Paths.InMatchingOrder() {
+		for method, op := range doc.Paths.Value(path).Operations() {
+			check(op.Security, fmt.Sprintf("%s %s", method, path))
+		}
+	}
+	for _, name := range sortedKeys(undefined) {
+		refs := undefined[name]
+		sort.Strings(refs)
+		add(file, "security scheme %q is not defined (used by %d operations, e.g. %s); authentication is left to middleware", name, len(refs), refs[0])
+	}
+	if err := doc.Validate(context.Background(),
+		openapi3.DisableExamplesValidation(),
+		openapi3.DisableSchemaDefaultsValidation(),
+		openapi3.DisableSchemaPatternValidation(),
+		openapi3.AllowExtraSiblingFields("description", "summary")); err != nil {
+		msg := strings.SplitN(err.Error(), "\n", 2)[0]
+		add(file, "openapi validation (not fatal): %s", msg)
+	}
+	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })
+	return ws
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
+}

@@ -1,0 +1,181 @@
+// Package idem is the idemgen runtime: it makes an HTTP operation idempotent
+// with PostgreSQL as the single authority.
+//
+// Generated servers call (*Engine).Serve once per idempotent request; a
+// hand-written handler can do the same (see the package example). The engine
+// parses the Idempotency-Key header, fingerprints the request, claims a record
+// keyed (tenant, operation, key) with INSERT ... ON CONFLICT, runs the handler
+// in a transaction, stores the outcome and replays it on retries.
+//
+// This file holds the stable surface that generated code compiles against.
+// Changing an exported name here is a breaking change for generated code: bump
+// SupportPackageIsVersion instead of editing in place.
+package idem
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// SupportPackageIsVersion1 is referenced by generated code
+// (`const _ = idem.SupportPackageIsVersion1`). A runtime that drops it makes
+// stale generated code fail to compile instead of misbehaving at run time.
+const SupportPackageIsVersion1 = true
+
+// KeyFormat is the accepted shape of an idempotency key.
+type KeyFormat string
+
+const (
+	KeyFormatUUID   KeyFormat = "uuid"   // RFC 9562, any version, canonical 8-4-4-4-12 form
+	KeyFormatUUIDv4 KeyFormat = "uuidv4" // RFC 9562 version 4
+	KeyFormatUUIDv7 KeyFormat = "uuidv7" // RFC 9562 version 7
+	KeyFormatOpaque KeyFormat = "opaque" // 1..255 visible ASCII characters
+)
+
+// Mode selects how the record and the business writes share transactions.
+type Mode string
+
+const (
+	// ModeAtomic inserts the IN_PROGRESS record in the same transaction as the
+	// business writes; a crash leaves nothing behind.
+	ModeAtomic Mode = "atomic"
+	// ModeLease commits an IN_PROGRESS claim with a lease and a fencing token
+	// first; for handlers that call the outside world.
+	ModeLease Mode = "lease"
+)
+
+// InFlight says what a duplicate does while the first request still runs.
+type InFlight string
+
+const (
+	InFlightReject InFlight = "reject" // 409 at once
+	InFlightWait   InFlight = "wait"   // wait up to Policy.Wait, then replay or 409
+)
+
+// OnSchemaChange says what a replay does when the stored response schema
+// version differs from the operation's current one.
+type OnSchemaChange string
+
+const (
+	SchemaChangeReplay OnSchemaChange = "replay"
+	SchemaChangeReject OnSchemaChange = "reject"
+)
+
+// OnExpired says what a request does whose key names an expired record.
+type OnExpired string
+
+const (
+	ExpiredExecute OnExpired = "execute"
+	ExpiredReject  OnExpired = "reject"
+)
+
+// Profile selects the status code mapping of the HTTP contract.
+type Profile string
+
+const (
+	ProfileDefault Profile = "default"
+	// ProfileIETF follows draft-ietf-httpapi-idempotency-key-header: 422 for a
+	// reused key with another payload, 409 for a request in flight.
+	ProfileIETF Profile = "ietf"
+)
+
+// Policy is one operation's resolved x-idempotent policy. The zero value is
+// not valid; start from DefaultPolicy.
+type Policy struct {
+	Header             string         // header carrying the key, e.g. "Idempotency-Key"
+	Required           bool           // a missing key is a 400
+	KeyFormat          KeyFormat      //
+	TTL                time.Duration  // how long a key is remembered; 2h..24h
+	Mode               Mode           //
+	Lease              time.Duration  // lease mode: how long an IN_PROGRESS claim is honoured
+	InFlight           InFlight       //
+	Wait               time.Duration  // InFlightWait: how long a duplicate waits
+	ReplayStatuses     []int          // non-2xx statuses that are final and replayed
+	FingerprintExclude []string       // RFC 6901 JSON pointers left out of the body hash
+	SchemaVersion      string         // version of the operation's response schemas
+	OnSchemaChange     OnSchemaChange //
+	OnExpired          OnExpired      //
+	Profile            Profile        //
+}
+
+// Operation describes one idempotent operation. Generated code declares one
+// per operation in its operation table; hand-written code builds its own.
+type Operation struct {
+	ID         string   // operationId, e.g. "createPayment"
+	Method     string   // HTTP method, e.g. "POST"
+	Pattern    string   // route template, e.g. "/payments/{id}/capture"
+	PathParams []string // names of the path parameters, in template order
+	Policy     Policy
+}
+
+// Response is what a handler produced: it is written to the client and, for
+// outcomes that are kept, stored and replayed byte for byte.
+type Response struct {
+	Status int
+	Header http.Header
+	Body   []byte
+}
+
+// Handler runs the operation's business logic. Its writes must go through tx,
+// which also stores the idempotency record, so both commit or neither does.
+type Handler func(ctx context.Context, tx pgx.Tx) (*Response, error)
+
+// PrepareFunc decodes and validates a request whose body the engine has
+// already read (bounded by Config.MaxBodyBytes). It returns the Handler to
+// run. An error is a request validation error: the client gets a 400
+// problem+json and no idempotency record is written.
+type PrepareFunc func(body []byte) (Handler, error)
+
+// DB is what the engine needs from PostgreSQL; *pgxpool.Pool and *pgx.Conn
+// satisfy it. Transactions are begun READ COMMITTED whatever the server's
+// default, because a duplicate must see the first request's committed record.
+type DB interface {
+	BeginTx(ctx context.Context, opts pgx.TxOptions) (pgx.Tx, error)
+	Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error)
+	Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error)
+	QueryRow(ctx context.Context, sql string, args ...any) pgx.Row
+}
+
+// ScopeFunc returns the tenant a request belongs to. Records are keyed
+// (tenant, operation, key), so one tenant never sees another's records.
+type ScopeFunc func(r *http.Request) (string, error)
+
+// RequestError is a request validation error: which part of the request was
+// wrong (`query parameter "limit"`, `body`, `header "X-Trace"`) and why. It
+// maps to 400 problem+json and never leaves an idempotency record.
+type RequestError struct {
+	Where string
+	Err   error
+}
+
+func (e *RequestError) Error() string { return e.Where + ": " + e.Err.Error() }
+func (e *RequestError) Unwrap() error { return e.Err }
+
+// InvalidRequest wraps err as a *RequestError naming where it was found.
+func InvalidRequest(where string, err error) error { return &RequestError{Where: where, Err: err} }
+
+// Key identifies an idempotent request: the record key.
+type Key struct {
+	Tenant    string
+	Operation string
+	Value     string // the idempotency key, normalised (UUIDs lower-cased)
+}
+
+type keyCtx struct{}
+
+// KeyFromContext returns the key of the idempotent request being served, so
+// handlers and outbox events pick it up without plumbing.
+func KeyFromContext(ctx context.Context) (Key, bool) {
+	k, ok := ctx.Value(keyCtx{}).(Key)
+	return k, ok
+}
+
+// ContextWithKey returns ctx carrying k; the engine calls it before running a
+// handler. Exposed for tests and for consumers that re-establish a key.
+func ContextWithKey(ctx context.Context, k Key) context.Context {
+	return context.WithValue(ctx, keyCtx{}, k)
+}
