@@ -32,6 +32,10 @@ type Config struct {
 	// servers are not consulted: mount the handler with http.StripPrefix or
 	// set this explicitly.
 	BasePath string `yaml:"basePath"`
+	// Rename sets the Go name of a schema by its spec location, as printed
+	// in a clash error: {"#/components/schemas/nullTime": "NullTimeValue"}.
+	// Clashing names are errors, never silently suffixed; this resolves them.
+	Rename map[string]string `yaml:"rename"`
 
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.

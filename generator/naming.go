@@ -107,7 +107,7 @@ func newNamespace(file string, errs *errList, reserved ...string) *namespace {
 // claim records that name is generated for location; a clash is an error.
 func (ns *namespace) claim(name, location string) bool {
 	if prev, ok := ns.owner[name]; ok {
-		ns.errs.addf("%s: Go identifier %s is generated for both %s and %s", ns.file, name, prev, location)
+		ns.errs.addf("%s: Go identifier %s is generated for both %s and %s (set rename in the config)", ns.file, name, prev, location)
 		return false
 	}
 	ns.owner[name] = location

@@ -1,0 +1,273 @@
+// Command idemgen generates a typed net/http server from an OpenAPI 3.0 or
+// 3.1 document annotated with x-idempotent. Every POST and PATCH handler it
+// emits goes through the idempotency engine of
+// github.com/idemgen/idemgen/runtime/idem.
+//
+// Usage:
+//
+//	idemgen generate [-config idemgen.yaml] [-check]
+//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+//	idemgen lint [-require] SPEC
+//	idemgen templates eject DIR
+//	idemgen version
+//
+// Run it with `go tool idemgen` after `go get -tool
+// github.com/idemgen/idemgen/cmd/idemgen`, or with `go run
+// github.com/idemgen/idemgen/cmd/idemgen`, typically from a go:generate line:
+//
+//	//go:generate go tool idemgen generate
+//
+// # generate
+//
+// Reads idemgen.yaml in the current directory (or -config FILE), or takes
+// the spec from -spec and the rest from flags. The config file:
+//
+//	spec: openapi.yaml          # OpenAPI 3.0/3.1, YAML or JSON (required)
+//	package: api                # Go package name (default api)
+//	output: .                   # output directory (default: the config's directory)
+//	templates: templates        # optional template overrides
+//	requireIdempotent: false    # make `x-idempotent: false` on POST/PATCH an error
+//	allowRemoteRefs: false      # follow http(s) $refs
+//	basePath: ""                # prefix of every route, e.g. /v1
+//	rename:                     # Go names for schemas whose names clash
+//	  "#/components/schemas/nullTime": NullTimeValue
+//
+// Relative paths are relative to the config file. A JSON Schema for the
+// file is schemas/idemgen.schema.json in the idemgen repository.
+//
+// It writes types.gen.go, server.gen.go and helpers.gen.go, touching only
+// files whose content changed. Warnings (spec problems worked around) go to
+// standard error. With -check nothing is written: when the files on disk
+// differ from what would be generated, the diff is printed and the exit
+// status is 1.
+//
+// # lint
+//
+// Reports every POST and PATCH that is not idempotent (opted out with
+// `x-idempotent: false`, or with no annotation on it or at the root), every
+// invalid x-idempotent value, and anything else generation would refuse.
+// Exit status 1 when it finds any, so it can gate CI. -require treats
+// opt-outs as errors the way requireIdempotent does.
+//
+// # templates eject
+//
+// Copies the default templates into DIR (which must not already hold them),
+// to be edited and named by `templates:`. See templates/README.md for the
+// data the templates receive, the func map and the slots.
+//
+// # version
+//
+// Prints the version of idemgen, from the Go build information.
+//
+// Messages start with "idemgen: ". Exit status is 1 on failure and 2 on bad
+// usage.
+package main
+
+import (
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"runtime/debug"
+
+	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/templates"
+)
+
+func main() {
+	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
+}
+
+// usageError makes run exit 2.
+type usageError struct{ msg string }
+
+func (e usageError) Error() string { return e.msg }
+
+const usage = `usage:
+	idemgen generate [-config idemgen.yaml] [-check]
+	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+	idemgen lint [-require] SPEC
+	idemgen templates eject DIR
+	idemgen version
+`
+
+func run(args []string, stdout, stderr io.Writer) int {
+	err := dispatch(args, stdout, stderr)
+	var ue usageError
+	switch {
+	case err == nil:
+		return 0
+	case errors.Is(err, flag.ErrHelp):
+		fmt.Fprint(stderr, usage)
+		return 2
+	case errors.As(err, &ue):
+		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, usage)
+		return 2
+	case errors.Is(err, errSilent):
+		return 1
+	default:
+		fmt.Fprintf(stderr, "idemgen: %v\n", err)
+		return 1
+	}
+}
+
+var errSilent = errors.New("already reported")
+
+func dispatch(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"no command"}
+	}
+	switch args[0] {
+	case "generate":
+		return generate(args[1:], stdout, stderr)
+	case "lint":
+		return lint(args[1:], stdout, stderr)
+	case "templates":
+		if len(args) != 3 || args[1] != "eject" {
+			return usageError{"want: templates eject DIR"}
+		}
+		return eject(args[2])
+	case "version":
+		if len(args) != 1 {
+			return usageError{"version takes no arguments"}
+		}
+		fmt.Fprintln(stdout, "idemgen", version())
+		return nil
+	case "help", "-h", "-help", "--help":
+		fmt.Fprint(stdout, usage)
+		return nil
+	}
+	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+}
+
+func newFlags(name string, stderr io.Writer) *flag.FlagSet {
+	fs := flag.NewFlagSet(name, flag.ContinueOnError)
+	fs.SetOutput(io.Discard) // run reports flag errors itself, prefixed idemgen:
+	return fs
+}
+
+func parse(fs *flag.FlagSet, args []string) error {
+	if err := fs.Parse(args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			return err
+		}
+		return usageError{err.Error()}
+	}
+	return nil
+}
+
+func generate(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("generate", stderr)
+	configPath := fs.String("config", "", "config file (default idemgen.yaml)")
+	spec := fs.String("spec", "", "OpenAPI document (instead of a config file)")
+	pkg := fs.String("package", "", "Go package name (default api)")
+	output := fs.String("output", "", "output directory")
+	tmpl := fs.String("templates", "", "template overrides directory")
+	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() > 0 {
+		return usageError{"generate takes no arguments"}
+	}
+	var cfg generator.Config
+	switch {
+	case *spec != "" && *configPath != "":
+		return usageError{"-spec and -config are exclusive"}
+	case *spec != "":
+		cfg.Spec = *spec
+	default:
+		if *configPath == "" {
+			*configPath = "idemgen.yaml"
+		}
+		var err error
+		if cfg, err = generator.LoadConfig(*configPath); err != nil {
+			return err
+		}
+	}
+	if *pkg != "" {
+		cfg.Package = *pkg
+	}
+	if *output != "" {
+		cfg.Output = *output
+	}
+	if *tmpl != "" {
+		cfg.Templates = *tmpl
+	}
+	if cfg.Output == "" {
+		cfg.Output = "."
+	}
+	files, warnings, err := generator.Generate(cfg)
+	for _, w := range warnings {
+		fmt.Fprintf(stderr, "idemgen: warning: %s\n", w)
+	}
+	if err != nil {
+		return err
+	}
+	if *check {
+		diff, err := generator.Diff(cfg.Output, files)
+		if err != nil {
+			return err
+		}
+		if diff != "" {
+			fmt.Fprint(stdout, diff)
+			return fmt.Errorf("generated files in %s are stale; run idemgen generate", cfg.Output)
+		}
+		return nil
+	}
+	_, err = generator.Write(cfg.Output, files)
+	return err
+}
+
+func lint(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lint", stderr)
+	require := fs.Bool("require", false, "treat x-idempotent: false on POST/PATCH as an error")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"lint takes one SPEC"}
+	}
+	findings, err := generator.Lint(generator.Config{Spec: fs.Arg(0), RequireIdempotent: *require})
+	if err != nil {
+		return err
+	}
+	for _, f := range findings {
+		fmt.Fprintf(stdout, "idemgen: %s\n", f)
+	}
+	if len(findings) > 0 {
+		return errSilent
+	}
+	return nil
+}
+
+func eject(dir string) error {
+	for _, tf := range templates.Files {
+		if _, err := os.Stat(filepath.Join(dir, tf.Template)); err == nil {
+			return fmt.Errorf("templates eject: %s already exists", filepath.Join(dir, tf.Template))
+		}
+	}
+	if err := os.MkdirAll(dir, 0o755); err != nil {
+		return err
+	}
+	for _, tf := range templates.Files {
+		data, err := fs.ReadFile(templates.FS, tf.Template)
+		if err != nil {
+			return err
+		}
+		if err := os.WriteFile(filepath.Join(dir, tf.Template), data, 0o644); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+func version() string {
+	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
+		return bi.Main.Version
+	}
+	return "(devel)"
+}

@@ -1,0 +1,146 @@
+package generator
+
+import (
+	"errors"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// orderSpec is a minimal spec; %ROOT% and %OP% are replaced by YAML lines.
+const orderSpec = `openapi: 3.0.3
+info: {title: t, version: '1'}
+%ROOT%
+paths:
+  /orders:
+    post:
+      operationId: createOrder
+      %OP%
+      responses:
+        '201': {description: created}
+        '409': {description: conflict}
+components:
+  schemas:
+    Order: {type: object, properties: {id: {type: string}}}
+`
+
+func orderWith(root, op string) string {
+	return strings.NewReplacer("%ROOT%", root, "%OP%", op).Replace(orderSpec)
+}
+
+func TestSpecErrors(t *testing.T) {
+	tests := []struct {
+		name    string
+		spec    string
+		require bool
+		want    string
+	}{
+		{"ttl out of range", orderWith("", "x-idempotent: {ttl: 72h}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.ttl: 72h is outside 2h..24h`},
+		{"ttl too short at root", orderWith("x-idempotent: {ttl: 1h}", ""),
+			false, `openapi.yaml: x-idempotent.ttl: 1h is outside 2h..24h`},
+		{"unknown field", orderWith("", "x-idempotent: {retries: 3}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.retries: unknown field`},
+		{"wrong type", orderWith("", "x-idempotent: {required: 'yes'}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.required: want a boolean, got string "yes"`},
+		{"not an object", orderWith("", "x-idempotent: 5"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent: want an object or a boolean, got number 5`},
+		{"bad enum", orderWith("", "x-idempotent: {mode: eager}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.mode: "eager" is not one of atomic, lease`},
+		{"bad duration", orderWith("", "x-idempotent: {lease: soon}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.lease: "soon" is not a positive duration such as 30s or 24h`},
+		{"undeclared replay status", orderWith("", "x-idempotent: {replayStatuses: [402]}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses: 402 is not a response the operation declares`},
+		{"2xx replay status", orderWith("", "x-idempotent: {replayStatuses: [201]}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: want a non-2xx status code 300..599, got number 201`},
+		{"fingerprint pointer", orderWith("", "x-idempotent: {fingerprint: {exclude: [metadata]}}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.fingerprint.exclude[0]: want a JSON pointer such as /metadata/sentAt, got string "metadata"`},
+		{"opt-out refused", orderWith("", "x-idempotent: false"),
+			true, `openapi.yaml: operation "createOrder": x-idempotent: false is not allowed: the config requires every POST and PATCH to be idempotent`},
+		{"errors sorted together", orderWith("x-idempotent: {profile: rfc}", "x-idempotent: {ttl: 48h, inFlight: queue}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.inFlight: "queue" is not one of reject, wait` + "\n" +
+				`openapi.yaml: operation "createOrder": x-idempotent.ttl: 48h is outside 2h..24h` + "\n" +
+				`openapi.yaml: x-idempotent.profile: "rfc" is not one of default, ietf`},
+		{"clashing identifiers", strings.Replace(orderWith("", ""), "components:\n  schemas:\n",
+			"components:\n  schemas:\n    order: {type: object, properties: {n: {type: integer}}}\n", 1),
+			false, `openapi.yaml: Go identifier Order is generated for both #/components/schemas/Order and #/components/schemas/order (set rename in the config)`},
+		{"clashing operation type", strings.Replace(orderWith("", ""), "components:\n  schemas:\n",
+			"components:\n  schemas:\n    createOrderRequest: {type: object, properties: {n: {type: integer}}}\n", 1),
+			false, `openapi.yaml: Go identifier CreateOrderRequest is generated for both #/components/schemas/createOrderRequest and operation "createOrder" (POST /orders) (set rename in the config)`},
+		{"partial path parameter", strings.Replace(orderWith("", ""), "/orders:", "/orders/{id}.json:", 1),
+			false, `openapi.yaml: operation "createOrder": path segment "{id}.json": a parameter must fill a whole segment (net/http.ServeMux)`},
+		{"remote ref", strings.Replace(orderWith("", ""), "Order: {type: object, properties: {id: {type: string}}}",
+			"Order: {$ref: 'https://example.com/schemas.yaml#/Order'}", 1),
+			false, `openapi.yaml: error resolving reference "https://example.com/schemas.yaml#/Order": remote $ref https://example.com/schemas.yaml is not allowed (set allowRemoteRefs: true to follow it)`},
+	}
+	for _, tc := range tests {
+		t.Run(tc.name, func(t *testing.T) {
+			cfg := Config{Spec: "openapi.yaml", SpecData: []byte(tc.spec), Output: t.TempDir(), RequireIdempotent: tc.require}
+			_, _, err := Generate(cfg)
+			if err == nil {
+				t.Fatal("no error")
+			}
+			if tc.name != "remote ref" && !errors.Is(err, ErrSpec) {
+				t.Errorf("error is not ErrSpec: %v", err)
+			}
+			if got := err.Error(); !strings.Contains(got, tc.want) {
+				t.Errorf("error:\n%s\nwant:\n%s", got, tc.want)
+			}
+		})
+	}
+}
+
+func TestTemplateOverride(t *testing.T) {
+	spec := orderWith("x-idempotent: {}", "")
+	base := Config{Spec: "openapi.yaml", SpecData: []byte(spec), Output: t.TempDir()}
+	files, _, err := Generate(base)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	slot := `{{define "handler/before"}}
+	w.Header().Set("X-Op", {{quote .ID}}){{end}}`
+	if err := os.WriteFile(filepath.Join(dir, "slots.tmpl"), []byte(slot), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	over := base
+	over.Templates = dir
+	files2, _, err := Generate(over)
+	if err != nil {
+		t.Fatal(err)
+	}
+	server := func(fs []File) string {
+		for _, f := range fs {
+			if f.Name == "server.gen.go" {
+				return string(f.Content)
+			}
+		}
+		t.Fatal("no server.gen.go")
+		return ""
+	}
+	if strings.Contains(server(files), `"X-Op"`) || !strings.Contains(server(files2), `w.Header().Set("X-Op", "createOrder")`) {
+		t.Errorf("override did not change the output:\n%s", server(files2))
+	}
+
+	// A misspelt name is an error naming the file and the choices.
+	if err := os.WriteFile(filepath.Join(dir, "sever.go.tmpl"), []byte("x"), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err = Generate(over)
+	want := "templates: " + filepath.Join(dir, "sever.go.tmpl") + " matches no default template (want one of helpers.go.tmpl, server.go.tmpl, slots.tmpl)"
+	if err == nil || err.Error() != want {
+		t.Errorf("error = %v, want %s", err, want)
+	}
+}
+
+func TestBrokenTemplateShowsNumberedSource(t *testing.T) {
+	dir := t.TempDir()
+	if err := os.WriteFile(filepath.Join(dir, "slots.tmpl"), []byte(`{{define "file/after"}}func broken( {{end}}`), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	_, _, err := Generate(Config{Spec: "openapi.yaml", SpecData: []byte(orderWith("", "")), Output: t.TempDir(), Templates: dir})
+	if err == nil || !strings.Contains(err.Error(), "server.gen.go: generated code does not parse") || !strings.Contains(err.Error(), "func broken(") {
+		t.Fatalf("error = %v", err)
+	}
+}
