@@ -55,11 +55,21 @@ unit:
 bench:
 	PG_DURABLE=1 $(PG) run $(MAKE) --no-print-directory bench-in-db
 
+# bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
+# load tool (bench/cmd/benchload) against the generated bench server on a
+# PostgreSQL with durable commits. Results: bench/results.md, docs/bench-latency.svg.
+BENCH_FLAGS ?= -duration 3s -rounds 3 -concurrency 1,8,32 -storm-keys 20
 bench-in-db:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
+	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload
+	mkdir -p docs
+	bin/benchload -server bin/benchserver $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
 
 demo:
 	$(PG) run $(MAKE) --no-print-directory demo-in-db
 
+# demo-in-db builds the payments example, starts it on a free port against
+# DATABASE_URL, and runs the scripted client; it fails when an expectation does.
 demo-in-db:
-	@echo "demo: arrives with examples/payments"
+	@test -n "$${DATABASE_URL:-}" || { echo "demo: DATABASE_URL is not set (use make demo)"; exit 1; }
+	cd examples/payments && $(GO) run ./cmd/democlient

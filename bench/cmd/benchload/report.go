@@ -1,0 +1,123 @@
+package main
+
+import (
+	"fmt"
+	"html"
+	"io"
+	"sort"
+	"strings"
+	"time"
+)
+
+// pooled merges the latencies of every round of one scenario and concurrency.
+func pooled(runs []run) []time.Duration {
+	var all []time.Duration
+	for _, r := range runs {
+		all = append(all, r.lat...)
+	}
+	sort.Slice(all, func(i, j int) bool { return all[i] < all[j] })
+	return all
+}
+
+func median(xs []float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	if len(s)%2 == 1 {
+		return s[len(s)/2]
+	}
+	return (s[len(s)/2-1] + s[len(s)/2]) / 2
+}
+
+// ratio is the median over rounds of (scenario req/s ÷ baseline req/s in the
+// same round): each ratio compares two runs made back to back.
+func ratio(results map[string][]run, name string, c int) float64 {
+	base, cur := results[rkey("baseline", c)], results[rkey(name, c)]
+	var rs []float64
+	for i := range cur {
+		if i < len(base) && base[i].rps() > 0 {
+			rs = append(rs, cur[i].rps()/base[i].rps())
+		}
+	}
+	return median(rs)
+}
+
+func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storm stormResult) {
+	fmt.Fprintln(w, "| scenario | concurrency | req/s (median) | × baseline | p50 ms | p90 ms | p99 ms | allocs/req (server) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	for _, c := range concs {
+		for _, s := range scenarios {
+			runs := results[rkey(s.name, c)]
+			var rps, allocs []float64
+			for _, r := range runs {
+				rps = append(rps, r.rps())
+				allocs = append(allocs, r.allocsPerReq())
+			}
+			lat := pooled(runs)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f |\n",
+				s.name, c, median(rps), ratio(results, s.name, c),
+				ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), median(allocs))
+		}
+	}
+	var codes []string
+	for code, n := range storm.statuses {
+		codes = append(codes, fmt.Sprintf("%d×%d", n, code))
+	}
+	sort.Strings(codes)
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| duplicate storm | keys | requests | p50 ms | p90 ms | p99 ms | statuses | executions per key |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|")
+	fmt.Fprintf(w, "| atomic, 200 concurrent per key | %d | %d | %.2f | %.2f | %.2f | %s | %d..%d |\n",
+		storm.keys, len(storm.lat), ms(percentile(storm.lat, 50)), ms(percentile(storm.lat, 90)),
+		ms(percentile(storm.lat, 99)), strings.Join(codes, ", "), storm.minExec, storm.maxExec)
+}
+
+// chart draws p50 and p99 latency per scenario and concurrency as horizontal
+// bars: one row each, the storm last.
+func chart(scenarios []scenario, concs []int, results map[string][]run, storm stormResult) string {
+	type row struct {
+		label    string
+		p50, p99 float64
+	}
+	var rows []row
+	for _, c := range concs {
+		for _, s := range scenarios {
+			lat := pooled(results[rkey(s.name, c)])
+			rows = append(rows, row{fmt.Sprintf("%s  c=%d", s.name, c), ms(percentile(lat, 50)), ms(percentile(lat, 99))})
+		}
+	}
+	rows = append(rows, row{"storm  200/key", ms(percentile(storm.lat, 50)), ms(percentile(storm.lat, 99))})
+	maxv := 0.0
+	for _, r := range rows {
+		maxv = max(maxv, r.p99)
+	}
+	if maxv == 0 {
+		maxv = 1
+	}
+	const (
+		left, width, rowH, top = 150.0, 560.0, 26.0, 50.0
+	)
+	height := top + rowH*float64(len(rows)) + 50
+	var b strings.Builder
+	fmt.Fprintf(&b, `<svg xmlns="http://www.w3.org/2000/svg" width="%.0f" height="%.0f" font-family="sans-serif" font-size="12">`+"\n", left+width+90, height)
+	fmt.Fprintf(&b, `<rect width="100%%" height="100%%" fill="white"/>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="20" font-size="15" font-weight="bold">idemgen: latency per request (ms), p50 dark, p99 light</text>`+"\n")
+	fmt.Fprintf(&b, `<text x="10" y="38" fill="#555">loopback HTTP, PostgreSQL with durable commits; lower is better</text>`+"\n")
+	for i, r := range rows {
+		y := top + rowH*float64(i)
+		fmt.Fprintf(&b, `<text x="%.0f" y="%.1f" text-anchor="end">%s</text>`+"\n", left-8, y+16, html.EscapeString(r.label))
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="18" fill="#9ecae1"/>`+"\n", left, y+3, width*r.p99/maxv)
+		fmt.Fprintf(&b, `<rect x="%.0f" y="%.1f" width="%.1f" height="18" fill="#2171b5"/>`+"\n", left, y+3, width*r.p50/maxv)
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" fill="#333">%.1f / %.1f</text>`+"\n", left+width*r.p99/maxv+6, y+16, r.p50, r.p99)
+	}
+	axisY := top + rowH*float64(len(rows)) + 8
+	fmt.Fprintf(&b, `<line x1="%.0f" y1="%.1f" x2="%.0f" y2="%.1f" stroke="#333"/>`+"\n", left, axisY, left+width, axisY)
+	for i := 0; i <= 4; i++ {
+		x := left + width*float64(i)/4
+		fmt.Fprintf(&b, `<text x="%.1f" y="%.1f" text-anchor="middle">%.1f ms</text>`+"\n", x, axisY+16, maxv*float64(i)/4)
+	}
+	b.WriteString("</svg>\n")
+	return b.String()
+}

@@ -1,0 +1,147 @@
+// Command benchserver is the service benchload measures: the generated
+// server of ../../openapi.yaml, whose three operations do the same business
+// write (insert one payment row in a transaction) — without idempotency, in
+// atomic mode and in lease mode.
+//
+// It reads DATABASE_URL, ADDR and POOL_SIZE, applies the runtime's
+// migrations and its own table, and serves until SIGINT or SIGTERM.
+// GET /_stats reports the process's allocation count, so the load tool can
+// attribute allocations per request to the server alone.
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log"
+	"net/http"
+	"os"
+	"os/signal"
+	"runtime"
+	"strconv"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/bench/api"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+const schema = `CREATE TABLE IF NOT EXISTS bench_payments (
+    id              bigserial PRIMARY KEY,
+    idempotency_key text,
+    amount          bigint NOT NULL,
+    currency        text NOT NULL,
+    reference       text NOT NULL,
+    created_at      timestamptz NOT NULL DEFAULT now())`
+
+const insert = `INSERT INTO bench_payments (idempotency_key, amount, currency, reference)
+VALUES ($1, $2, $3, $4) RETURNING id`
+
+type service struct{ pool *pgxpool.Pool }
+
+var _ api.Server = service{}
+
+// write is the business write every operation shares.
+func write(ctx context.Context, tx pgx.Tx, in api.PaymentInput) (api.Payment, error) {
+	var key *string
+	if k, ok := idem.KeyFromContext(ctx); ok {
+		key = &k.Value
+	}
+	p := api.Payment{Amount: in.Amount, Currency: in.Currency, Reference: in.Reference}
+	err := tx.QueryRow(ctx, insert, key, in.Amount, in.Currency, in.Reference).Scan(&p.ID)
+	return p, err
+}
+
+// CreateBaseline runs the business transaction with no idempotency layer.
+func (s service) CreateBaseline(ctx context.Context, req api.CreateBaselineRequest) (api.CreateBaselineResponse, error) {
+	var p api.Payment
+	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
+		p, err = write(ctx, tx, req.Body)
+		return err
+	})
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateBaseline201Response{Body: p}, nil
+}
+
+func (s service) CreateAtomic(ctx context.Context, tx pgx.Tx, req api.CreateAtomicRequest) (api.CreateAtomicResponse, error) {
+	p, err := write(ctx, tx, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateAtomic201Response{Body: p}, nil
+}
+
+func (s service) CreateLease(ctx context.Context, tx pgx.Tx, req api.CreateLeaseRequest) (api.CreateLeaseResponse, error) {
+	p, err := write(ctx, tx, req.Body)
+	if err != nil {
+		return nil, err
+	}
+	return api.CreateLease201Response{Body: p}, nil
+}
+
+func main() {
+	if err := run(); err != nil {
+		log.Fatalf("benchserver: %v", err)
+	}
+}
+
+func run() error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+
+	cfg, err := pgxpool.ParseConfig(os.Getenv("DATABASE_URL"))
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	if n, err := strconv.Atoi(os.Getenv("POOL_SIZE")); err == nil && n > 0 {
+		cfg.MaxConns = int32(n)
+	}
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return err
+	}
+	defer pool.Close()
+	if err := idem.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if _, err := pool.Exec(ctx, schema); err != nil {
+		return err
+	}
+	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations})
+	if err != nil {
+		return err
+	}
+
+	mux := http.NewServeMux()
+	mux.Handle("/", api.NewHandler(service{pool: pool}, engine))
+	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
+		var m runtime.MemStats
+		runtime.ReadMemStats(&m)
+		w.Header().Set("Content-Type", "application/json")
+		_ = json.NewEncoder(w).Encode(map[string]uint64{"Mallocs": m.Mallocs})
+	})
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.ListenAndServe() }()
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	shut, cancel := context.WithTimeout(context.Background(), 10*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shut); err != nil && !errors.Is(err, http.ErrServerClosed) {
+		return err
+	}
+	return nil
+}
