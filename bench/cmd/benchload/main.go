@@ -426,4 +426,3 @@ func (b *bench) storm(keys, size, rounds int) (stormResult, error) {
 	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
 	return res, nil
 }
-
