@@ -5,7 +5,12 @@
 -- A read used to classify a conflict after a claim returned no row, and as
 -- the replay fast path. Never followed by an INSERT decision: claims below
 -- are the only check-and-set.
-SELECT * FROM idem_records
+-- expired and lease_lapsed are judged by the database clock, the same clock
+-- Claim decides by, so the engine never compares timestamps itself.
+SELECT *,
+    (expires_at <= now())::boolean AS expired,
+    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed
+FROM idem_records
 WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key;
 
 -- name: Claim :one

@@ -8,6 +8,31 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type IdemInbox struct {
+	Consumer    string
+	EventKey    string
+	Fingerprint []byte
+	ProcessedAt pgtype.Timestamptz
+}
+
+type IdemOutbox struct {
+	Tenant         string
+	ID             string
+	Seq            int64
+	AggregateKey   pgtype.Text
+	Operation      pgtype.Text
+	IdempotencyKey pgtype.Text
+	Ordinal        pgtype.Int4
+	EventType      string
+	Event          []byte
+	State          string
+	Attempts       int32
+	NextAttemptAt  pgtype.Timestamptz
+	LastError      pgtype.Text
+	CreatedAt      pgtype.Timestamptz
+	PublishedAt    pgtype.Timestamptz
+}
+
 type IdemRecord struct {
 	Tenant          string
 	Operation       string

@@ -223,7 +223,10 @@ func (q *Queries) FailRetryable(ctx context.Context, arg FailRetryableParams) (i
 
 const getRecord = `-- name: GetRecord :one
 
-SELECT tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over, recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at FROM idem_records
+SELECT tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over, recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at,
+    (expires_at <= now())::boolean AS expired,
+    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed
+FROM idem_records
 WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
 `
 
@@ -233,14 +236,40 @@ type GetRecordParams struct {
 	IdempotencyKey string
 }
 
+type GetRecordRow struct {
+	Tenant          string
+	Operation       string
+	IdempotencyKey  string
+	State           string
+	Fingerprint     []byte
+	SchemaVersion   string
+	ResponseStatus  pgtype.Int4
+	ResponseHeaders []byte
+	ResponseBody    []byte
+	Attempts        int32
+	Fence           int64
+	LeaseExpiresAt  pgtype.Timestamptz
+	TakenOver       bool
+	RecoveryPoint   pgtype.Text
+	RecoveryData    []byte
+	CreatedAt       pgtype.Timestamptz
+	UpdatedAt       pgtype.Timestamptz
+	CompletedAt     pgtype.Timestamptz
+	ExpiresAt       pgtype.Timestamptz
+	Expired         bool
+	LeaseLapsed     bool
+}
+
 // Queries of the idempotency engine (runtime/idem). Compiled by sqlc into
 // runtime/idem/internal/store; `make generate` after editing.
 // A read used to classify a conflict after a claim returned no row, and as
 // the replay fast path. Never followed by an INSERT decision: claims below
 // are the only check-and-set.
-func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (IdemRecord, error) {
+// expired and lease_lapsed are judged by the database clock, the same clock
+// Claim decides by, so the engine never compares timestamps itself.
+func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecordRow, error) {
 	row := q.db.QueryRow(ctx, getRecord, arg.Tenant, arg.Operation, arg.IdempotencyKey)
-	var i IdemRecord
+	var i GetRecordRow
 	err := row.Scan(
 		&i.Tenant,
 		&i.Operation,
@@ -261,6 +290,8 @@ func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (IdemRecor
 		&i.UpdatedAt,
 		&i.CompletedAt,
 		&i.ExpiresAt,
+		&i.Expired,
+		&i.LeaseLapsed,
 	)
 	return i, err
 }

@@ -1,0 +1,244 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"strconv"
+	"time"
+)
+
+// Sentinel errors. The engine wraps them with detail; test with errors.Is or
+// the predicates below. ProblemFor maps each to its HTTP problem.
+var (
+	ErrKeyRequired         = errors.New("idempotency key required")
+	ErrKeyMalformed        = errors.New("idempotency key malformed")
+	ErrFingerprintMismatch = errors.New("idempotency key reused with another request")
+	ErrInFlight            = errors.New("a request with this idempotency key is in progress")
+	ErrSchemaChanged       = errors.New("stored response was produced under another response schema version")
+	ErrExpired             = errors.New("idempotency key expired")
+	ErrLeaseLost           = errors.New("lease on the idempotency key was taken over")
+	ErrOutcomeUnknown      = errors.New("outcome of an earlier attempt with this idempotency key is unknown")
+	ErrBodyTooLarge        = errors.New("request body too large")
+	ErrUnauthenticated     = errors.New("request scope could not be resolved")
+	ErrNoLease             = errors.New("not inside a lease-mode idempotent handler")
+)
+
+// Problem codes and reasons of the HTTP contract.
+const (
+	CodeMalformedHeader = "ERR400_MISSING_OR_MALFORMED_HEADER"
+	CodeInvalidRequest  = "ERR400_INVALID_REQUEST"
+	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
+	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
+	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
+	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
+	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
+	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
+
+	ReasonKeyRequired      = "IDEMPOTENCY_KEY_REQUIRED"
+	ReasonKeyMalformed     = "IDEMPOTENCY_KEY_MALFORMED"
+	ReasonConflict         = "CONFLICTING_IDEMPOTENT_REQUEST"
+	ReasonInProgress       = "IDEMPOTENT_REQUEST_IN_PROGRESS"
+	ReasonSchemaChanged    = "STORED_RESPONSE_SCHEMA_CHANGED"
+	ReasonExpired          = "IDEMPOTENCY_KEY_EXPIRED"
+	ReasonLeaseLost        = "IDEMPOTENCY_LEASE_LOST"
+	ReasonOutcomeUnknown   = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
+	ReasonBodyTooLarge     = "REQUEST_BODY_TOO_LARGE"
+	ReasonInvalidJSON      = "REQUEST_BODY_INVALID_JSON"
+	ReasonInvalidRequest   = "REQUEST_INVALID"
+	ReasonUnauthenticated  = "UNAUTHENTICATED"
+	ReasonInternal         = "INTERNAL_ERROR"
+	problemContentType     = "application/problem+json"
+	defaultRetryAfterDelay = time.Second
+)
+
+// Problem is an RFC 9457 problem detail with the contract's code and reason
+// members. A handler or ScopeFunc may return one to choose the response.
+type Problem struct {
+	Type     string `json:"type"`
+	Title    string `json:"title"`
+	Status   int    `json:"status"`
+	Detail   string `json:"detail,omitempty"`
+	Instance string `json:"instance,omitempty"`
+	Code     string `json:"code"`
+	Reason   string `json:"reason"`
+	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
+	RetryAfter time.Duration `json:"-"`
+	// Err is the cause; it is never written to the client.
+	Err error `json:"-"`
+}
+
+func (p *Problem) Error() string {
+	s := fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Reason)
+	if p.Detail != "" {
+		s += ": " + p.Detail
+	}
+	return s
+}
+
+func (p *Problem) Unwrap() error { return p.Err }
+
+// retryAfterError attaches a Retry-After delay to an error.
+type retryAfterError struct {
+	err   error
+	after time.Duration
+}
+
+func (e *retryAfterError) Error() string { return e.err.Error() }
+func (e *retryAfterError) Unwrap() error { return e.err }
+
+func withRetryAfter(err error, d time.Duration) error {
+	if d < time.Second {
+		d = time.Second
+	}
+	return &retryAfterError{err: err, after: d}
+}
+
+// PanicError is the error a recovered handler panic becomes.
+type PanicError struct {
+	Value any
+	Stack []byte
+}
+
+func (e *PanicError) Error() string { return fmt.Sprintf("idem: handler panicked: %v", e.Value) }
+
+// IsConflict reports whether err is a conflict on the idempotency key: another
+// payload, a request in flight, a changed schema, an expired key or a lost lease.
+func IsConflict(err error) bool {
+	return errors.Is(err, ErrFingerprintMismatch) || errors.Is(err, ErrInFlight) ||
+		errors.Is(err, ErrSchemaChanged) || errors.Is(err, ErrExpired) || errors.Is(err, ErrLeaseLost)
+}
+
+// IsKeyError reports whether err is a missing or malformed idempotency key.
+func IsKeyError(err error) bool {
+	return errors.Is(err, ErrKeyRequired) || errors.Is(err, ErrKeyMalformed)
+}
+
+// IsRequestError reports whether err is a client error that leaves no record:
+// a key error, a *RequestError, or a body that is too large.
+func IsRequestError(err error) bool {
+	var re *RequestError
+	var mbe *http.MaxBytesError
+	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &mbe) || errors.Is(err, ErrBodyTooLarge)
+}
+
+// IsRetryable reports whether the client may retry the same request later
+// (in flight, lease lost, outcome unknown).
+func IsRetryable(err error) bool {
+	return errors.Is(err, ErrInFlight) || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrOutcomeUnknown)
+}
+
+// ProblemFor maps err to the problem the client gets under profile. It is the
+// one place errors become HTTP statuses; Serve and WriteProblem both use it.
+// Errors it does not know become a 500 whose detail does not leak err.
+func ProblemFor(err error, profile Profile) *Problem {
+	var p *Problem
+	if errors.As(err, &p) {
+		q := *p
+		if q.Type == "" {
+			q.Type = "about:blank"
+		}
+		if q.Title == "" {
+			q.Title = http.StatusText(q.Status)
+		}
+		return &q
+	}
+	mk := func(status int, code, reason, detail string) *Problem {
+		p := &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
+			Code: code, Reason: reason, Detail: detail, Err: err}
+		var ra *retryAfterError
+		if errors.As(err, &ra) {
+			p.RetryAfter = ra.after
+		}
+		return p
+	}
+	var re *RequestError
+	var mbe *http.MaxBytesError
+	var pe *PanicError
+	switch {
+	case errors.Is(err, ErrKeyRequired):
+		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
+	case errors.Is(err, ErrKeyMalformed):
+		return mk(400, CodeMalformedHeader, ReasonKeyMalformed, err.Error())
+	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
+		return mk(413, CodeTooLarge, ReasonBodyTooLarge, "the request body is larger than the server accepts")
+	case errors.As(err, &re):
+		var se *json.SyntaxError
+		if errors.Is(err, ErrInvalidJSON) || errors.As(err, &se) {
+			return mk(400, CodeInvalidRequest, ReasonInvalidJSON, err.Error())
+		}
+		return mk(400, CodeInvalidRequest, ReasonInvalidRequest, err.Error())
+	case errors.Is(err, ErrUnauthenticated):
+		return mk(401, CodeUnauthorized, ReasonUnauthenticated, "the request could not be authenticated")
+	case errors.Is(err, ErrFingerprintMismatch):
+		if profile == ProfileIETF {
+			return mk(422, CodeUnprocessable, ReasonConflict, "the idempotency key was already used with another request payload")
+		}
+		return mk(409, CodeConflict, ReasonConflict, "the idempotency key was already used with another request payload")
+	case errors.Is(err, ErrInFlight):
+		p := mk(409, CodeConflict, ReasonInProgress, "a request with this idempotency key is still being processed")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
+	case errors.Is(err, ErrSchemaChanged):
+		return mk(409, CodeConflict, ReasonSchemaChanged, "the stored response was produced under another response schema version")
+	case errors.Is(err, ErrExpired):
+		return mk(409, CodeConflict, ReasonExpired, "the idempotency key has expired; use a new key")
+	case errors.Is(err, ErrLeaseLost):
+		p := mk(409, CodeConflict, ReasonLeaseLost, "another attempt took this idempotency key over; retry to get its outcome")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
+	case errors.Is(err, ErrOutcomeUnknown):
+		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown, "the outcome of an earlier attempt is not known yet; retry later")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
+	case errors.As(err, &pe):
+		return mk(500, CodeInternal, ReasonInternal, "")
+	default:
+		return mk(500, CodeInternal, ReasonInternal, "")
+	}
+}
+
+// WriteProblem writes err as RFC 9457 application/problem+json, mapped by
+// ProblemFor with the default profile. Errors that map to a 5xx are logged
+// with log/slog, since their text is not sent.
+func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
+	p := ProblemFor(err, ProfileDefault)
+	if p.Status >= 500 && !isProblem(err) {
+		ctx := context.Background()
+		if r != nil {
+			ctx = r.Context()
+		}
+		slog.ErrorContext(ctx, "idem: request failed", "error", err)
+	}
+	writeProblem(w, p)
+}
+
+func isProblem(err error) bool {
+	var p *Problem
+	return errors.As(err, &p)
+}
+
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	b, err := json.Marshal(p)
+	if err != nil { // a Problem always marshals; be safe anyway
+		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
+	}
+	h := w.Header()
+	h.Set("Content-Type", problemContentType)
+	h.Set("Content-Length", strconv.Itoa(len(b)))
+	h.Set("Cache-Control", "no-store")
+	if p.RetryAfter > 0 {
+		h.Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
+	}
+	w.WriteHeader(p.Status)
+	_, _ = w.Write(b)
+}

@@ -1,0 +1,109 @@
+package idem
+
+import (
+	"errors"
+	"fmt"
+	"strings"
+
+	"github.com/google/uuid"
+)
+
+// ParseKey validates one idempotency key header value against format and
+// returns the key normalised (UUIDs lower-cased). The value may be bare or an
+// RFC 8941 sf-string ("..." with \" and \\ escapes); surrounding spaces and
+// tabs are ignored. Errors wrap ErrKeyMalformed.
+func ParseKey(value string, format KeyFormat) (string, error) {
+	v := strings.Trim(value, " \t")
+	if v == "" {
+		return "", fmt.Errorf("%w: empty value", ErrKeyMalformed)
+	}
+	if v[0] == '"' {
+		s, err := parseSFString(v)
+		if err != nil {
+			return "", err
+		}
+		v = s
+	}
+	switch format {
+	case KeyFormatUUID, KeyFormatUUIDv4, KeyFormatUUIDv7:
+		return parseUUIDKey(v, format)
+	case KeyFormatOpaque:
+		if len(v) > 255 {
+			return "", fmt.Errorf("%w: longer than 255 characters", ErrKeyMalformed)
+		}
+		for i := 0; i < len(v); i++ {
+			if v[i] < 0x21 || v[i] > 0x7e {
+				return "", fmt.Errorf("%w: character %d is not visible ASCII", ErrKeyMalformed, i+1)
+			}
+		}
+		return v, nil
+	default:
+		return "", fmt.Errorf("idem: unknown key format %q", format)
+	}
+}
+
+// parseSFString decodes an RFC 8941 sf-string: DQUOTE *chr DQUOTE, where chr
+// is printable ASCII (0x20-0x7E) other than DQUOTE and backslash, or one of
+// them escaped with a backslash.
+func parseSFString(v string) (string, error) {
+	if len(v) < 2 || v[len(v)-1] != '"' {
+		return "", fmt.Errorf("%w: unterminated quoted string", ErrKeyMalformed)
+	}
+	var b strings.Builder
+	in := v[1 : len(v)-1]
+	for i := 0; i < len(in); i++ {
+		c := in[i]
+		switch {
+		case c == '\\':
+			if i+1 >= len(in) || (in[i+1] != '"' && in[i+1] != '\\') {
+				return "", fmt.Errorf("%w: bad escape in quoted string", ErrKeyMalformed)
+			}
+			i++
+			b.WriteByte(in[i])
+		case c == '"':
+			return "", fmt.Errorf("%w: unescaped quote in quoted string", ErrKeyMalformed)
+		case c < 0x20 || c > 0x7e:
+			return "", fmt.Errorf("%w: character %d of the quoted string is not printable ASCII", ErrKeyMalformed, i+2)
+		default:
+			b.WriteByte(c)
+		}
+	}
+	if b.Len() == 0 {
+		return "", fmt.Errorf("%w: empty quoted string", ErrKeyMalformed)
+	}
+	return b.String(), nil
+}
+
+var errNotCanonicalUUID = errors.New("not a UUID in 8-4-4-4-12 form")
+
+func parseUUIDKey(v string, format KeyFormat) (string, error) {
+	// uuid.Parse also accepts braces, urn:uuid: and 32 bare hex digits; keys
+	// must be the canonical 36-character form.
+	if len(v) != 36 || v[8] != '-' || v[13] != '-' || v[18] != '-' || v[23] != '-' {
+		return "", fmt.Errorf("%w: %v", ErrKeyMalformed, errNotCanonicalUUID)
+	}
+	u, err := uuid.Parse(v)
+	if err != nil {
+		return "", fmt.Errorf("%w: %v", ErrKeyMalformed, errNotCanonicalUUID)
+	}
+	// The RFC 9562 variant excludes the nil and max UUIDs as well.
+	if u.Variant() != uuid.RFC4122 {
+		return "", fmt.Errorf("%w: not an RFC 9562 UUID (variant)", ErrKeyMalformed)
+	}
+	ver := int(u.Version())
+	switch format {
+	case KeyFormatUUIDv4:
+		if ver != 4 {
+			return "", fmt.Errorf("%w: UUID version %d, want 4", ErrKeyMalformed, ver)
+		}
+	case KeyFormatUUIDv7:
+		if ver != 7 {
+			return "", fmt.Errorf("%w: UUID version %d, want 7", ErrKeyMalformed, ver)
+		}
+	default:
+		if ver < 1 || ver > 8 {
+			return "", fmt.Errorf("%w: UUID version %d is not defined by RFC 9562", ErrKeyMalformed, ver)
+		}
+	}
+	return strings.ToLower(v), nil
+}

@@ -1,0 +1,275 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"net/http"
+	"strconv"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// blockOnce returns a handler that, on its first call, saves a recovery
+// point (lease mode), reports its backend pid and blocks until e.release;
+// later calls return 201 "second" at once.
+func blockOnce(e *env, saveRecovery bool) idem.Handler {
+	var calls atomic.Int64
+	return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		if calls.Add(1) == 1 {
+			if saveRecovery {
+				if err := idem.SaveRecoveryPoint(ctx, "charged", []byte("ch_123")); err != nil {
+					return nil, err
+				}
+			}
+			var pid int32
+			if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
+				return nil, err
+			}
+			e.started <- pid
+			<-e.release
+			if _, err := tx.Exec(ctx, "SELECT 1"); err != nil {
+				return nil, err
+			}
+			return &idem.Response{Status: 201, Body: []byte("first")}, nil
+		}
+		point, data, ok := idem.RecoveryPointFrom(ctx)
+		body := "second"
+		if ok {
+			body += " after " + point + "/" + string(data)
+		}
+		return &idem.Response{Status: 201, Body: []byte(body)}, nil
+	}
+}
+
+// TestZombieCannotCommit: a lease-mode holder whose claim was taken over
+// after its lease lapsed cannot store its outcome; its business writes roll
+// back and the taker's stand.
+func TestZombieCannotCommit(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease = time.Hour // no background renewal during the test
+	e := newEnv(t, p, idem.Config{})
+	e.handle("once", blockOnce(e, false))
+	key := newKey()
+	zombie := e.async(key, payReq{Amount: 1, Behave: "once"})
+	waitStarted(t, e)
+	if s := e.state(key); s != idem.StateInProgress {
+		t.Fatalf("lease claim not committed first: %s", s)
+	}
+	// The holder stalls past its lease.
+	e.exec("UPDATE idem_records SET lease_expires_at = now() - interval '1 second'")
+	taker := e.post(key, payReq{Amount: 1, Behave: "once"})
+	if taker.Status != 201 || string(taker.Body) != "second" {
+		t.Fatalf("taker: %d %s", taker.Status, taker.Body)
+	}
+	close(e.release)
+	r := recv(t, zombie)
+	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENCY_LEASE_LOST")
+	if e.payments() != 1 {
+		t.Fatalf("%d payments; want the taker's only", e.payments())
+	}
+	var attempts, fence int
+	if err := e.db.QueryRow(context.Background(), "SELECT attempts, fence FROM idem_records").Scan(&attempts, &fence); err != nil {
+		t.Fatal(err)
+	}
+	if attempts != 2 || fence != 2 {
+		t.Fatalf("attempts %d fence %d", attempts, fence)
+	}
+	if again := e.post(key, payReq{Amount: 1, Behave: "once"}); string(again.Body) != "second" || again.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s", again.Status, again.Body)
+	}
+}
+
+// TestLeaseRenewal: a handler that outlives its lease keeps its claim while
+// it runs, because the engine renews the lease.
+func TestLeaseRenewal(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease = 600 * time.Millisecond
+	e := newEnv(t, p, idem.Config{})
+	e.handle("once", blockOnce(e, false))
+	key := newKey()
+	first := e.async(key, payReq{Amount: 1, Behave: "once"})
+	waitStarted(t, e)
+	time.Sleep(3 * p.Lease) // several leases, renewed in the background
+	r := e.post(key, payReq{Amount: 1, Behave: "once"})
+	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+	close(e.release)
+	if r := recv(t, first); r.Status != 201 || string(r.Body) != "first" {
+		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestAtomicCrash kills the backend of an atomic-mode request mid-transaction:
+// nothing is left behind, and a retry runs cleanly.
+func TestAtomicCrash(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}})
+	e.handle("once", blockOnce(e, false))
+	key := newKey()
+	crashed := e.async(key, payReq{Amount: 1, Behave: "once"})
+	pid := waitStarted(t, e)
+	var ok bool
+	if err := e.db.QueryRow(context.Background(), "SELECT pg_terminate_backend($1)", pid).Scan(&ok); err != nil || !ok {
+		t.Fatalf("terminate backend %d: %v %v", pid, ok, err)
+	}
+	// The crashed request's process is gone as far as the database knows.
+	if n := e.records(); n != 0 {
+		t.Fatalf("%d records after the crash", n)
+	}
+	retry := e.post(key, payReq{Amount: 1, Behave: "once"})
+	if retry.Status != 201 || string(retry.Body) != "second" || retry.Header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("retry: %d %s", retry.Status, retry.Body)
+	}
+	close(e.release) // the stalled handler finds its connection dead
+	if r := recv(t, crashed); r.Status != 500 {
+		t.Fatalf("crashed request: %d %s", r.Status, r.Body)
+	}
+	if e.state(key) != idem.StateCompleted || e.payments() != 1 {
+		t.Fatalf("state %s, %d payments", e.state(key), e.payments())
+	}
+}
+
+// TestLeaseCrashRecovery: a lease-mode holder stalls (its process is as good
+// as dead) after an external step; the next retry takes the claim over and
+// the operation's recovery hook decides.
+func TestLeaseCrashRecovery(t *testing.T) {
+	t.Parallel()
+	for _, decision := range []string{"completed", "not-executed", "unknown", "hook-error"} {
+		t.Run(decision, func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var seen []idem.Recovery
+			next := decision
+			hook := func(ctx context.Context, rec idem.Recovery) (idem.Decision, error) {
+				if _, ok := idem.KeyFromContext(ctx); !ok {
+					return idem.Unknown(), errors.New("no key in the hook's context")
+				}
+				mu.Lock()
+				defer mu.Unlock()
+				seen = append(seen, rec)
+				switch next {
+				case "completed":
+					return idem.Completed(&idem.Response{Status: 201,
+						Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("recovered " + string(rec.Data))}), nil
+				case "not-executed":
+					return idem.NotExecuted(), nil
+				case "hook-error":
+					return idem.Decision{}, errors.New("payment provider down")
+				}
+				return idem.Unknown(), nil
+			}
+			p := testPolicy(idem.ModeLease)
+			p.Lease = time.Hour
+			e := newEnv(t, p, idem.Config{
+				Recover: map[string]idem.RecoverFunc{"createPayment": hook},
+				Hooks:   idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}},
+			})
+			e.handle("once", blockOnce(e, true))
+			key := newKey()
+			stalled := e.async(key, payReq{Amount: 1, Behave: "once"})
+			waitStarted(t, e)
+			e.exec("UPDATE idem_records SET lease_expires_at = now() - interval '1 second'")
+
+			r := e.post(key, payReq{Amount: 1, Behave: "once"})
+			mu.Lock()
+			if len(seen) != 1 || !seen[0].HasPoint || seen[0].Point != "charged" || string(seen[0].Data) != "ch_123" || seen[0].Attempts != 2 {
+				t.Fatalf("hook saw %+v", seen)
+			}
+			mu.Unlock()
+			switch decision {
+			case "completed":
+				if r.Status != 201 || string(r.Body) != "recovered ch_123" || r.Header.Get("Idempotent-Replayed") != "true" {
+					t.Fatalf("recovered: %d %s %v", r.Status, r.Body, r.Header)
+				}
+				if e.state(key) != idem.StateCompleted {
+					t.Fatal(e.state(key))
+				}
+				again := e.post(key, payReq{Amount: 1, Behave: "once"})
+				if string(again.Body) != "recovered ch_123" || again.Header.Get("Content-Type") != "text/plain" {
+					t.Fatalf("replay of the recovered outcome: %s", again.Body)
+				}
+			case "not-executed":
+				if r.Status != 201 || string(r.Body) != "second after charged/ch_123" {
+					t.Fatalf("re-executed: %d %s", r.Status, r.Body)
+				}
+			default: // unknown, hook-error
+				r.wantProblem(t, 503, "ERR503_SERVICE_UNAVAILABLE", "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN")
+				if ra, _ := strconv.Atoi(r.Header.Get("Retry-After")); ra < 1 {
+					t.Fatalf("Retry-After %q", r.Header.Get("Retry-After"))
+				}
+				if s := e.state(key); s != idem.StateUnknown {
+					t.Fatalf("state %s", s)
+				}
+				// Another payload is still refused while UNKNOWN.
+				e.post(key, payReq{Amount: 2}).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "CONFLICTING_IDEMPOTENT_REQUEST")
+				// A later retry asks the hook again; now it knows.
+				mu.Lock()
+				next = "not-executed"
+				mu.Unlock()
+				r = e.post(key, payReq{Amount: 1, Behave: "once"})
+				if r.Status != 201 || string(r.Body) != "second after charged/ch_123" {
+					t.Fatalf("retry after unknown: %d %s", r.Status, r.Body)
+				}
+				mu.Lock()
+				if len(seen) != 2 || seen[1].Attempts != 3 {
+					t.Fatalf("hook calls %+v", seen)
+				}
+				mu.Unlock()
+			}
+			close(e.release)
+			recv(t, stalled).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENCY_LEASE_LOST")
+		})
+	}
+}
+
+func TestRecoveryPoint(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testPolicy(idem.ModeLease), idem.Config{})
+	var calls atomic.Int64
+	e.handle("steps", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		if calls.Add(1) == 1 {
+			if _, _, ok := idem.RecoveryPointFrom(ctx); ok {
+				return nil, errors.New("fresh request has a recovery point")
+			}
+			if err := idem.SaveRecoveryPoint(ctx, "step-1", []byte("ref-9")); err != nil {
+				return nil, err
+			}
+			return &idem.Response{Status: 502, Body: []byte("step 2 failed")}, nil
+		}
+		p, d, ok := idem.RecoveryPointFrom(ctx)
+		if !ok {
+			return &idem.Response{Status: 200, Body: []byte("from scratch")}, nil
+		}
+		return &idem.Response{Status: 200, Body: []byte("resumed at " + p + " " + string(d))}, nil
+	})
+	key := newKey()
+	if r := e.post(key, payReq{Amount: 1, Behave: "steps"}); r.Status != 502 {
+		t.Fatalf("first: %d", r.Status)
+	}
+	if r := e.post(key, payReq{Amount: 1, Behave: "steps"}); string(r.Body) != "resumed at step-1 ref-9" {
+		t.Fatalf("retry: %d %s", r.Status, r.Body)
+	}
+
+	// Outside a lease-mode handler there is no claim to record against.
+	a := newEnvOn(t, e.db, func() idem.Policy { p := testPolicy(idem.ModeAtomic); return p }(), idem.Config{})
+	a.op.ID = "atomicOp"
+	a.handle("steps", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		if err := idem.SaveRecoveryPoint(ctx, "x", nil); !errors.Is(err, idem.ErrNoLease) {
+			return nil, err
+		}
+		return &idem.Response{Status: 200, Body: []byte("ok")}, nil
+	})
+	if r := a.post(newKey(), payReq{Amount: 1, Behave: "steps"}); r.Status != 200 {
+		t.Fatalf("atomic: %d %s", r.Status, r.Body)
+	}
+	if err := idem.SaveRecoveryPoint(context.Background(), "x", nil); !errors.Is(err, idem.ErrNoLease) {
+		t.Fatal(err)
+	}
+}

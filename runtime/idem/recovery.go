@@ -1,0 +1,171 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// RecoverFunc decides, for a lease-mode operation, what became of an earlier
+// attempt whose claim this request took over: its holder died, or an earlier
+// hook answered Unknown. It typically asks the external system (by the key
+// from KeyFromContext) whether the side effect happened. ctx carries the key
+// and the claim, so the hook may call SaveRecoveryPoint.
+//
+// A hook that returns an error, or panics, counts as Unknown.
+type RecoverFunc func(ctx context.Context, rec Recovery) (Decision, error)
+
+// Recovery is what a RecoverFunc knows about the earlier attempt.
+type Recovery struct {
+	// Point and Data are the last recovery point the earlier attempt saved
+	// with SaveRecoveryPoint; HasPoint is false when it saved none.
+	Point    string
+	Data     []byte
+	HasPoint bool
+	// Attempts counts the executions started for this key, this one included.
+	Attempts int
+}
+
+type decisionKind int
+
+const (
+	decisionUnknown decisionKind = iota
+	decisionCompleted
+	decisionNotExecuted
+)
+
+// Decision is a RecoverFunc's verdict; build it with Completed, NotExecuted
+// or Unknown.
+type Decision struct {
+	kind decisionKind
+	resp *Response
+}
+
+// Completed says the earlier attempt's effect happened and resp is its
+// outcome: it is stored (fenced) and replayed, and the handler does not run.
+func Completed(resp *Response) Decision { return Decision{kind: decisionCompleted, resp: resp} }
+
+// NotExecuted says the earlier attempt had no effect: the handler runs, and
+// can resume from RecoveryPointFrom.
+func NotExecuted() Decision { return Decision{kind: decisionNotExecuted} }
+
+// Unknown says the outcome cannot be told yet: the record becomes UNKNOWN,
+// the client gets 503 IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN with Retry-After,
+// and the next retry runs the hook again.
+func Unknown() Decision { return Decision{kind: decisionUnknown} }
+
+type runCtx struct{}
+
+// runState is the claim a handler (or recovery hook) runs under.
+type runState struct {
+	e     *Engine
+	key   Key
+	fence int64
+	mode  Mode
+	lease time.Duration
+
+	mu    sync.Mutex
+	point *string
+	data  []byte
+}
+
+func (rs *runState) setRecovery(p pgtype.Text, data []byte) {
+	if p.Valid {
+		s := p.String
+		rs.point, rs.data = &s, data
+	}
+}
+
+func (rs *runState) recoveryPoint() (string, []byte, bool) {
+	rs.mu.Lock()
+	defer rs.mu.Unlock()
+	if rs.point == nil {
+		return "", nil, false
+	}
+	return *rs.point, rs.data, true
+}
+
+// keepAlive renews the lease in the background while the handler runs, at a
+// third of the lease. When a renewal finds the claim fenced out, the returned
+// context is cancelled with ErrLeaseLost. stop ends the renewal and reports
+// whether the lease was lost; it must be called before the outcome is stored
+// (a renewal waiting on the row lock of our own Complete would misfire).
+func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (lost bool)) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	quit := make(chan struct{})
+	done := make(chan struct{})
+	var lost bool
+	interval := max(rs.lease/3, 10*time.Millisecond)
+	go func() {
+		defer close(done)
+		t := time.NewTicker(interval)
+		defer t.Stop()
+		for {
+			select {
+			case <-quit:
+				return
+			case <-ctx.Done():
+				return
+			case <-t.C:
+			}
+			n, err := rs.e.q.RenewLease(ctx, store.RenewLeaseParams{
+				LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
+				Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
+			})
+			if err == nil && n == 0 {
+				lost = true
+				cancel(ErrLeaseLost)
+				return
+			}
+		}
+	}()
+	return ctx, func() bool {
+		close(quit)
+		<-done
+		cancel(nil)
+		return lost
+	}
+}
+
+// SaveRecoveryPoint records how far a multi-step lease-mode handler got, and
+// renews its lease. It commits at once, outside the handler's transaction,
+// so a later attempt that takes the claim over (after a crash) reads it from
+// RecoveryPointFrom or its recovery hook's Recovery. It returns ErrLeaseLost
+// when another attempt took the claim over, and ErrNoLease outside a
+// lease-mode handler.
+func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
+	rs, _ := ctx.Value(runCtx{}).(*runState)
+	if rs == nil || rs.mode != ModeLease {
+		return ErrNoLease
+	}
+	n, err := rs.e.q.SaveRecoveryPoint(context.WithoutCancel(ctx), store.SaveRecoveryPointParams{
+		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: data,
+		LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
+		Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
+	})
+	if err != nil {
+		return fmt.Errorf("idem: save recovery point: %w", err)
+	}
+	if n == 0 {
+		return ErrLeaseLost
+	}
+	rs.mu.Lock()
+	rs.point, rs.data = &point, append([]byte(nil), data...)
+	rs.mu.Unlock()
+	return nil
+}
+
+// RecoveryPointFrom returns the recovery point saved for the request being
+// served: by this attempt, or by an earlier one whose claim it took over.
+func RecoveryPointFrom(ctx context.Context) (point string, data []byte, ok bool) {
+	rs, _ := ctx.Value(runCtx{}).(*runState)
+	if rs == nil {
+		return "", nil, false
+	}
+	return rs.recoveryPoint()
+}
