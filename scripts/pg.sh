@@ -4,6 +4,8 @@
 #   scripts/pg.sh start DIR     start a server whose data lives in DIR (created);
 #                               prints `export DATABASE_URL=...` on stdout
 #   scripts/pg.sh stop DIR      stop it and delete DIR
+#   scripts/pg.sh restart DIR   stop it (fast, dropping connections) and start it
+#                               again on the same port and data
 #   scripts/pg.sh run CMD...    start, run CMD with DATABASE_URL set, stop and
 #                               delete even when CMD fails; exits with CMD's status
 #
@@ -99,8 +101,8 @@ start() {
 	[ "${PG_DURABLE:-}" = 1 ] && durable="-c fsync=on -c synchronous_commit=on"
 	for try in 1 2 3 4 5; do
 		port=$(free_port)
-		if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start \
-			-o "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c shared_buffers=256MB $durable" >/dev/null; then
+		echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c shared_buffers=256MB $durable" >"$dir/opts"
+		if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/opts")" >/dev/null; then
 			echo "$port" >"$dir/port"
 			echo "$bin" >"$dir/bin"
 			echo "export DATABASE_URL='postgres://postgres@127.0.0.1:$port/postgres?sslmode=disable'"
@@ -121,9 +123,17 @@ stop() {
 	rm -rf "$dir"
 }
 
+restart() {
+	local dir=$1 bin
+	bin=$(cat "$dir/bin")
+	as_owner "$bin/pg_ctl" -D "$dir/data" -m fast -w stop >/dev/null
+	as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/opts")" >/dev/null
+}
+
 case "${1:-}" in
 start) [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }; start "$2" ;;
 stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;
+restart) [ $# -eq 2 ] || { echo "usage: $0 restart DIR" >&2; exit 2; }; restart "$2" ;;
 run)
 	shift
 	[ $# -ge 1 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
@@ -136,5 +146,5 @@ run)
 	"$@" || status=$?
 	exit $status
 	;;
-*) echo "usage: $0 start DIR | stop DIR | run CMD..." >&2; exit 2 ;;
+*) echo "usage: $0 start DIR | stop DIR | restart DIR | run CMD..." >&2; exit 2 ;;
 esac
