@@ -198,6 +198,18 @@ func TestEnqueueDeterministicIDs(t *testing.T) {
 	if events.EventID(key, 2) == id {
 		t.Error("ordinal does not change the id")
 	}
+	// A key executed again after it expired (a new record, a new Since)
+	// starts a new series; the same execution keeps its ids.
+	again := key
+	again.Since = time.Date(2026, 1, 2, 3, 4, 5, 6000, time.UTC)
+	if events.EventID(again, 1) == id {
+		t.Error("Since does not change the id")
+	}
+	same := again
+	same.Since = again.Since.Add(0)
+	if events.EventID(same, 1) != events.EventID(again, 1) {
+		t.Error("the same Since gives different ids")
+	}
 }
 
 func TestEnqueueOutsideRequest(t *testing.T) {

@@ -53,13 +53,13 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
@@ -169,21 +169,16 @@ func EventID(key idem.Key, ordinal int) string {
 	}
 	binary.BigEndian.PutUint64(n[:], uint64(ordinal))
 	h.Write(n[:])
-	var u [16]byte
+	if !key.Since.IsZero() {
+		// A key executed again after it expired starts a new series of ids.
+		binary.BigEndian.PutUint64(n[:], uint64(key.Since.UnixMicro()))
+		h.Write(n[:])
+	}
+	var u uuid.UUID
 	copy(u[:], h.Sum(nil))
 	u[6] = u[6]&0x0f | 0x80 // version 8
-	u[8] = u[8]&0x3f | 0x80 // variant 10
-	var s [36]byte
-	hex.Encode(s[0:8], u[0:4])
-	s[8] = '-'
-	hex.Encode(s[9:13], u[4:6])
-	s[13] = '-'
-	hex.Encode(s[14:18], u[6:8])
-	s[18] = '-'
-	hex.Encode(s[19:23], u[8:10])
-	s[23] = '-'
-	hex.Encode(s[24:], u[10:])
-	return string(s[:])
+	u[8] = u[8]&0x3f | 0x80 // variant 10 (RFC 9562)
+	return u.String()
 }
 
 // Requeue gives dead-lettered events of tenant a fresh start: PENDING, due

@@ -163,6 +163,12 @@ type Key struct {
 	Tenant    string
 	Operation string
 	Value     string // the idempotency key, normalised (UUIDs lower-cased)
+	// Since is when the record this execution runs under was created. It is
+	// the same for every retry and takeover of one execution, and new when
+	// an expired key runs again (onExpired: execute), so identifiers derived
+	// from the key (outbox event ids) differ between the two executions.
+	// Zero outside the engine, or when an optional key was absent.
+	Since time.Time
 }
 
 type keyCtx struct{}

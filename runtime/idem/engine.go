@@ -514,9 +514,11 @@ func (e *Engine) runAtomic(rq *request, tx pgx.Tx, claim store.ClaimRow, h Handl
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
-	rs := &runState{e: e, key: rq.key, fence: claim.Fence, mode: ModeAtomic}
+	key := rq.key
+	key.Since = claim.CreatedAt.Time
+	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeAtomic}
 	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
-	hctx := context.WithValue(ContextWithKey(ctx, rq.key), runCtx{}, rs)
+	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
 	resp, herr := callHandler(hctx, h, tx)
 	switch class := outcomeOf(rq.op, resp, herr); class {
 	case outcomeKept, outcomeReplayable:
@@ -647,9 +649,11 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	pol := &rq.op.Policy
-	rs := &runState{e: e, key: rq.key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease}
+	key := rq.key
+	key.Since = claim.CreatedAt.Time
+	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease}
 	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
-	hctx := context.WithValue(ContextWithKey(ctx, rq.key), runCtx{}, rs)
+	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
 
 	if claim.TakenOver {
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {

@@ -545,6 +545,10 @@ func TestExpiry(t *testing.T) {
 				if r := e.post(key, payReq{Amount: 3}); r.Status != 201 {
 					t.Fatal(r.Status)
 				}
+				first := e.since.Load().(time.Time)
+				if first.IsZero() {
+					t.Fatal("the handler's key carries no Since")
+				}
 				e.exec("UPDATE idem_records SET expires_at = now() - interval '1 second'")
 				if tombstone {
 					res, err := idem.NewSweeper(e.db, idem.SweeperConfig{}).RunOnce(context.Background())
@@ -562,6 +566,9 @@ func TestExpiry(t *testing.T) {
 				}
 				if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" || e.runs.Load() != 2 {
 					t.Fatalf("execute after expiry: %d, %d runs", r.Status, e.runs.Load())
+				}
+				if again := e.since.Load().(time.Time); !again.After(first) {
+					t.Fatalf("Key.Since of the new execution %v is not after the first's %v", again, first)
 				}
 				if e.state(key) != idem.StateCompleted || e.count("SELECT count(*) FROM idem_records WHERE expires_at > now() + interval '1 hour'") != 1 {
 					t.Fatal("the new execution did not get a fresh record")

@@ -48,6 +48,8 @@ type env struct {
 	op   *idem.Operation
 	srv  *httptest.Server
 	runs atomic.Int64 // handler executions
+	// since holds the Key.Since of the last execution.
+	since atomic.Value
 
 	mu      sync.Mutex
 	custom  map[string]idem.Handler
@@ -121,6 +123,7 @@ func (e *env) prepare(body []byte) (idem.Handler, error) {
 		if !ok {
 			k = idem.Key{Value: "-"}
 		}
+		e.since.Store(k.Since)
 		var id int
 		if err := tx.QueryRow(ctx, `INSERT INTO payments (tenant, idem_key, amount) VALUES ($1, $2, $3) RETURNING id`,
 			k.Tenant, k.Value, req.Amount).Scan(&id); err != nil {
