@@ -36,6 +36,9 @@ type Config struct {
 	// in a clash error: {"#/components/schemas/nullTime": "NullTimeValue"}.
 	// Clashing names are errors, never silently suffixed; this resolves them.
 	Rename map[string]string `yaml:"rename"`
+	// WebhookSource is the CloudEvents source attribute of the events the
+	// generated webhook senders enqueue; default "urn:idemgen:<package>".
+	WebhookSource string `yaml:"webhookSource"`
 
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
@@ -79,6 +82,9 @@ func (cfg *Config) normalise() error {
 	}
 	if cfg.Output == "" {
 		cfg.Output = "."
+	}
+	if cfg.WebhookSource == "" {
+		cfg.WebhookSource = "urn:idemgen:" + cfg.Package
 	}
 	return nil
 }

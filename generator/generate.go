@@ -73,6 +73,9 @@ func Generate(cfg Config) ([]File, []Warning, error) {
 		if err != nil {
 			return nil, warnings, err
 		}
+		if content == nil {
+			continue // the template rendered nothing: no file
+		}
 		files = append(files, File{Name: tf.Output, Content: content})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
@@ -120,6 +123,9 @@ func funcMap(im *importer) template.FuncMap {
 	return template.FuncMap{
 		"qual":  func(path string) importRef { return importRef{im, path} },
 		"quote": strconv.Quote,
+		// goType prints a GoType, recording the imports it needs:
+		// {{goType .Payload}} -> []time.Time (imports time).
+		"goType": func(t GoType) string { return qualType(im, t) },
 		// idemConst names the runtime constant of a policy value:
 		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
 		"idemConst": func(kind, value string) (string, error) {
@@ -162,6 +168,22 @@ func funcMap(im *importer) template.FuncMap {
 			return "[]int{" + strings.Join(q, ", ") + "}"
 		},
 	}
+}
+
+func qualType(im *importer, t GoType) string {
+	switch t.Kind {
+	case GoTime:
+		return importRef{im, "time"}.String() + ".Time"
+	case GoUUID:
+		return importRef{im, uuidPkg}.String() + ".UUID"
+	case GoSlice:
+		return "[]" + qualType(im, *t.Elem)
+	case GoMap:
+		return "map[string]" + qualType(im, *t.Elem)
+	case GoPointer:
+		return "*" + qualType(im, *t.Elem)
+	}
+	return t.String()
 }
 
 const idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
@@ -229,6 +251,9 @@ func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, er
 	var body bytes.Buffer
 	if err := set.t.ExecuteTemplate(&body, name, m); err != nil {
 		return nil, fmt.Errorf("render %s: %w", output, err)
+	}
+	if len(bytes.TrimSpace(body.Bytes())) == 0 {
+		return nil, nil
 	}
 	var src bytes.Buffer
 	src.WriteString(header)

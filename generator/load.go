@@ -101,9 +101,6 @@ func specWarnings(doc *openapi3.T, file string) []Warning {
 	if doc.Info == nil || doc.Info.Version == "" {
 		add(file, "info.version is empty")
 	}
-	if n := len(doc.Webhooks); n > 0 {
-		add(file, "webhooks: %d ignored (not yet supported)", n)
-	}
 	schemes := map[string]bool{}
 	if doc.Components != nil {
 		for name := range doc.Components.SecuritySchemes {
@@ -127,6 +124,13 @@ func specWarnings(doc *openapi3.T, file string) []Warning {
 	for _, path := range doc.Paths.InMatchingOrder() {
 		for method, op := range doc.Paths.Value(path).Operations() {
 			check(op.Security, fmt.Sprintf("%s %s", method, path))
+		}
+	}
+	for _, name := range sortedKeys(doc.Webhooks) {
+		if item := doc.Webhooks[name]; item != nil {
+			for method, op := range item.Operations() {
+				check(op.Security, fmt.Sprintf("webhook %s %s", name, method))
+			}
 		}
 	}
 	for _, name := range sortedKeys(undefined) {

@@ -21,7 +21,12 @@ type Model struct {
 	BasePath   string       // prefix of every route pattern, from the config
 	Types      []*Type      // every named type, sorted by name
 	Operations []*Operation // sorted by path, then method
-	Warnings   []Warning
+	// Webhooks are the OpenAPI 3.1 webhooks, sorted by name.
+	Webhooks []*Webhook
+	// WebhookSource is the CloudEvents source of the events the webhook
+	// senders enqueue, from the config (webhookSource).
+	WebhookSource string
+	Warnings      []Warning
 }
 
 // IdempotentOperations returns the operations that go through the engine.
@@ -285,6 +290,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return a.Method < c.Method
 	})
 	b.checkRoutes(m.Operations)
+	m.Webhooks = b.webhooks(doc)
+	m.WebhookSource = cfg.WebhookSource
 	if err := errs.err(); err != nil {
 		return nil, err
 	}

@@ -13,8 +13,9 @@ var realSpecs = []struct {
 	file     string
 	rename   map[string]string
 	warnings []string
+	contains map[string][]string // generated file -> snippets it must hold
 }{
-	{"petstore-expanded.yaml", nil, nil},
+	{"petstore-expanded.yaml", nil, nil, nil},
 	{"kratos-api.json", map[string]string{
 		"#/components/schemas/batchPatchIdentitiesResponse":                      "BatchPatchIdentitiesResult",
 		"#/components/schemas/createFedcmFlowResponse":                           "CreateFedcmFlowResult",
@@ -24,9 +25,15 @@ var realSpecs = []struct {
 	}, []string{
 		`kratos-api.json: info.version is empty`,
 		`kratos-api.json: security scheme "sessionToken" is not defined`,
-	}},
-	{"spotify-web-api.yml", nil, nil},
-	{"resend.yaml", nil, []string{`resend.yaml: webhooks: 17 ignored (not yet supported)`}},
+	}, nil},
+	{"spotify-web-api.yml", nil, nil, nil},
+	{"resend.yaml", nil, []string{
+		`resend.yaml: webhooks: the document's security (bearerAuth) does not apply to webhooks; without security of their own: contact.created, contact.deleted,`,
+	}, map[string][]string{"webhooks.gen.go": {
+		"func SendEmailSent(ctx context.Context, tx pgx.Tx, payload EmailSentEvent, opts ...events.Option) error {",
+		"\tEmailSent(ctx context.Context, tx pgx.Tx, payload EmailSentEvent) error\n",
+		`handle("email.delivery_delayed", h.handleWebhookEmailDeliveryDelayed)`,
+	}}},
 }
 
 func realSpecConfig(t testing.TB, file string, rename map[string]string) Config {
@@ -58,6 +65,22 @@ func TestRealSpecs(t *testing.T) {
 				if !strings.Contains(all, want) {
 					t.Errorf("warnings lack %q; got:\n%s", want, all)
 				}
+			}
+			for name, snippets := range tc.contains {
+				var content string
+				for _, f := range files {
+					if f.Name == name {
+						content = string(f.Content)
+					}
+				}
+				for _, want := range snippets {
+					if !strings.Contains(content, want) {
+						t.Errorf("%s lacks %q", name, want)
+					}
+				}
+			}
+			if n := strings.Count(all, "webhooks: "); tc.file == "resend.yaml" && n != 1 {
+				t.Errorf("want one webhooks warning, got %d", n)
 			}
 			if testing.Short() {
 				return

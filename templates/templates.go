@@ -12,9 +12,12 @@ import "embed"
 var FS embed.FS
 
 // Files maps each default template file to the generated file it renders;
-// an empty output means the file only defines templates used by others.
+// an empty output means the file only defines templates used by others. A
+// template that renders only white space produces no file (webhooks.go.tmpl
+// for a spec without webhooks).
 var Files = []struct{ Template, Output string }{
 	{"server.go.tmpl", "server.gen.go"},
 	{"helpers.go.tmpl", "helpers.gen.go"},
+	{"webhooks.go.tmpl", "webhooks.gen.go"},
 	{"slots.tmpl", ""},
 }
