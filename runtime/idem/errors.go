@@ -5,10 +5,15 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"log/slog"
+	"net"
 	"net/http"
 	"strconv"
+	"strings"
 	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
 )
 
 // Sentinel errors. The engine wraps them with detail; test with errors.Is or
@@ -51,6 +56,7 @@ const (
 	ReasonInvalidRequest   = "REQUEST_INVALID"
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonInternal         = "INTERNAL_ERROR"
+	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
 	problemContentType     = "application/problem+json"
 	defaultRetryAfterDelay = time.Second
 )
@@ -126,9 +132,10 @@ func IsRequestError(err error) bool {
 }
 
 // IsRetryable reports whether the client may retry the same request later
-// (in flight, lease lost, outcome unknown).
+// (in flight, lease lost, outcome unknown, the database unavailable).
 func IsRetryable(err error) bool {
-	return errors.Is(err, ErrInFlight) || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrOutcomeUnknown)
+	return errors.Is(err, ErrInFlight) || errors.Is(err, ErrLeaseLost) || errors.Is(err, ErrOutcomeUnknown) ||
+		databaseUnavailable(err)
 }
 
 // ProblemFor maps err to the problem the client gets under profile. It is the
@@ -200,11 +207,36 @@ func ProblemFor(err error, profile Profile) *Problem {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
+	case databaseUnavailable(err):
+		// The request did not run, or its transaction did not commit, or
+		// the connection broke during COMMIT: in every case a retry with
+		// the same key finds out (it replays or runs).
+		p := mk(503, CodeUnavailable, ReasonDatabaseDown, "the database is unavailable; retry with the same idempotency key")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
 	case errors.As(err, &pe):
 		return mk(500, CodeInternal, ReasonInternal, "")
 	default:
 		return mk(500, CodeInternal, ReasonInternal, "")
 	}
+}
+
+// databaseUnavailable reports whether err says PostgreSQL could not be
+// reached or went away: a failed connect, a broken connection, or the server
+// shutting down, starting or in recovery (SQLSTATE class 08, 57P01..57P03).
+func databaseUnavailable(err error) bool {
+	var ce *pgconn.ConnectError
+	var pg *pgconn.PgError
+	var oe *net.OpError
+	switch {
+	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF):
+		return true
+	case errors.As(err, &pg):
+		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
+	}
+	return false
 }
 
 // WriteProblem writes err as RFC 9457 application/problem+json, mapped by

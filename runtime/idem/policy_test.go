@@ -3,6 +3,8 @@ package idem_test
 import (
 	"context"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -10,6 +12,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
@@ -101,12 +104,20 @@ func TestProblemMapping(t *testing.T) {
 		{errors.New("pq: password authentication failed for user secret"), 500, "ERR500_INTERNAL_SERVER_ERROR", "INTERNAL_ERROR", ""},
 		{idem.ErrKeyRequired, 400, "ERR400_MISSING_OR_MALFORMED_HEADER", "IDEMPOTENCY_KEY_REQUIRED", ""},
 		{idem.ErrInFlight, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS", ""},
+		// The database went away: 503 with Retry-After, so clients retry with the same key.
+		{fmt.Errorf("idem: read record: %w", &pgconn.PgError{Code: "57P01", Message: "terminating connection due to administrator command"}), 503, "ERR503_SERVICE_UNAVAILABLE", "DATABASE_UNAVAILABLE", ""},
+		{fmt.Errorf("begin: %w", &net.OpError{Op: "dial", Net: "tcp", Err: errors.New("connection refused")}), 503, "ERR503_SERVICE_UNAVAILABLE", "DATABASE_UNAVAILABLE", ""},
+		{&pgconn.PgError{Code: "08006", Message: "connection failure"}, 503, "ERR503_SERVICE_UNAVAILABLE", "DATABASE_UNAVAILABLE", ""},
+		{&pgconn.PgError{Code: "23505", Message: "duplicate key value violates unique constraint secret"}, 500, "ERR500_INTERNAL_SERVER_ERROR", "INTERNAL_ERROR", ""},
 	}
 	for _, c := range cases {
 		rec := httptest.NewRecorder()
 		idem.WriteProblem(rec, httptest.NewRequest("GET", "/", nil), c.err)
 		r := result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
 		r.wantProblem(t, c.status, c.code, c.reason)
+		if c.status == 503 && rec.Header().Get("Retry-After") == "" {
+			t.Errorf("%v: 503 without Retry-After", c.err)
+		}
 		if strings.Contains(rec.Body.String(), "secret") {
 			t.Errorf("problem leaks the error: %s", rec.Body)
 		}

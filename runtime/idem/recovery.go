@@ -95,9 +95,14 @@ func (rs *runState) recoveryPoint() (string, []byte, bool) {
 // context is cancelled with ErrLeaseLost. stop ends the renewal and reports
 // whether the lease was lost; it must be called before the outcome is stored
 // (a renewal waiting on the row lock of our own Complete would misfire).
+//
+// A renewal needs a second connection while the handler holds one for its
+// transaction. When the pool is exhausted it waits in Acquire; stop therefore
+// cancels it before waiting for it, and each renewal is bounded by the
+// interval, so a saturated pool delays renewals but never deadlocks them.
 func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (lost bool)) {
 	ctx, cancel := context.WithCancelCause(ctx)
-	quit := make(chan struct{})
+	rctx, stopRenewals := context.WithCancel(ctx)
 	done := make(chan struct{})
 	var lost bool
 	interval := max(rs.lease/3, 10*time.Millisecond)
@@ -107,16 +112,16 @@ func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (los
 		defer t.Stop()
 		for {
 			select {
-			case <-quit:
-				return
-			case <-ctx.Done():
+			case <-rctx.Done():
 				return
 			case <-t.C:
 			}
-			n, err := rs.e.q.RenewLease(ctx, store.RenewLeaseParams{
+			qctx, qcancel := context.WithTimeout(rctx, interval)
+			n, err := rs.e.q.RenewLease(qctx, store.RenewLeaseParams{
 				LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
 				Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
 			})
+			qcancel()
 			if err == nil && n == 0 {
 				lost = true
 				cancel(ErrLeaseLost)
@@ -125,7 +130,7 @@ func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (los
 		}
 	}()
 	return ctx, func() bool {
-		close(quit)
+		stopRenewals()
 		<-done
 		cancel(nil)
 		return lost
@@ -143,7 +148,12 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	if rs == nil || rs.mode != ModeLease {
 		return ErrNoLease
 	}
-	n, err := rs.e.q.SaveRecoveryPoint(context.WithoutCancel(ctx), store.SaveRecoveryPointParams{
+	// The save must not be abandoned half-way because the client went away,
+	// but it needs a second connection: bound it by the lease, past which
+	// the claim is lost anyway.
+	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rs.lease)
+	defer cancel()
+	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
 		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: data,
 		LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
 		Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
