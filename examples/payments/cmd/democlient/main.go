@@ -1,0 +1,292 @@
+// Command democlient is `make demo`: it starts the payment gateway simulator
+// (in this process, standing for the outside world), builds and starts the
+// payments service as a real process on a free port, and walks through the
+// idempotency contract, printing every exchange. It exits 1 when any
+// expectation fails.
+//
+//	go run ./cmd/democlient            (from examples/payments; needs DATABASE_URL)
+package main
+
+import (
+	"bytes"
+	"context"
+	"flag"
+	"fmt"
+	"net"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/examples/payments/gateway"
+	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+)
+
+func main() {
+	bin := flag.String("service", "", "service binary (default: build ./cmd/payments)")
+	flag.Parse()
+	if err := run(*bin); err != nil {
+		fmt.Fprintln(os.Stderr, "demo:", err)
+		os.Exit(1)
+	}
+}
+
+type demo struct {
+	ctx    context.Context
+	c      *harness.Client
+	gw     *gateway.Simulator
+	db     *pgx.Conn
+	failed []string
+	step   int
+}
+
+func run(bin string) error {
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		return fmt.Errorf("DATABASE_URL is not set (run `make demo`)")
+	}
+
+	if bin == "" {
+		dir, err := os.MkdirTemp("", "payments-demo")
+		if err != nil {
+			return err
+		}
+		defer os.RemoveAll(dir)
+		fmt.Println("building the payments service …")
+		if bin, err = harness.Build(ctx, dir, false); err != nil {
+			return err
+		}
+	}
+
+	// The gateway lives in this process: the outside world, which outlives
+	// the service.
+	gw := gateway.New()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return err
+	}
+	gwSrv := &http.Server{Handler: gw.Handler()}
+	go gwSrv.Serve(ln)
+	defer gwSrv.Close()
+
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		return err
+	}
+	svc, err := harness.Start(ctx, bin, addr, "GATEWAY_URL=http://"+ln.Addr().String())
+	if err != nil {
+		return err
+	}
+	fmt.Printf("payments service listening on %s (gateway simulator on %s)\n", svc.Addr, ln.Addr())
+	defer func() {
+		if !svc.Exited() {
+			svc.Kill()
+		}
+	}()
+
+	db, err := pgx.Connect(ctx, dbURL)
+	if err != nil {
+		return err
+	}
+	defer db.Close(context.Background())
+
+	d := &demo{ctx: ctx, c: &harness.Client{URL: svc.URL, HTTP: &http.Client{Timeout: 30 * time.Second}}, gw: gw, db: db}
+	d.script()
+
+	fmt.Println()
+	if err := svc.Stop(20 * time.Second); err != nil {
+		d.failed = append(d.failed, "graceful shutdown: "+err.Error())
+	} else {
+		fmt.Println("service stopped gracefully on SIGTERM")
+	}
+	if len(d.failed) > 0 {
+		fmt.Println("\nservice log:\n" + svc.Logs())
+		fmt.Printf("\nFAILED: %d expectation(s)\n", len(d.failed))
+		for _, f := range d.failed {
+			fmt.Println("  ✗ " + f)
+		}
+		return fmt.Errorf("%d expectation(s) failed", len(d.failed))
+	}
+	fmt.Println("\nall expectations met")
+	return nil
+}
+
+func (d *demo) title(s string) {
+	d.step++
+	line := fmt.Sprintf("── %d. %s ", d.step, s)
+	fmt.Printf("\n%s%s\n", line, strings.Repeat("─", max(0, 78-len([]rune(line)))))
+}
+
+func (d *demo) expect(ok bool, format string, args ...any) {
+	msg := fmt.Sprintf(format, args...)
+	if ok {
+		fmt.Println("  ✓ " + msg)
+		return
+	}
+	fmt.Println("  ✗ " + msg)
+	d.failed = append(d.failed, fmt.Sprintf("step %d: %s", d.step, msg))
+}
+
+func (d *demo) send(method, path, key string, body any) *harness.Exchange {
+	ex, err := d.c.Do(d.ctx, method, path, key, body)
+	if ex != nil {
+		fmt.Print(ex.Format())
+	}
+	if err != nil {
+		d.expect(false, "%s %s: %v", method, path, err)
+		return &harness.Exchange{Header: http.Header{}}
+	}
+	return ex
+}
+
+func (d *demo) problem(ex *harness.Exchange, status int, code, reason string) {
+	p, ok := ex.Problem()
+	d.expect(ex.Status == status && ok && p.Code == code && p.Reason == reason,
+		"%d problem+json %s / %s", status, code, reason)
+}
+
+func (d *demo) ledgerCount(key string) int {
+	var n int
+	if err := d.db.QueryRow(d.ctx, `SELECT count(*) FROM payments WHERE idempotency_key = $1`, key).Scan(&n); err != nil {
+		d.expect(false, "ledger query: %v", err)
+	}
+	return n
+}
+
+type payment struct {
+	ID       string `json:"id"`
+	Amount   int64  `json:"amount"`
+	ChargeID string `json:"chargeId"`
+}
+
+func (d *demo) script() {
+	newPayment := func(amount int64) map[string]any {
+		return map[string]any{"amount": amount, "currency": "EUR", "description": "demo order", "metadata": map[string]any{"orderId": "ord-42"}}
+	}
+
+	d.title("First request: the payment is charged and recorded")
+	k1 := harness.NewKey()
+	first := d.send("POST", "/payments", k1, newPayment(1999))
+	var p1 payment
+	_ = first.Decode(&p1)
+	d.expect(first.Status == 201 && p1.ID != "", "201 Created with a payment (%s)", p1.ID)
+	d.expect(!first.Replayed(), "not a replay")
+
+	d.title("The same request again: replayed, not charged twice")
+	again := d.send("POST", "/payments", k1, newPayment(1999))
+	d.expect(again.Status == 201, "201 again")
+	d.expect(bytes.Equal(again.RespBody, first.RespBody), "the same body, byte for byte")
+	d.expect(again.Replayed(), "Idempotent-Replayed: true")
+	d.expect(again.Header.Get("Last-Modified") != "", "Last-Modified: %s (when the original was stored)", again.Header.Get("Last-Modified"))
+	d.expect(d.ledgerCount(k1) == 1, "ledger: 1 payment for the key")
+
+	d.title("Same key, another amount: refused")
+	conflict := d.send("POST", "/payments", k1, newPayment(2999))
+	d.problem(conflict, 409, "ERR409_SERVER_STATE_CONFLICT", "CONFLICTING_IDEMPOTENT_REQUEST")
+
+	d.title("No Idempotency-Key: refused")
+	missing := d.send("POST", "/payments", "", newPayment(1999))
+	d.problem(missing, 400, "ERR400_MISSING_OR_MALFORMED_HEADER", "IDEMPOTENCY_KEY_REQUIRED")
+
+	d.title("20 concurrent duplicates while the gateway is slow: one payment")
+	k2 := harness.NewKey()
+	d.gw.Set(gateway.Switches{Latency: 400 * time.Millisecond})
+	fmt.Printf("  > 20 × POST /payments, Idempotency-Key: %s, the same body, at once\n", k2)
+	var (
+		mu    sync.Mutex
+		tally = map[string]int{}
+		fresh int
+		wg    sync.WaitGroup
+	)
+	for range 20 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			ex, err := d.c.Do(d.ctx, "POST", "/payments", k2, newPayment(500))
+			mu.Lock()
+			defer mu.Unlock()
+			switch {
+			case err != nil:
+				tally["transport error: "+err.Error()]++
+			case ex.Status == 201 && ex.Replayed():
+				tally["201 replayed"]++
+			case ex.Status == 201:
+				tally["201 executed"]++
+				fresh++
+			default:
+				p, _ := ex.Problem()
+				tally[fmt.Sprintf("%d %s", ex.Status, p.Reason)]++
+			}
+		}()
+	}
+	wg.Wait()
+	d.gw.Set(gateway.Switches{})
+	outcomes := make([]string, 0, len(tally))
+	for k := range tally {
+		outcomes = append(outcomes, k)
+	}
+	sort.Strings(outcomes)
+	for _, k := range outcomes {
+		fmt.Printf("  < %2d × %s\n", tally[k], k)
+	}
+	n := d.ledgerCount(k2)
+	fmt.Printf("  ledger: SELECT count(*) FROM payments WHERE idempotency_key = '%s' → %d\n", k2, n)
+	d.expect(fresh == 1, "exactly one request executed")
+	d.expect(n == 1, "exactly one payment in the ledger")
+	d.expect(d.gw.Calls(k2) == 1, "the gateway was called once")
+
+	d.title("The gateway charges, then times out: the retry recovers the charge")
+	k3 := harness.NewKey()
+	d.gw.Set(gateway.Switches{FailAfterCharge: 1})
+	timeout := d.send("POST", "/payments", k3, newPayment(7500))
+	d.expect(timeout.Status == 502, "502: the gateway timed out (after charging the card)")
+	charged, ok, _ := d.gw.Lookup(d.ctx, k3)
+	d.expect(ok, "the gateway holds a charge for the key (%s)", charged.ID)
+	d.expect(d.ledgerCount(k3) == 0, "ledger: no payment yet (the handler's writes rolled back)")
+	fmt.Println("  … the client retries with the same key")
+	retry := d.send("POST", "/payments", k3, newPayment(7500))
+	var p3 payment
+	_ = retry.Decode(&p3)
+	d.expect(retry.Status == 201 && !retry.Replayed(), "201: the retry ran (a 5xx is not kept)")
+	d.expect(p3.ChargeID == charged.ID, "the payment carries the charge made by the first attempt (%s)", p3.ChargeID)
+	st := 0
+	for _, ch := range d.gw.Charges() {
+		if ch.Key == k3 {
+			st++
+		}
+	}
+	d.expect(st == 1, "the gateway charged once (%d charge calls, %d charge)", d.gw.Calls(k3), st)
+	d.expect(d.ledgerCount(k3) == 1, "ledger: 1 payment for the key")
+
+	d.title("Capture, then a refund larger than what was captured: a final 422, replayed")
+	capture := d.send("PATCH", "/payments/"+p1.ID, harness.NewKey(), map[string]any{"amount": 1000})
+	d.expect(capture.Status == 200, "200: 1000 of 1999 captured (atomic mode)")
+	kr := harness.NewKey()
+	refund := d.send("POST", "/payments/"+p1.ID+"/refunds", kr, map[string]any{"amount": 1500})
+	d.expect(refund.Status == 422, "422 insufficient funds")
+	refundAgain := d.send("POST", "/payments/"+p1.ID+"/refunds", kr, map[string]any{"amount": 1500})
+	d.expect(refundAgain.Status == 422 && refundAgain.Replayed() && bytes.Equal(refundAgain.RespBody, refund.RespBody),
+		"the retry gets the same 422, replayed (replayStatuses: [422])")
+	ok2 := d.send("POST", "/payments/"+p1.ID+"/refunds", harness.NewKey(), map[string]any{"amount": 400, "reason": "damaged"})
+	d.expect(ok2.Status == 201, "201: a refund within the captured amount, under a new key")
+
+	d.title("A POST that opted out (x-idempotent: false) needs no key")
+	quote := d.send("POST", "/payments/quote", "", map[string]any{"amount": 1999, "currency": "EUR"})
+	d.expect(quote.Status == 200 && quote.Header.Get("Idempotency-Key") == "", "200, no idempotency headers")
+
+	d.title("Totals")
+	var payments, amount int64
+	if err := d.db.QueryRow(d.ctx, `SELECT count(*), coalesce(sum(amount), 0) FROM payments`).Scan(&payments, &amount); err != nil {
+		d.expect(false, "ledger query: %v", err)
+	}
+	gs := d.gw.Stats()
+	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
+	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
+	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
+}

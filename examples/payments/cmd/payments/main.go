@@ -1,0 +1,138 @@
+// Command payments runs the payments example service.
+//
+// Environment:
+//
+//	DATABASE_URL   PostgreSQL connection string (required)
+//	ADDR           listen address (default 127.0.0.1:8080)
+//	GATEWAY_URL    payment gateway simulator served by gateway.Handler; when
+//	               unset, an in-process simulator is used (its charges are
+//	               then lost with the process)
+//
+// On start it applies idemgen's migrations and its own, then serves the API
+// generated from openapi.yaml plus GET /healthz. SIGTERM or SIGINT stops it
+// gracefully: in-flight requests finish, new ones are refused.
+package main
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/api"
+	"github.com/idemgen/idemgen/examples/payments/gateway"
+	"github.com/idemgen/idemgen/examples/payments/service"
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+func main() {
+	log := slog.New(slog.NewTextHandler(os.Stderr, nil))
+	ctx, stop := signal.NotifyContext(context.Background(), syscall.SIGTERM, syscall.SIGINT)
+	defer stop()
+	if err := run(ctx, log); err != nil {
+		log.Error("payments: " + err.Error())
+		os.Exit(1)
+	}
+}
+
+func run(ctx context.Context, log *slog.Logger) error {
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		return errors.New("DATABASE_URL is not set")
+	}
+	addr := os.Getenv("ADDR")
+	if addr == "" {
+		addr = "127.0.0.1:8080"
+	}
+
+	cfg, err := pgxpool.ParseConfig(dbURL)
+	if err != nil {
+		return fmt.Errorf("DATABASE_URL: %w", err)
+	}
+	cfg.MaxConns = 32
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
+	if err != nil {
+		return fmt.Errorf("connect: %w", err)
+	}
+	defer pool.Close()
+
+	// Migrations: idemgen's (the idem_records table), then the service's
+	// own, each set recorded in its own table. Safe with many replicas.
+	if err := idem.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	if err := idem.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
+		return err
+	}
+
+	var gw gateway.Gateway
+	if u := os.Getenv("GATEWAY_URL"); u != "" {
+		gw = gateway.NewClient(u, &http.Client{Timeout: 10 * time.Second})
+		log.Info("payment gateway", "url", u)
+	} else {
+		gw = gateway.New()
+		log.Info("payment gateway: in-process simulator (set GATEWAY_URL to use an external one)")
+	}
+
+	svc := service.New(pool, gw, log)
+	engine, err := idem.New(pool, idem.Config{
+		Operations: api.IdempotentOperations,
+		Recover:    svc.RecoveryHooks(), // createPayment asks the gateway after a crash
+	})
+	if err != nil {
+		return err
+	}
+
+	// The sweeper retires expired idempotency records in the background.
+	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: time.Minute})
+	go func() {
+		if err := sweeper.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("sweeper stopped", "err", err)
+		}
+	}()
+
+	mux := http.NewServeMux()
+	mux.Handle("/", api.NewHandler(svc, engine, api.WithErrorHook(func(r *http.Request, err error) {
+		log.Error("handler error", "method", r.Method, "path", r.URL.Path, "err", err)
+	})))
+	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
+		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
+		defer cancel()
+		if err := pool.Ping(ctx); err != nil {
+			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
+			return
+		}
+		fmt.Fprintln(w, "ok")
+	})
+
+	ln, err := net.Listen("tcp", addr)
+	if err != nil {
+		return err
+	}
+	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	errc := make(chan error, 1)
+	go func() { errc <- srv.Serve(ln) }()
+	log.Info("listening", "addr", ln.Addr().String())
+
+	select {
+	case err := <-errc:
+		return err
+	case <-ctx.Done():
+	}
+	log.Info("shutting down")
+	shutCtx, cancel := context.WithTimeout(context.Background(), 15*time.Second)
+	defer cancel()
+	if err := srv.Shutdown(shutCtx); err != nil {
+		return fmt.Errorf("shutdown: %w", err)
+	}
+	return nil
+}

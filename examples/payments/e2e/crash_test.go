@@ -1,0 +1,217 @@
+package e2e
+
+import (
+	"context"
+	"math/rand/v2"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/examples/payments/gateway"
+	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+)
+
+// service runs the payments binary against one schema and one gateway, and
+// restarts it on the same address.
+type serviceProc struct {
+	t      *testing.T
+	bin    string
+	addr   string
+	env    []string
+	mu     sync.Mutex
+	proc   *harness.Process
+	starts int
+	logs   []string // of the runs that ended
+}
+
+func startService(t *testing.T, dbURL, gatewayURL string) *serviceProc {
+	t.Helper()
+	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
+	defer cancel()
+	bin, err := harness.Build(ctx, t.TempDir(), raceEnabled)
+	if err != nil {
+		t.Fatal(err)
+	}
+	addr, err := harness.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &serviceProc{t: t, bin: bin, addr: addr, env: []string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}}
+	s.start()
+	t.Cleanup(func() {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		if s.proc != nil && !s.proc.Exited() {
+			if err := s.proc.Stop(20 * time.Second); err != nil {
+				t.Errorf("service stop: %v", err)
+			}
+		}
+		if t.Failed() && s.proc != nil {
+			t.Logf("service log (last run):\n%s", s.proc.Logs())
+		}
+	})
+	return s
+}
+
+func (s *serviceProc) start() {
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+	p, err := harness.Start(ctx, s.bin, s.addr, s.env...)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	s.mu.Lock()
+	s.proc = p
+	s.starts++
+	s.mu.Unlock()
+}
+
+// kill9 kills the service with SIGKILL: no graceful shutdown, no deferred
+// code, transactions cut off mid-flight.
+func (s *serviceProc) kill9() {
+	s.mu.Lock()
+	p := s.proc
+	s.mu.Unlock()
+	p.Kill()
+	s.mu.Lock()
+	s.logs = append(s.logs, p.Logs())
+	s.mu.Unlock()
+}
+
+// recoveries counts, over every run so far, the payments recorded with a
+// charge an earlier, killed attempt made.
+func (s *serviceProc) recoveries() int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	n := 0
+	for _, l := range append(append([]string(nil), s.logs...), s.proc.Logs()) {
+		n += strings.Count(l, "recording a charge made by an earlier attempt")
+	}
+	return n
+}
+
+func (s *serviceProc) url() string { return "http://" + s.addr }
+
+// TestProcessCrash runs the service as a real process and kills it with
+// SIGKILL while requests are in flight.
+func TestProcessCrash(t *testing.T) {
+	pool, dbURL := emptySchema(t)
+	gw := gateway.New() // in this process: it outlives the service
+	gwSrv := httptest.NewServer(gw.Handler())
+	t.Cleanup(gwSrv.Close)
+	svc := startService(t, dbURL, gwSrv.URL)
+	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 10 * time.Second}}
+	want := map[string]int64{}
+
+	// A stuck lease-mode claim: the gateway charges, the service dies before
+	// it records the payment. The claim stays IN_PROGRESS until its lease
+	// (5s in openapi.yaml) lapses; then a retry takes it over, the recovery
+	// hook finds the charge at the gateway, and the payment is recorded
+	// with it: the card is not charged again.
+	t.Run("stuck claim recovered after the lease", func(t *testing.T) {
+		key := harness.NewKey()
+		want[key] = 4321
+		gw.Set(gateway.Switches{Latency: 2 * time.Second}) // charges after 1s, answers after 2s
+		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(4321)) }()
+		waitFor(t, 20*time.Second, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
+		svc.kill9()
+		gw.Set(gateway.Switches{})
+		svc.start()
+
+		// Until the lease lapses, retries are told the request is in
+		// progress (unless restarting took longer than the lease).
+		var got *harness.Exchange
+		deadline := time.Now().Add(30 * time.Second)
+		for polls := 0; ; polls++ {
+			ex := mustDo(t, c, "POST", "/payments", key, newPayment(4321))
+			if ex.Status == 201 {
+				got = ex
+				t.Logf("taken over after %d retries answered 409 in progress", polls)
+				if polls == 0 {
+					t.Log("the restart outlasted the lease: no retry saw the stuck claim")
+				}
+				break
+			}
+			wantProblem(t, ex, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+			if time.Now().After(deadline) {
+				t.Fatal("the stuck claim was never taken over")
+			}
+			time.Sleep(200 * time.Millisecond)
+		}
+		var p paymentBody
+		_ = got.Decode(&p)
+		charged, _, _ := gw.Lookup(context.Background(), key)
+		if p.ChargeID != charged.ID {
+			t.Fatalf("payment carries charge %s, the gateway made %s", p.ChargeID, charged.ID)
+		}
+		if n := gw.Calls(key); n != 1 {
+			t.Fatalf("the gateway was asked to charge %d times, want 1 (the recovery hook looks the charge up)", n)
+		}
+	})
+
+	// Load with kills at random points: clients retry through the outages.
+	t.Run("kill -9 under load", func(t *testing.T) {
+		gw.Set(gateway.Switches{Latency: 30 * time.Millisecond})
+		defer gw.Set(gateway.Switches{})
+		const keys, clientsPerKey, kills = 60, 2, 4
+		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		defer cancel()
+
+		st := newRetryStats()
+		var wg sync.WaitGroup
+		var failed atomic.Int32
+		keyList := make([]string, keys)
+		for i := range keys {
+			keyList[i] = harness.NewKey()
+			want[keyList[i]] = int64(1000 + i)
+		}
+		// Clients start in waves so kills land on requests at every stage.
+		for i, key := range keyList {
+			for range clientsPerKey {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					time.Sleep(time.Duration(i*15) * time.Millisecond)
+					cl := &harness.Client{URL: svc.url(), HTTP: &http.Client{}}
+					if !createUntilDone(ctx, cl, key, want[key], 500*time.Millisecond, st) {
+						failed.Add(1)
+					}
+				}()
+			}
+		}
+		for range kills {
+			time.Sleep(time.Duration(100+rand.IntN(250)) * time.Millisecond)
+			svc.kill9()
+			time.Sleep(time.Duration(rand.IntN(100)) * time.Millisecond)
+			svc.start()
+		}
+		wg.Wait()
+		if n := failed.Load(); n > 0 {
+			t.Fatalf("%d clients never got a 201", n)
+		}
+		for key, ids := range st.paymentOf {
+			if len(ids) != 1 {
+				t.Errorf("key %s: clients got %d different payments", key, len(ids))
+			}
+		}
+		t.Logf("%d keys × %d clients, %d kills: %d attempts, %d transport errors/timeouts, outcomes %v",
+			keys, clientsPerKey, kills, st.attempts, st.timeouts, st.byOutcome)
+		// Every payment a client was told about is in the ledger (nothing
+		// committed was lost).
+		l := readLedger(t, pool)
+		for key, ids := range st.paymentOf {
+			for id := range ids {
+				if !l.ids[id] {
+					t.Errorf("key %s: payment %s answered 201 but is not in the ledger", key, id)
+				}
+			}
+		}
+	})
+
+	checkBooks(t, readLedger(t, pool), gw.Charges(), want)
+	t.Logf("service started %d times; %d payments recorded with the charge of a killed attempt", svc.starts, svc.recoveries())
+}

@@ -1,0 +1,133 @@
+package e2e
+
+import (
+	"context"
+	"fmt"
+	"math/rand/v2"
+	"net/http"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/examples/payments/gateway"
+	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+)
+
+// retryStats counts what retrying clients saw.
+type retryStats struct {
+	mu        sync.Mutex
+	attempts  int
+	timeouts  int            // the client gave up before the response
+	byOutcome map[string]int // "201", "201 replayed", "409 IDEMPOTENT_REQUEST_IN_PROGRESS", ...
+	paymentOf map[string]map[string]bool
+}
+
+func newRetryStats() *retryStats {
+	return &retryStats{byOutcome: map[string]int{}, paymentOf: map[string]map[string]bool{}}
+}
+
+func (s *retryStats) note(key string, ex *harness.Exchange, err error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts++
+	switch {
+	case err != nil:
+		s.timeouts++
+	case ex.Status == 201:
+		var p paymentBody
+		_ = ex.Decode(&p)
+		if s.paymentOf[key] == nil {
+			s.paymentOf[key] = map[string]bool{}
+		}
+		s.paymentOf[key][p.ID] = true
+		if ex.Replayed() {
+			s.byOutcome["201 replayed"]++
+		} else {
+			s.byOutcome["201"]++
+		}
+	default:
+		p, _ := ex.Problem()
+		s.byOutcome[fmt.Sprintf("%d %s", ex.Status, p.Reason)]++
+	}
+}
+
+// createUntilDone sends POST /payments with key until a 201, with a timeout
+// per attempt that starts shorter than the gateway's latency and grows, and
+// a jittered backoff. It gives up at deadline.
+func createUntilDone(ctx context.Context, c *harness.Client, key string, amount int64, firstTimeout time.Duration, st *retryStats) bool {
+	timeout := firstTimeout
+	for attempt := 0; attempt < 200; attempt++ {
+		if ctx.Err() != nil {
+			return false
+		}
+		actx, cancel := context.WithTimeout(ctx, timeout)
+		ex, err := c.Do(actx, "POST", "/payments", key, newPayment(amount))
+		cancel()
+		st.note(key, ex, err)
+		if err == nil && ex.Status == 201 {
+			return true
+		}
+		timeout = min(timeout*3/2, 5*time.Second)
+		backoff := time.Duration(5+rand.IntN(20+attempt*10)) * time.Millisecond
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(backoff):
+		}
+	}
+	return false
+}
+
+// TestRetryingClients: many keys, several clients per key sending the same
+// request at once, each retrying with timeouts shorter than the handler's
+// latency, while the gateway fails before and after charging. Afterwards the
+// ledger holds exactly one payment per key and the gateway exactly one
+// charge per key, and every client that got a 201 for a key got the same
+// payment.
+func TestRetryingClients(t *testing.T) {
+	s := newStack(t)
+	s.gw.Set(gateway.Switches{Latency: 120 * time.Millisecond, FailBeforeRate: 0.1, FailAfterRate: 0.1})
+	const keys, clientsPerKey = 40, 3
+	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	defer cancel()
+
+	st := newRetryStats()
+	want := map[string]int64{}
+	var wg sync.WaitGroup
+	failed := make(chan string, keys*clientsPerKey)
+	for i := range keys {
+		key := harness.NewKey()
+		amount := int64(100 + i)
+		want[key] = amount
+		for range clientsPerKey {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				c := &harness.Client{URL: s.srv.URL, HTTP: &http.Client{}}
+				// 40ms: shorter than the 120ms the gateway takes.
+				if !createUntilDone(ctx, c, key, amount, 40*time.Millisecond, st) {
+					failed <- key
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	close(failed)
+	for key := range failed {
+		t.Errorf("a client never got a 201 for key %s", key)
+	}
+	s.gw.Set(gateway.Switches{})
+
+	checkBooks(t, readLedger(t, s.db), s.gw.Charges(), want)
+	for key, ids := range st.paymentOf {
+		if len(ids) != 1 {
+			t.Errorf("key %s: clients got %d different payments", key, len(ids))
+		}
+	}
+	gs := s.gw.Stats()
+	t.Logf("%d keys × %d clients: %d attempts, %d client timeouts, outcomes %v; gateway %d calls, %d charges",
+		keys, clientsPerKey, st.attempts, st.timeouts, st.byOutcome, gs.Calls, gs.Charges)
+	if st.timeouts == 0 {
+		t.Error("no client ever timed out: the test did not exercise what it claims")
+	}
+}

@@ -1,0 +1,244 @@
+// Package gateway simulates an external payment gateway: the outside world
+// the payments service calls while it creates a payment, which no database
+// transaction can roll back.
+//
+// Like real gateways (Stripe, Adyen), it has idempotency of its own: a
+// charge is keyed by the payment's idempotency key, and a repeated Charge
+// with the same key returns the existing charge instead of charging twice.
+// Lookup answers "did you charge this key?", which is what the service's
+// recovery hook asks after a crash.
+//
+// Switches produce every failure class a caller must survive: latency,
+// failures before the charge (nothing happened) and after it (the card was
+// charged but the caller sees a timeout).
+//
+// The Simulator keeps its charges in memory. Run it in a process of its own
+// (Handler serves it over HTTP, Client calls it) when the service under test
+// may be killed: the gateway's memory of charges must outlive the service,
+// as a real gateway's does.
+package gateway
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	mrand "math/rand/v2"
+	"sort"
+	"sync"
+	"time"
+)
+
+// Errors a Charge may return. ErrTimeout is the ambiguous one: the charge
+// may or may not have happened, and only Lookup (or a repeated Charge with
+// the same key) tells.
+var (
+	ErrUnavailable = errors.New("gateway unavailable (nothing was charged)")
+	ErrTimeout     = errors.New("gateway timeout (the charge may have happened)")
+	ErrKeyReused   = errors.New("gateway idempotency key reused with another amount or currency")
+	ErrInvalid     = errors.New("gateway rejected the request as invalid")
+)
+
+// Charge is one charge at the gateway.
+type Charge struct {
+	ID       string    `json:"id"`
+	Key      string    `json:"key"`
+	Amount   int64     `json:"amount"`
+	Currency string    `json:"currency"`
+	Created  time.Time `json:"created"`
+}
+
+// Gateway is what the payments service needs from a gateway; both the
+// in-process Simulator and the HTTP Client implement it.
+type Gateway interface {
+	// Charge charges amount under key, or returns the charge already made
+	// under key.
+	Charge(ctx context.Context, key string, amount int64, currency string) (Charge, error)
+	// Lookup returns the charge made under key, if any.
+	Lookup(ctx context.Context, key string) (Charge, bool, error)
+}
+
+// Switches inject latency and failures into Charge calls.
+type Switches struct {
+	// Latency is spent half before the charge and half after it. A caller
+	// that gives up during the first half charged nothing; during the
+	// second half it was charged but sees ErrTimeout.
+	Latency time.Duration `json:"latency"`
+	// FailBeforeCharge fails the next N calls with ErrUnavailable.
+	FailBeforeCharge int `json:"failBeforeCharge"`
+	// FailAfterCharge makes the next N calls charge, then return ErrTimeout.
+	FailAfterCharge int `json:"failAfterCharge"`
+	// FailBeforeRate and FailAfterRate fail that fraction (0..1) of the
+	// remaining calls, at random, the same two ways.
+	FailBeforeRate float64 `json:"failBeforeRate"`
+	FailAfterRate  float64 `json:"failAfterRate"`
+}
+
+// Stats counts what the gateway saw.
+type Stats struct {
+	Calls   int   `json:"calls"`   // Charge calls, failed ones included
+	Charges int   `json:"charges"` // distinct charges (one per key)
+	Amount  int64 `json:"amount"`  // sum of the charges' amounts
+}
+
+// Simulator is an in-memory gateway. It is safe for concurrent use.
+type Simulator struct {
+	mu      sync.Mutex
+	sw      Switches
+	charges map[string]Charge
+	calls   map[string]int
+	total   int
+}
+
+var _ Gateway = (*Simulator)(nil)
+
+// New returns a simulator with no charges and no failures switched on.
+func New() *Simulator {
+	return &Simulator{charges: map[string]Charge{}, calls: map[string]int{}}
+}
+
+// Set replaces the switches.
+func (s *Simulator) Set(sw Switches) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.sw = sw
+}
+
+// Switches returns the current switches (counters as they stand now).
+func (s *Simulator) Switches() Switches {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.sw
+}
+
+type failure int
+
+const (
+	failNone failure = iota
+	failBefore
+	failAfter
+)
+
+// Charge implements Gateway.
+func (s *Simulator) Charge(ctx context.Context, key string, amount int64, currency string) (Charge, error) {
+	if key == "" || amount <= 0 || currency == "" {
+		return Charge{}, fmt.Errorf("%w: key, a positive amount and a currency are required", ErrInvalid)
+	}
+	s.mu.Lock()
+	s.calls[key]++
+	s.total++
+	fail := failNone
+	switch {
+	case s.sw.FailBeforeCharge > 0:
+		s.sw.FailBeforeCharge--
+		fail = failBefore
+	case s.sw.FailAfterCharge > 0:
+		s.sw.FailAfterCharge--
+		fail = failAfter
+	default:
+		if r := mrand.Float64(); r < s.sw.FailBeforeRate {
+			fail = failBefore
+		} else if r < s.sw.FailBeforeRate+s.sw.FailAfterRate {
+			fail = failAfter
+		}
+	}
+	half := s.sw.Latency / 2
+	s.mu.Unlock()
+
+	if err := sleep(ctx, half); err != nil {
+		return Charge{}, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	if fail == failBefore {
+		return Charge{}, ErrUnavailable
+	}
+
+	s.mu.Lock()
+	ch, ok := s.charges[key]
+	if ok && (ch.Amount != amount || ch.Currency != currency) {
+		s.mu.Unlock()
+		return Charge{}, fmt.Errorf("%w: key %q charged %d %s, now asked for %d %s",
+			ErrKeyReused, key, ch.Amount, ch.Currency, amount, currency)
+	}
+	if !ok {
+		ch = Charge{ID: newID("ch_"), Key: key, Amount: amount, Currency: currency, Created: time.Now().UTC()}
+		s.charges[key] = ch
+	}
+	s.mu.Unlock()
+
+	if err := sleep(ctx, half); err != nil {
+		return Charge{}, fmt.Errorf("%w: %w", ErrTimeout, err)
+	}
+	if fail == failAfter {
+		return Charge{}, ErrTimeout
+	}
+	return ch, nil
+}
+
+// Lookup implements Gateway.
+func (s *Simulator) Lookup(ctx context.Context, key string) (Charge, bool, error) {
+	if err := ctx.Err(); err != nil {
+		return Charge{}, false, fmt.Errorf("%w: %w", ErrUnavailable, err)
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	ch, ok := s.charges[key]
+	return ch, ok, nil
+}
+
+// Charges returns every charge, oldest first.
+func (s *Simulator) Charges() []Charge {
+	s.mu.Lock()
+	out := make([]Charge, 0, len(s.charges))
+	for _, ch := range s.charges {
+		out = append(out, ch)
+	}
+	s.mu.Unlock()
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].Created.Equal(out[j].Created) {
+			return out[i].Created.Before(out[j].Created)
+		}
+		return out[i].ID < out[j].ID
+	})
+	return out
+}
+
+// Calls returns how many Charge calls were made with key.
+func (s *Simulator) Calls(key string) int {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return s.calls[key]
+}
+
+// Stats returns the totals.
+func (s *Simulator) Stats() Stats {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	st := Stats{Calls: s.total, Charges: len(s.charges)}
+	for _, ch := range s.charges {
+		st.Amount += ch.Amount
+	}
+	return st
+}
+
+func sleep(ctx context.Context, d time.Duration) error {
+	if d <= 0 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(d)
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func newID(prefix string) string {
+	var b [10]byte
+	if _, err := rand.Read(b[:]); err != nil {
+		panic(err)
+	}
+	return prefix + hex.EncodeToString(b[:])
+}
