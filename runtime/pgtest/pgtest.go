@@ -1,6 +1,7 @@
 // Package pgtest gives tests a real PostgreSQL: a fresh schema per test on
 // the server named by DATABASE_URL (make test starts one with scripts/pg.sh),
-// with idemgen's migrations applied and the schema dropped afterwards.
+// with idemgen's migrations applied (and recorded, as idem.Migrate does) and
+// the schema dropped afterwards.
 //
 // Without DATABASE_URL a test is skipped on a developer's machine and fails
 // under CI=true: a database test never passes by not running.
@@ -21,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/queries"
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // URL returns DATABASE_URL, skipping the test when it is unset, or failing
@@ -42,6 +43,10 @@ func URL(tb testing.TB) string {
 type Options struct {
 	// Migrations are applied after idemgen's own (files *.up.sql, in name order).
 	Migrations fs.FS
+	// MigrationsTable, when set, records Migrations there through
+	// idem.MigrateFS, so a service that migrates itself at start-up finds
+	// them applied. Empty applies them without recording.
+	MigrationsTable string
 	// MaxConns sizes the pool; zero means 16.
 	MaxConns int32
 }
@@ -105,11 +110,19 @@ func New(tb testing.TB, opts Options) *DB {
 		}
 	})
 
-	for _, m := range []fs.FS{queries.Migrations, opts.Migrations} {
-		if m == nil {
-			continue
+	// The runtime's migrations are recorded as idem.Migrate records them, so
+	// code under test that calls idem.Migrate finds nothing left to do.
+	if err := idem.Migrate(ctx, pool); err != nil {
+		tb.Fatalf("pgtest: %v", err)
+	}
+	if opts.Migrations != nil {
+		var err error
+		if opts.MigrationsTable != "" {
+			err = idem.MigrateFS(ctx, pool, opts.Migrations, opts.MigrationsTable)
+		} else {
+			err = Apply(ctx, pool, opts.Migrations)
 		}
-		if err := Apply(ctx, pool, m); err != nil {
+		if err != nil {
 			tb.Fatalf("pgtest: %v", err)
 		}
 	}

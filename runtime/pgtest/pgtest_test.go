@@ -1,0 +1,34 @@
+package pgtest_test
+
+import (
+	"context"
+	"testing"
+	"testing/fstest"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+// A service that migrates itself at start-up must find a pgtest schema
+// already migrated, its own migrations included, and apply nothing twice.
+func TestMigrationsAreRecorded(t *testing.T) {
+	svc := fstest.MapFS{"0001_widgets.up.sql": {Data: []byte("CREATE TABLE widgets (id int PRIMARY KEY)")}}
+	db := pgtest.New(t, pgtest.Options{Migrations: svc, MigrationsTable: "widgets_schema_migrations"})
+	ctx := context.Background()
+	if err := idem.Migrate(ctx, db); err != nil {
+		t.Fatalf("idem.Migrate on a pgtest schema: %v", err)
+	}
+	if err := idem.MigrateFS(ctx, db, svc, "widgets_schema_migrations"); err != nil {
+		t.Fatalf("service migrations on a pgtest schema: %v", err)
+	}
+	var runtime, service int
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+idem.MigrationsTable).Scan(&runtime); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM widgets_schema_migrations").Scan(&service); err != nil {
+		t.Fatal(err)
+	}
+	if runtime < 2 || service != 1 {
+		t.Fatalf("recorded migrations: runtime %d (want ≥ 2), service %d (want 1)", runtime, service)
+	}
+}
