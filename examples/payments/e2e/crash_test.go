@@ -11,8 +11,10 @@ import (
 	"testing"
 	"time"
 
+	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
 // service runs the payments binary against one schema and one gateway, and
@@ -99,7 +101,10 @@ func (s *serviceProc) url() string { return "http://" + s.addr }
 // TestProcessCrash runs the service as a real process and kills it with
 // SIGKILL while requests are in flight.
 func TestProcessCrash(t *testing.T) {
-	pool, dbURL := emptySchema(t)
+	// The schema is migrated and recorded as the service's own start-up
+	// would, so every restart of the process migrates nothing.
+	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
+	pool, dbURL := db.Pool, db.URL
 	gw := gateway.New() // in this process: it outlives the service
 	gwSrv := httptest.NewServer(gw.Handler())
 	t.Cleanup(gwSrv.Close)

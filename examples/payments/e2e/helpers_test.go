@@ -5,12 +5,9 @@ package e2e
 
 import (
 	"context"
-	"crypto/rand"
-	"encoding/hex"
 	"fmt"
 	"net/http"
 	"net/http/httptest"
-	"strings"
 	"testing"
 	"time"
 
@@ -59,47 +56,6 @@ func newHandler(pool *pgxpool.Pool, gw gateway.Gateway) (http.Handler, error) {
 		return nil, err
 	}
 	return api.NewHandler(svc, engine), nil
-}
-
-// emptySchema returns a pool on a fresh, empty schema (the service process
-// applies the migrations itself) and a URL for the same schema.
-func emptySchema(t *testing.T) (*pgxpool.Pool, string) {
-	t.Helper()
-	base := pgtest.URL(t)
-	ctx := context.Background()
-	var b [6]byte
-	_, _ = rand.Read(b[:])
-	schema := "e2e_" + hex.EncodeToString(b[:])
-	conn, err := pgx.Connect(ctx, base)
-	if err != nil {
-		t.Fatal(err)
-	}
-	if _, err := conn.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
-		t.Fatal(err)
-	}
-	conn.Close(ctx)
-	sep := "?"
-	if strings.Contains(base, "?") {
-		sep = "&"
-	}
-	url := base + sep + "search_path=" + schema
-	pool, err := pgxpool.New(ctx, url)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() {
-		pool.Close()
-		conn, err := pgx.Connect(context.Background(), base)
-		if err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-			return
-		}
-		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			t.Logf("drop schema %s: %v", schema, err)
-		}
-	})
-	return pool, url
 }
 
 type querier interface {
