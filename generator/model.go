@@ -185,7 +185,7 @@ type Param struct {
 	List     bool // query array
 	Explode  bool
 	Key      string // lookup key: the spec name, or the ServeMux wildcard of a path parameter
-	Parse    string // Go expression of the parse function: parseInt32, parseEnum[Status]
+	Parse    string // parse function of package idemimpl, with its type argument: ParseInt32, ParseEnum[Status]
 }
 
 // Where names the parameter in error messages: `query parameter "limit"`.
@@ -830,7 +830,7 @@ func inRank(in string) int {
 func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint, loc, where string) {
 	str := GoType{Kind: GoBuiltin, Name: "string"}
 	if sr == nil || sr.Value == nil {
-		p.Type, p.Parse = str, "parseString"
+		p.Type, p.Parse = str, "ParseString"
 		return
 	}
 	s := sr.Value
@@ -851,17 +851,17 @@ func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint, loc, where s
 	}
 	b.warnf(fmt.Sprintf("%s %s", strings.TrimSuffix(where, ": "), p.Where()), "schema is not a scalar or a list of scalars; passed as a raw string")
 	p.List = false
-	p.Type, p.Parse = str, "parseString"
+	p.Type, p.Parse = str, "ParseString"
 }
 
 func (b *builder) scalarParse(t GoType) (string, bool) {
 	switch t.Kind {
 	case GoTime:
-		return "parseTime", true
+		return "ParseTime", true
 	case GoUUID:
-		return "parseUUID", true
+		return "ParseUUID", true
 	case GoBuiltin:
-		return "parse" + goName(t.Name), true
+		return "Parse" + goName(t.Name), true
 	case GoNamed:
 		nt := b.types[t.Name]
 		if nt == nil {
@@ -869,7 +869,7 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		}
 		switch nt.Kind {
 		case KindEnum:
-			return "parseEnum[" + nt.Name + "]", true
+			return "ParseEnum[" + nt.Name + "]", true
 		case KindAlias:
 			return b.scalarParse(nt.Alias)
 		}

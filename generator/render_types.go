@@ -8,6 +8,7 @@ import (
 
 const (
 	idemPkg = "github.com/idemgen/idemgen/runtime/idem"
+	implPkg = "github.com/idemgen/idemgen/runtime/idemimpl"
 	uuidPkg = "github.com/google/uuid"
 )
 
@@ -36,6 +37,7 @@ func jenType(t GoType) jen.Code {
 func renderTypes(m *Model) *jen.File {
 	f := jen.NewFile(m.Package)
 	f.ImportName(idemPkg, "idem")
+	f.ImportName(implPkg, "idemimpl")
 	f.ImportName(uuidPkg, "uuid")
 	for _, t := range m.Types {
 		renderType(f, t)
@@ -47,7 +49,7 @@ func renderTypes(m *Model) *jen.File {
 		f.Comment("unimplementedResponse is what Unimplemented returns: 501 problem+json.")
 		f.Type().Id("unimplementedResponse").Struct()
 		f.Func().Params(jen.Id("unimplementedResponse")).Id("toResponse").Params().Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
-			jen.Return(jen.Id("notImplementedResponse").Call(), jen.Nil()),
+			jen.Return(jen.Qual(implPkg, "NotImplementedResponse").Call(), jen.Nil()),
 		)
 		for _, o := range m.Operations {
 			f.Func().Params(jen.Id("unimplementedResponse")).Id(o.Marker()).Params().Block()
@@ -88,7 +90,7 @@ func renderType(f *jen.File, t *Type) {
 		)
 		f.Comment("UnmarshalJSON refuses values that are not declared.")
 		f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
-			jen.Return(jen.Id("unmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
+			jen.Return(jen.Qual(implPkg, "UnmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
 		)
 	case KindUnion:
 		f.Type().Id(t.Name).Struct(jen.Id("raw").Qual("encoding/json", "RawMessage"))
@@ -96,7 +98,7 @@ func renderType(f *jen.File, t *Type) {
 		f.Func().Params(jen.Id("u").Id(t.Name)).Id("Raw").Params().Qual("encoding/json", "RawMessage").Block(jen.Return(jen.Id("u").Dot("raw")))
 		f.Comment("MarshalJSON implements json.Marshaler.")
 		f.Func().Params(jen.Id("u").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Id("rawOrNull").Call(jen.Id("u").Dot("raw")), jen.Nil()))
+			jen.Return(jen.Qual(implPkg, "RawOrNull").Call(jen.Id("u").Dot("raw")), jen.Nil()))
 		f.Comment("UnmarshalJSON implements json.Unmarshaler.")
 		f.Func().Params(jen.Id("u").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 			jen.Id("u").Dot("raw").Op("=").Append(jen.Id("u").Dot("raw").Index(jen.Op(":").Lit(0)), jen.Id("b").Op("...")),
@@ -133,7 +135,7 @@ func renderType(f *jen.File, t *Type) {
 			f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 				jen.Type().Id("plain").Id(t.Name),
 				jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-				jen.Return(jen.Id("checkRequired").Call(args...)),
+				jen.Return(jen.Qual(implPkg, "CheckRequired").Call(args...)),
 			)
 		}
 	}
@@ -196,19 +198,19 @@ func renderOpTypes(f *jen.File, o *Operation) {
 		var call string
 		switch {
 		case r.MediaType == "":
-			call = "emptyResponse"
+			call = "EmptyResponse"
 		case r.JSON:
-			call = "jsonResponse"
+			call = "JSONResponse"
 			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))
 		default:
-			call = "rawResponse"
+			call = "RawResponse"
 			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))
 		}
 		for _, h := range r.Headers {
 			args = append(args, jen.Lit(h.Name), jen.Id("r").Dot(h.Field))
 		}
 		f.Func().Params(jen.Id("r").Id(r.TypeName)).Id("toResponse").Params().Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
-			jen.Return(jen.Id(call).Call(args...)),
+			jen.Return(jen.Qual(implPkg, call).Call(args...)),
 		)
 	}
 }

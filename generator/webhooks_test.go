@@ -93,8 +93,8 @@ func TestWebhooks(t *testing.T) {
 		"func SendOrderRefunded(ctx context.Context, tx pgx.Tx, payload []time.Time, opts ...events.Option) error {",
 		"The spec secures it with signature: check deliveries with WithWebhookVerifier.",
 		`handle("order.paid", h.handleWebhookOrderPaid)`,
-		"decodeJSON(body, &payload, true)",  // order.paid requires a body
-		"decodeJSON(body, &payload, false)", // order.refunded does not
+		"idemimpl.DecodeJSON(body, &payload, true)",  // order.paid requires a body
+		"idemimpl.DecodeJSON(body, &payload, false)", // order.refunded does not
 		`const WebhookSource = "urn:idemgen:hooks"`,
 	} {
 		if !strings.Contains(src, want) {

@@ -17,7 +17,6 @@ var FS embed.FS
 // for a spec without webhooks).
 var Files = []struct{ Template, Output string }{
 	{"server.go.tmpl", "server.gen.go"},
-	{"helpers.go.tmpl", "helpers.gen.go"},
 	{"webhooks.go.tmpl", "webhooks.gen.go"},
 	{"slots.tmpl", ""},
 }

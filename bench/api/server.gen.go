@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -159,13 +160,13 @@ func (h *handler) handleCreateAtomic(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
 // handleCreateBaseline serves createBaseline (POST /baseline).
 func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, h.opts.maxBodyBytes)
+	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -184,7 +185,7 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateBaselineRequest(r *http.Request, body []byte) (req CreateBaselineRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -206,6 +207,26 @@ func (h *handler) handleCreateLease(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateLeaseRequest(r *http.Request, body []byte) (req CreateLeaseRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }

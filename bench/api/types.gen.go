@@ -6,6 +6,7 @@ package api
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Payment is generated from #/components/schemas/Payment.
@@ -22,7 +23,7 @@ func (v *Payment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency", "id", "reference")
+	return idemimpl.CheckRequired(b, "amount", "currency", "id", "reference")
 }
 
 // PaymentInput is generated from #/components/schemas/PaymentInput.
@@ -38,7 +39,7 @@ func (v *PaymentInput) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency", "reference")
+	return idemimpl.CheckRequired(b, "amount", "currency", "reference")
 }
 
 // CreateAtomicRequest is the decoded request of operation createAtomic (POST /atomic).
@@ -61,7 +62,7 @@ type CreateAtomic201Response struct {
 
 func (CreateAtomic201Response) isCreateAtomicResponse() {}
 func (r CreateAtomic201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // CreateBaselineRequest is the decoded request of operation createBaseline (POST /baseline).
@@ -84,7 +85,7 @@ type CreateBaseline201Response struct {
 
 func (CreateBaseline201Response) isCreateBaselineResponse() {}
 func (r CreateBaseline201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // CreateLeaseRequest is the decoded request of operation createLease (POST /lease).
@@ -107,14 +108,14 @@ type CreateLease201Response struct {
 
 func (CreateLease201Response) isCreateLeaseResponse() {}
 func (r CreateLease201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isCreateAtomicResponse()   {}
 func (unimplementedResponse) isCreateBaselineResponse() {}

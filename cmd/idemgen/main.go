@@ -35,11 +35,14 @@
 // Relative paths are relative to the config file. A JSON Schema for the
 // file is schemas/idemgen.schema.json in the idemgen repository.
 //
-// It writes types.gen.go, server.gen.go and helpers.gen.go, touching only
-// files whose content changed. Warnings (spec problems worked around) go to
-// standard error. With -check nothing is written: when the files on disk
-// differ from what would be generated, the diff is printed and the exit
-// status is 1.
+// It writes types.gen.go, server.gen.go and, for a spec with webhooks,
+// webhooks.gen.go, touching only files whose content changed, and removes a
+// *.gen.go file it wrote before that is no longer produced (one starting
+// with idemgen's header, such as helpers.gen.go of earlier versions; the
+// code it held is in runtime/idemimpl now). Warnings (spec problems worked
+// around) go to standard error. With -check nothing is written: when the
+// files on disk differ from what would be generated (or one would be
+// removed), the diff is printed and the exit status is 1.
 //
 // # lint
 //

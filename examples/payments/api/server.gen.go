@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -194,7 +195,7 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, err error) {
-	if req.Limit, err = paramOptional(r, "query", "limit", parseInt32); err != nil {
+	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
 		return req, err
 	}
 	return req, err
@@ -218,16 +219,16 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, err error) {
-	if req.IdempotencyKey, err = paramOptional(r, "header", "Idempotency-Key", parseString); err != nil {
+	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
 // handleQuotePayment serves quotePayment (POST /payments/quote).
 func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
-	body, err := readBody(w, r, h.opts.maxBodyBytes)
+	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -246,7 +247,7 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -266,7 +267,7 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, err error) {
-	if req.PaymentID, err = paramRequired(r, "path", "paymentId", parseString); err != nil {
+	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
 		return req, err
 	}
 	return req, err
@@ -290,13 +291,13 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, err error) {
-	if req.PaymentID, err = paramRequired(r, "path", "paymentId", parseString); err != nil {
+	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	if req.IdempotencyKey, err = paramOptional(r, "header", "Idempotency-Key", parseString); err != nil {
+	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -318,12 +319,32 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateRefundRequest(r *http.Request, body []byte) (req CreateRefundRequest, err error) {
-	if req.PaymentID, err = paramRequired(r, "path", "paymentId", parseString); err != nil {
+	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	if req.IdempotencyKey, err = paramOptional(r, "header", "Idempotency-Key", parseString); err != nil {
+	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }

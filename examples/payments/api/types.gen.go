@@ -6,6 +6,7 @@ package api
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"time"
 )
 
@@ -26,7 +27,7 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "code", "message")
+	return idemimpl.CheckRequired(b, "code", "message")
 }
 
 // Metadata is generated from #/components/schemas/Metadata.
@@ -49,7 +50,7 @@ func (v *NewPayment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency")
+	return idemimpl.CheckRequired(b, "amount", "currency")
 }
 
 // NewRefund is generated from #/components/schemas/NewRefund.
@@ -64,7 +65,7 @@ func (v *NewRefund) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount")
+	return idemimpl.CheckRequired(b, "amount")
 }
 
 // Payment is generated from #/components/schemas/Payment.
@@ -87,7 +88,7 @@ func (v *Payment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "capturedAmount", "chargeId", "createdAt", "currency", "id", "refundedAmount", "status")
+	return idemimpl.CheckRequired(b, "amount", "capturedAmount", "chargeId", "createdAt", "currency", "id", "refundedAmount", "status")
 }
 
 // PaymentList is generated from #/components/schemas/PaymentList.
@@ -101,7 +102,7 @@ func (v *PaymentList) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "payments")
+	return idemimpl.CheckRequired(b, "payments")
 }
 
 // PaymentStatus is generated from #/components/schemas/Payment/properties/status.
@@ -124,7 +125,7 @@ func (v PaymentStatus) Valid() bool {
 
 // UnmarshalJSON refuses values that are not declared.
 func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
-	return unmarshalEnum(b, v)
+	return idemimpl.UnmarshalEnum(b, v)
 }
 
 // Quote is generated from #/components/schemas/Quote.
@@ -141,7 +142,7 @@ func (v *Quote) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency", "fee", "total")
+	return idemimpl.CheckRequired(b, "amount", "currency", "fee", "total")
 }
 
 // QuoteRequest is generated from #/components/schemas/QuoteRequest.
@@ -156,7 +157,7 @@ func (v *QuoteRequest) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency")
+	return idemimpl.CheckRequired(b, "amount", "currency")
 }
 
 // Refund is generated from #/components/schemas/Refund.
@@ -174,7 +175,7 @@ func (v *Refund) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "createdAt", "id", "paymentId")
+	return idemimpl.CheckRequired(b, "amount", "createdAt", "id", "paymentId")
 }
 
 // ListPaymentsRequest is the decoded request of operation listPayments (GET /payments).
@@ -197,7 +198,7 @@ type ListPayments200Response struct {
 
 func (ListPayments200Response) isListPaymentsResponse() {}
 func (r ListPayments200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // CreatePaymentRequest is the decoded request of operation createPayment (POST /payments).
@@ -223,7 +224,7 @@ type CreatePayment201Response struct {
 
 func (CreatePayment201Response) isCreatePaymentResponse() {}
 func (r CreatePayment201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // CreatePayment400Response is the 400 response of operation createPayment (POST /payments): The request is malformed.
@@ -233,7 +234,7 @@ type CreatePayment400Response struct {
 
 func (CreatePayment400Response) isCreatePaymentResponse() {}
 func (r CreatePayment400Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(400, "application/json", r.Body)
+	return idemimpl.JSONResponse(400, "application/json", r.Body)
 }
 
 // CreatePayment502Response is the 502 response of operation createPayment (POST /payments): The gateway failed or timed out; retry with the same key.
@@ -243,7 +244,7 @@ type CreatePayment502Response struct {
 
 func (CreatePayment502Response) isCreatePaymentResponse() {}
 func (r CreatePayment502Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(502, "application/json", r.Body)
+	return idemimpl.JSONResponse(502, "application/json", r.Body)
 }
 
 // QuotePaymentRequest is the decoded request of operation quotePayment (POST /payments/quote).
@@ -266,7 +267,7 @@ type QuotePayment200Response struct {
 
 func (QuotePayment200Response) isQuotePaymentResponse() {}
 func (r QuotePayment200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // GetPaymentRequest is the decoded request of operation getPayment (GET /payments/{paymentId}).
@@ -290,7 +291,7 @@ type GetPayment200Response struct {
 
 func (GetPayment200Response) isGetPaymentResponse() {}
 func (r GetPayment200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{paymentId}): No such payment.
@@ -300,7 +301,7 @@ type GetPayment404Response struct {
 
 func (GetPayment404Response) isGetPaymentResponse() {}
 func (r GetPayment404Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(404, "application/json", r.Body)
+	return idemimpl.JSONResponse(404, "application/json", r.Body)
 }
 
 // CapturePaymentRequest is the decoded request of operation capturePayment (PATCH /payments/{paymentId}).
@@ -327,7 +328,7 @@ type CapturePayment200Response struct {
 
 func (CapturePayment200Response) isCapturePaymentResponse() {}
 func (r CapturePayment200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // CapturePayment404Response is the 404 response of operation capturePayment (PATCH /payments/{paymentId}): No such payment.
@@ -337,7 +338,7 @@ type CapturePayment404Response struct {
 
 func (CapturePayment404Response) isCapturePaymentResponse() {}
 func (r CapturePayment404Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(404, "application/json", r.Body)
+	return idemimpl.JSONResponse(404, "application/json", r.Body)
 }
 
 // CapturePayment422Response is the 422 response of operation capturePayment (PATCH /payments/{paymentId}): The payment cannot be captured (already captured, or more than was authorized).
@@ -347,7 +348,7 @@ type CapturePayment422Response struct {
 
 func (CapturePayment422Response) isCapturePaymentResponse() {}
 func (r CapturePayment422Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(422, "application/json", r.Body)
+	return idemimpl.JSONResponse(422, "application/json", r.Body)
 }
 
 // CreateRefundRequest is the decoded request of operation createRefund (POST /payments/{paymentId}/refunds).
@@ -375,7 +376,7 @@ type CreateRefund201Response struct {
 
 func (CreateRefund201Response) isCreateRefundResponse() {}
 func (r CreateRefund201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // CreateRefund400Response is the 400 response of operation createRefund (POST /payments/{paymentId}/refunds): The request is malformed.
@@ -385,7 +386,7 @@ type CreateRefund400Response struct {
 
 func (CreateRefund400Response) isCreateRefundResponse() {}
 func (r CreateRefund400Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(400, "application/json", r.Body)
+	return idemimpl.JSONResponse(400, "application/json", r.Body)
 }
 
 // CreateRefund404Response is the 404 response of operation createRefund (POST /payments/{paymentId}/refunds): No such payment.
@@ -395,7 +396,7 @@ type CreateRefund404Response struct {
 
 func (CreateRefund404Response) isCreateRefundResponse() {}
 func (r CreateRefund404Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(404, "application/json", r.Body)
+	return idemimpl.JSONResponse(404, "application/json", r.Body)
 }
 
 // CreateRefund422Response is the 422 response of operation createRefund (POST /payments/{paymentId}/refunds): Insufficient funds - the refund exceeds what is captured and not yet refunded.
@@ -405,14 +406,14 @@ type CreateRefund422Response struct {
 
 func (CreateRefund422Response) isCreateRefundResponse() {}
 func (r CreateRefund422Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(422, "application/json", r.Body)
+	return idemimpl.JSONResponse(422, "application/json", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isListPaymentsResponse()   {}
 func (unimplementedResponse) isCreatePaymentResponse()  {}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -130,6 +131,26 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }

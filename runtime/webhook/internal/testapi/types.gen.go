@@ -6,6 +6,7 @@ package testapi
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Note is generated from #/components/schemas/Note.
@@ -20,7 +21,7 @@ func (v *Note) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "id", "text")
+	return idemimpl.CheckRequired(b, "id", "text")
 }
 
 // NoteText is generated from #/components/schemas/Note/properties/text.
@@ -45,7 +46,7 @@ func (v NoteText) Valid() bool {
 
 // UnmarshalJSON refuses values that are not declared.
 func (v *NoteText) UnmarshalJSON(b []byte) error {
-	return unmarshalEnum(b, v)
+	return idemimpl.UnmarshalEnum(b, v)
 }
 
 // CreateNoteRequest is the decoded request of operation createNote (POST /notes).
@@ -67,13 +68,13 @@ type CreateNote201Response struct {
 
 func (CreateNote201Response) isCreateNoteResponse() {}
 func (r CreateNote201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isCreateNoteResponse() {}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -138,7 +139,7 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -158,11 +159,31 @@ func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeGetNoteRequest(r *http.Request, body []byte) (req GetNoteRequest, err error) {
-	if req.NoteID, err = paramRequired(r, "path", "noteID", parseInt64); err != nil {
+	if req.NoteID, err = idemimpl.ParamRequired(r, "path", "noteID", idemimpl.ParseInt64); err != nil {
 		return req, err
 	}
-	if req.At, err = paramRequired(r, "query", "at", parseTime); err != nil {
+	if req.At, err = idemimpl.ParamRequired(r, "query", "at", idemimpl.ParseTime); err != nil {
 		return req, err
 	}
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }

@@ -6,6 +6,7 @@ package notes
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"time"
 )
 
@@ -22,7 +23,7 @@ func (v *CreateNoteRequestBody) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "text")
+	return idemimpl.CheckRequired(b, "text")
 }
 
 // CreateNoteRequestBodyAttachmentsItem is generated from #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items.
@@ -37,7 +38,7 @@ func (u CreateNoteRequestBodyAttachmentsItem) Raw() json.RawMessage {
 
 // MarshalJSON implements json.Marshaler.
 func (u CreateNoteRequestBodyAttachmentsItem) MarshalJSON() ([]byte, error) {
-	return rawOrNull(u.raw), nil
+	return idemimpl.RawOrNull(u.raw), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -84,7 +85,7 @@ func (v *Note) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "id", "text")
+	return idemimpl.CheckRequired(b, "id", "text")
 }
 
 // CreateNoteRequest is the decoded request of operation createNote (POST /notes/).
@@ -106,7 +107,7 @@ type CreateNote201Response struct {
 
 func (CreateNote201Response) isCreateNoteResponse() {}
 func (r CreateNote201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
 // GetNoteRequest is the decoded request of operation getNote (GET /notes/{note-id}).
@@ -129,14 +130,14 @@ type GetNote200Response struct {
 
 func (GetNote200Response) isGetNoteResponse() {}
 func (r GetNote200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isCreateNoteResponse() {}
 func (unimplementedResponse) isGetNoteResponse()    {}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/idemgen/idemgen/runtime/webhook"
 	"github.com/jackc/pgx/v5"
 )
@@ -138,7 +139,7 @@ func NewWebhookHandler(recv WebhookReceiver, db idem.DB, consumer string, opts .
 func (h *webhookHandler) handleWebhookNoteCreated(w http.ResponseWriter, r *http.Request) {
 	h.rc.Receive(w, r, WebhookTypeNoteCreated, func(body []byte) (events.HandlerFunc, error) {
 		var payload Note
-		if err := decodeJSON(body, &payload, false); err != nil {
+		if err := idemimpl.DecodeJSON(body, &payload, false); err != nil {
 			return nil, err
 		}
 		return func(ctx context.Context, tx pgx.Tx) error {

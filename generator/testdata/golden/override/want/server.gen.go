@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -153,10 +154,10 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeFindPetsRequest(r *http.Request, body []byte) (req FindPetsRequest, err error) {
-	if req.Limit, err = paramOptional(r, "query", "limit", parseInt32); err != nil {
+	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
 		return req, err
 	}
-	if req.Tags, err = paramList(r, "query", "tags", false, true, parseString); err != nil {
+	if req.Tags, err = idemimpl.ParamList(r, "query", "tags", false, true, idemimpl.ParseString); err != nil {
 		return req, err
 	}
 	return req, err
@@ -181,7 +182,7 @@ func (h *handler) handleAddPet(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -202,7 +203,7 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseInt64); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
 		return req, err
 	}
 	return req, err
@@ -225,10 +226,30 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeFindPetByIDRequest(r *http.Request, body []byte) (req FindPetByIDRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseInt64); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
 		return req, err
 	}
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // Operations served: 4.

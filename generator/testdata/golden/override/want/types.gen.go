@@ -6,6 +6,7 @@ package petstore
 import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Error is generated from #/components/schemas/Error.
@@ -20,7 +21,7 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "code", "message")
+	return idemimpl.CheckRequired(b, "code", "message")
 }
 
 // NewPet is generated from #/components/schemas/NewPet.
@@ -35,7 +36,7 @@ func (v *NewPet) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "name")
+	return idemimpl.CheckRequired(b, "name")
 }
 
 // Pet is generated from #/components/schemas/Pet.
@@ -51,7 +52,7 @@ func (v *Pet) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "name", "id")
+	return idemimpl.CheckRequired(b, "name", "id")
 }
 
 // FindPetsRequest is the decoded request of operation findPets (GET /pets).
@@ -76,7 +77,7 @@ type FindPets200Response struct {
 
 func (FindPets200Response) isFindPetsResponse() {}
 func (r FindPets200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // FindPetsDefaultResponse is the default response of operation findPets (GET /pets): unexpected error
@@ -87,7 +88,7 @@ type FindPetsDefaultResponse struct {
 
 func (FindPetsDefaultResponse) isFindPetsResponse() {}
 func (r FindPetsDefaultResponse) toResponse() (*idem.Response, error) {
-	return jsonResponse(r.Status, "application/json", r.Body)
+	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
 }
 
 // AddPetRequest is the decoded request of operation addPet (POST /pets).
@@ -111,7 +112,7 @@ type AddPet200Response struct {
 
 func (AddPet200Response) isAddPetResponse() {}
 func (r AddPet200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // AddPetDefaultResponse is the default response of operation addPet (POST /pets): unexpected error
@@ -122,7 +123,7 @@ type AddPetDefaultResponse struct {
 
 func (AddPetDefaultResponse) isAddPetResponse() {}
 func (r AddPetDefaultResponse) toResponse() (*idem.Response, error) {
-	return jsonResponse(r.Status, "application/json", r.Body)
+	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
 }
 
 // DeletePetRequest is the decoded request of operation deletePet (DELETE /pets/{id}).
@@ -144,7 +145,7 @@ type DeletePet204Response struct{}
 
 func (DeletePet204Response) isDeletePetResponse() {}
 func (r DeletePet204Response) toResponse() (*idem.Response, error) {
-	return emptyResponse(204)
+	return idemimpl.EmptyResponse(204)
 }
 
 // DeletePetDefaultResponse is the default response of operation deletePet (DELETE /pets/{id}): unexpected error
@@ -155,7 +156,7 @@ type DeletePetDefaultResponse struct {
 
 func (DeletePetDefaultResponse) isDeletePetResponse() {}
 func (r DeletePetDefaultResponse) toResponse() (*idem.Response, error) {
-	return jsonResponse(r.Status, "application/json", r.Body)
+	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
 }
 
 // FindPetByIDRequest is the decoded request of operation find pet by id (GET /pets/{id}).
@@ -179,7 +180,7 @@ type FindPetByID200Response struct {
 
 func (FindPetByID200Response) isFindPetByIDResponse() {}
 func (r FindPetByID200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // FindPetByIDDefaultResponse is the default response of operation find pet by id (GET /pets/{id}): unexpected error
@@ -190,14 +191,14 @@ type FindPetByIDDefaultResponse struct {
 
 func (FindPetByIDDefaultResponse) isFindPetByIDResponse() {}
 func (r FindPetByIDDefaultResponse) toResponse() (*idem.Response, error) {
-	return jsonResponse(r.Status, "application/json", r.Body)
+	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isFindPetsResponse()    {}
 func (unimplementedResponse) isAddPetResponse()      {}

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -223,19 +224,19 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, err error) {
-	if req.Limit, err = paramOptional(r, "query", "limit", parseInt32); err != nil {
+	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
 		return req, err
 	}
-	if req.Status, err = paramOptional(r, "query", "status", parseEnum[PaymentStatus]); err != nil {
+	if req.Status, err = idemimpl.ParamOptional(r, "query", "status", idemimpl.ParseEnum[PaymentStatus]); err != nil {
 		return req, err
 	}
-	if req.Tag, err = paramList(r, "query", "tag", false, true, parseString); err != nil {
+	if req.Tag, err = idemimpl.ParamList(r, "query", "tag", false, true, idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	if req.XTraceID, err = paramOptional(r, "header", "X-Trace-ID", parseString); err != nil {
+	if req.XTraceID, err = idemimpl.ParamOptional(r, "header", "X-Trace-ID", idemimpl.ParseString); err != nil {
 		return req, err
 	}
-	if req.Session, err = paramOptional(r, "cookie", "session", parseString); err != nil {
+	if req.Session, err = idemimpl.ParamOptional(r, "cookie", "session", idemimpl.ParseString); err != nil {
 		return req, err
 	}
 	return req, err
@@ -259,7 +260,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, err error) {
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -279,7 +280,7 @@ func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePaymentRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
 	return req, err
@@ -301,7 +302,7 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
 	return req, err
@@ -325,10 +326,10 @@ func (h *handler) handleUpdatePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeUpdatePaymentRequest(r *http.Request, body []byte) (req UpdatePaymentRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
-	err = decodeJSON(body, &req.Body, false)
+	err = idemimpl.DecodeJSON(body, &req.Body, false)
 	return req, err
 }
 
@@ -350,10 +351,10 @@ func (h *handler) handleReplacePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePaymentRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
-	err = decodeJSON(body, &req.Body, true)
+	err = idemimpl.DecodeJSON(body, &req.Body, true)
 	return req, err
 }
 
@@ -373,7 +374,7 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
 	return req, err
@@ -397,9 +398,29 @@ func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
 }
 
 func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, err error) {
-	if req.ID, err = paramRequired(r, "path", "id", parseUUID); err != nil {
+	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
 		return req, err
 	}
-	req.Body, err = rawBody(body, true)
+	req.Body, err = idemimpl.RawBody(body, true)
 	return req, err
+}
+
+// responder is implemented by the response types of every operation; its
+// method is unexported, so a Server returns only the declared responses.
+type responder interface {
+	toResponse() (*idem.Response, error)
+}
+
+// respond encodes a Server method's response.
+func respond(resp responder) (*idem.Response, error) {
+	if resp == nil {
+		return nil, idemimpl.ErrNilResponse
+	}
+	return resp.toResponse()
+}
+
+// writeResponse writes the response of an operation that bypasses the engine.
+func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+	out, err := respond(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/json"
 	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"time"
 )
 
@@ -27,7 +28,7 @@ func (v *Card) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "number")
+	return idemimpl.CheckRequired(b, "number")
 }
 
 // CardKind is generated from #/components/schemas/Card/properties/kind.
@@ -50,7 +51,7 @@ func (v CardKind) Valid() bool {
 
 // UnmarshalJSON refuses values that are not declared.
 func (v *CardKind) UnmarshalJSON(b []byte) error {
-	return unmarshalEnum(b, v)
+	return idemimpl.UnmarshalEnum(b, v)
 }
 
 // ListPayments200ResponseBody is generated from #/paths/~1payments/get/responses/200/content/application~1json/schema.
@@ -65,7 +66,7 @@ func (v *ListPayments200ResponseBody) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "items")
+	return idemimpl.CheckRequired(b, "items")
 }
 
 // Money is generated from #/components/schemas/Money.
@@ -80,7 +81,7 @@ func (v *Money) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "currency")
+	return idemimpl.CheckRequired(b, "amount", "currency")
 }
 
 // NewPayment is generated from #/components/schemas/NewPayment.
@@ -97,7 +98,7 @@ func (v *NewPayment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "source")
+	return idemimpl.CheckRequired(b, "amount", "source")
 }
 
 // Payment is generated from #/components/schemas/Payment.
@@ -120,7 +121,7 @@ func (v *Payment) UnmarshalJSON(b []byte) error {
 	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
 		return err
 	}
-	return checkRequired(b, "amount", "source", "createdAt", "id", "status")
+	return idemimpl.CheckRequired(b, "amount", "source", "createdAt", "id", "status")
 }
 
 // PaymentStatus is generated from #/components/schemas/PaymentStatus.
@@ -145,7 +146,7 @@ func (v PaymentStatus) Valid() bool {
 
 // UnmarshalJSON refuses values that are not declared.
 func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
-	return unmarshalEnum(b, v)
+	return idemimpl.UnmarshalEnum(b, v)
 }
 
 // Problem is generated from #/components/schemas/Problem.
@@ -169,7 +170,7 @@ func (u Source) Raw() json.RawMessage {
 
 // MarshalJSON implements json.Marshaler.
 func (u Source) MarshalJSON() ([]byte, error) {
-	return rawOrNull(u.raw), nil
+	return idemimpl.RawOrNull(u.raw), nil
 }
 
 // UnmarshalJSON implements json.Unmarshaler.
@@ -245,7 +246,7 @@ type ListPayments200Response struct {
 
 func (ListPayments200Response) isListPaymentsResponse() {}
 func (r ListPayments200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
+	return idemimpl.JSONResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
 }
 
 // CreatePaymentRequest is the decoded request of operation createPayment (POST /payments).
@@ -271,7 +272,7 @@ type CreatePayment201Response struct {
 
 func (CreatePayment201Response) isCreatePaymentResponse() {}
 func (r CreatePayment201Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(201, "application/json", r.Body, "Location", r.Location)
+	return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location)
 }
 
 // CreatePayment402Response is the 402 response of operation createPayment (POST /payments): Insufficient funds.
@@ -281,7 +282,7 @@ type CreatePayment402Response struct {
 
 func (CreatePayment402Response) isCreatePaymentResponse() {}
 func (r CreatePayment402Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(402, "application/problem+json", r.Body)
+	return idemimpl.JSONResponse(402, "application/problem+json", r.Body)
 }
 
 // CreatePaymentDefaultResponse is the default response of operation createPayment (POST /payments): Error.
@@ -292,7 +293,7 @@ type CreatePaymentDefaultResponse struct {
 
 func (CreatePaymentDefaultResponse) isCreatePaymentResponse() {}
 func (r CreatePaymentDefaultResponse) toResponse() (*idem.Response, error) {
-	return jsonResponse(r.Status, "application/problem+json", r.Body)
+	return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
 }
 
 // DeletePaymentRequest is the decoded request of operation deletePayment (DELETE /payments/{id}).
@@ -312,7 +313,7 @@ type DeletePayment204Response struct{}
 
 func (DeletePayment204Response) isDeletePaymentResponse() {}
 func (r DeletePayment204Response) toResponse() (*idem.Response, error) {
-	return emptyResponse(204)
+	return idemimpl.EmptyResponse(204)
 }
 
 // GetPaymentRequest is the decoded request of operation getPayment (GET /payments/{id}).
@@ -335,7 +336,7 @@ type GetPayment200Response struct {
 
 func (GetPayment200Response) isGetPaymentResponse() {}
 func (r GetPayment200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{id}): Not found.
@@ -343,7 +344,7 @@ type GetPayment404Response struct{}
 
 func (GetPayment404Response) isGetPaymentResponse() {}
 func (r GetPayment404Response) toResponse() (*idem.Response, error) {
-	return emptyResponse(404)
+	return idemimpl.EmptyResponse(404)
 }
 
 // UpdatePaymentRequest is the decoded request of operation updatePayment (PATCH /payments/{id}).
@@ -367,7 +368,7 @@ type UpdatePayment200Response struct {
 
 func (UpdatePayment200Response) isUpdatePaymentResponse() {}
 func (r UpdatePayment200Response) toResponse() (*idem.Response, error) {
-	return jsonResponse(200, "application/json", r.Body)
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
 // UpdatePayment409Response is the 409 response of operation updatePayment (PATCH /payments/{id}): Conflict.
@@ -375,7 +376,7 @@ type UpdatePayment409Response struct{}
 
 func (UpdatePayment409Response) isUpdatePaymentResponse() {}
 func (r UpdatePayment409Response) toResponse() (*idem.Response, error) {
-	return emptyResponse(409)
+	return idemimpl.EmptyResponse(409)
 }
 
 // ReplacePaymentRequest is the decoded request of operation replacePayment (PUT /payments/{id}).
@@ -396,7 +397,7 @@ type ReplacePayment204Response struct{}
 
 func (ReplacePayment204Response) isReplacePaymentResponse() {}
 func (r ReplacePayment204Response) toResponse() (*idem.Response, error) {
-	return emptyResponse(204)
+	return idemimpl.EmptyResponse(204)
 }
 
 // CapturePaymentRequest is the decoded request of operation capturePayment (POST /payments/{id}/capture).
@@ -418,7 +419,7 @@ type CapturePayment2XXResponse struct {
 
 func (CapturePayment2XXResponse) isCapturePaymentResponse() {}
 func (r CapturePayment2XXResponse) toResponse() (*idem.Response, error) {
-	return emptyResponse(r.Status)
+	return idemimpl.EmptyResponse(r.Status)
 }
 
 // UploadReceiptRequest is the decoded request of operation uploadReceipt (PUT /payments/{id}/receipt).
@@ -441,14 +442,14 @@ type UploadReceipt200Response struct {
 
 func (UploadReceipt200Response) isUploadReceiptResponse() {}
 func (r UploadReceipt200Response) toResponse() (*idem.Response, error) {
-	return rawResponse(200, "application/pdf", r.Body)
+	return idemimpl.RawResponse(200, "application/pdf", r.Body)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return notImplementedResponse(), nil
+	return idemimpl.NotImplementedResponse(), nil
 }
 func (unimplementedResponse) isListPaymentsResponse()   {}
 func (unimplementedResponse) isCreatePaymentResponse()  {}

@@ -1,0 +1,143 @@
+package idemimpl_test
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+)
+
+func TestCheckRequired(t *testing.T) {
+	tests := []struct {
+		name, body string
+		want       string // error text, "" for none
+	}{
+		{"all present", `{"a":1,"b":null}`, ""},
+		{"first missing named", `{"b":1}`, `property "a" is required`},
+		{"second missing", `{"a":1}`, `property "b" is required`},
+		{"empty object", `{}`, `property "a" is required`},
+		{"null is left to json", `null`, ""},
+		{"not an object", `[1]`, "json: cannot unmarshal"},
+		{"invalid JSON", `{`, "unexpected end of JSON input"},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			err := idemimpl.CheckRequired([]byte(tt.body), "a", "b")
+			switch {
+			case tt.want == "" && err != nil:
+				t.Errorf("error %v, want none", err)
+			case tt.want != "" && (err == nil || !strings.Contains(err.Error(), tt.want)):
+				t.Errorf("error %v, want %q", err, tt.want)
+			}
+		})
+	}
+}
+
+type item struct {
+	Name string `json:"name"`
+}
+
+func TestDecodeJSON(t *testing.T) {
+	tests := []struct {
+		name, body string
+		required   bool
+		want       string // decoded Name
+		cause      error  // nil: no error; errAny: some request error
+	}{
+		{name: "object", body: `{"name":"x"}`, required: true, want: "x"},
+		{name: "unknown properties accepted", body: `{"name":"x","extra":1}`, required: true, want: "x"},
+		{name: "empty required", body: ``, required: true, cause: idemimpl.ErrMissing},
+		{name: "white space required", body: " \n\t", required: true, cause: idemimpl.ErrMissing},
+		{name: "empty optional", body: ``},
+		{name: "white space optional", body: "  "},
+		{name: "malformed", body: `{"name":`, required: false, cause: errAny},
+		{name: "wrong type", body: `{"name":1}`, required: true, cause: errAny},
+	}
+	for _, tt := range tests {
+		t.Run(tt.name, func(t *testing.T) {
+			var v item
+			err := idemimpl.DecodeJSON([]byte(tt.body), &v, tt.required)
+			if tt.cause == nil {
+				if err != nil {
+					t.Fatal(err)
+				}
+				if v.Name != tt.want {
+					t.Errorf("Name = %q, want %q", v.Name, tt.want)
+				}
+				return
+			}
+			if tt.cause == errAny {
+				requestError(t, err, "body", nil)
+			} else {
+				requestError(t, err, "body", tt.cause)
+			}
+		})
+	}
+}
+
+var errAny = errors.New("any request error")
+
+func TestRawBody(t *testing.T) {
+	if b, err := idemimpl.RawBody([]byte("%PDF"), true); err != nil || string(b) != "%PDF" {
+		t.Errorf("got %q, %v", b, err)
+	}
+	if b, err := idemimpl.RawBody(nil, false); err != nil || b != nil {
+		t.Errorf("optional empty: got %q, %v", b, err)
+	}
+	_, err := idemimpl.RawBody(nil, true)
+	requestError(t, err, "body", idemimpl.ErrMissing)
+}
+
+func TestReadBody(t *testing.T) {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/", strings.NewReader("0123456789"))
+	if b, err := idemimpl.ReadBody(w, r, 10); err != nil || string(b) != "0123456789" {
+		t.Errorf("at the limit: got %q, %v", b, err)
+	}
+	r = httptest.NewRequest(http.MethodPost, "/", strings.NewReader("0123456789"))
+	_, err := idemimpl.ReadBody(w, r, 9)
+	var mb *http.MaxBytesError
+	if !errors.As(err, &mb) {
+		t.Errorf("over the limit: error %v, want *http.MaxBytesError", err)
+	}
+}
+
+func TestUnmarshalEnum(t *testing.T) {
+	var c color
+	if err := idemimpl.UnmarshalEnum([]byte(`"green"`), &c); err != nil || c != "green" {
+		t.Errorf("got %q, %v", c, err)
+	}
+	if err := idemimpl.UnmarshalEnum([]byte(`"blue"`), &c); err == nil || err.Error() != `"blue" is not an allowed value` {
+		t.Errorf("undeclared: error %v", err)
+	}
+	if err := idemimpl.UnmarshalEnum([]byte(`3`), &c); err == nil {
+		t.Error("a number decoded as an enum")
+	}
+	if c != "green" {
+		t.Errorf("a refused value changed the enum to %q", c)
+	}
+}
+
+func TestRawOrNull(t *testing.T) {
+	if got := string(idemimpl.RawOrNull(nil)); got != "null" {
+		t.Errorf("nil: %q", got)
+	}
+	if got := string(idemimpl.RawOrNull(json.RawMessage(`{"a":1}`))); got != `{"a":1}` {
+		t.Errorf("value: %q", got)
+	}
+}
+
+// The 400 that idem makes of a request error names the parameter.
+func TestRequestErrorIsBadRequest(t *testing.T) {
+	w := httptest.NewRecorder()
+	r := httptest.NewRequest(http.MethodPost, "/", nil)
+	idem.WriteProblem(w, r, idemimpl.DecodeJSON(nil, new(item), true))
+	if w.Code != http.StatusBadRequest {
+		t.Errorf("status %d, want 400", w.Code)
+	}
+}

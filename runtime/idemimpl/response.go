@@ -1,0 +1,70 @@
+package idemimpl
+
+import (
+	"encoding/json"
+	"errors"
+	"net/http"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// ErrNilResponse is returned for a Server method that returns a nil response
+// and a nil error; it becomes a 500.
+var ErrNilResponse = errors.New("server returned a nil response")
+
+// newResponse builds a response; headers are name, value pairs and a pair
+// with an empty value is not sent.
+func newResponse(status int, contentType string, body []byte, headers []string) *idem.Response {
+	h := http.Header{}
+	if contentType != "" {
+		h.Set("Content-Type", contentType)
+	}
+	for i := 0; i+1 < len(headers); i += 2 {
+		if headers[i+1] != "" {
+			h.Set(headers[i], headers[i+1])
+		}
+	}
+	return &idem.Response{Status: status, Header: h, Body: body}
+}
+
+// JSONResponse encodes body as JSON with the given status and content type.
+// headers are name, value pairs; a header with an empty value is not sent.
+func JSONResponse(status int, contentType string, body any, headers ...string) (*idem.Response, error) {
+	b, err := json.Marshal(body)
+	if err != nil {
+		return nil, err
+	}
+	return newResponse(status, contentType, b, headers), nil
+}
+
+// RawResponse sends body as it is; headers as for JSONResponse.
+func RawResponse(status int, contentType string, body []byte, headers ...string) (*idem.Response, error) {
+	return newResponse(status, contentType, body, headers), nil
+}
+
+// EmptyResponse is a response without a body; headers as for JSONResponse.
+func EmptyResponse(status int, headers ...string) (*idem.Response, error) {
+	return newResponse(status, "", nil, headers), nil
+}
+
+// NotImplementedResponse is the 501 problem+json that the generated
+// Unimplemented server answers.
+func NotImplementedResponse() *idem.Response {
+	return newResponse(http.StatusNotImplemented, "application/problem+json",
+		[]byte(`{"type":"about:blank","title":"Not Implemented","status":501}`), nil)
+}
+
+// WriteResponse writes resp, the encoded response of an operation that does
+// not go through the engine, or, when err is not nil, the problem
+// idem.WriteProblem makes of it.
+func WriteResponse(w http.ResponseWriter, r *http.Request, resp *idem.Response, err error) {
+	if err != nil {
+		idem.WriteProblem(w, r, err)
+		return
+	}
+	for k, v := range resp.Header {
+		w.Header()[k] = v
+	}
+	w.WriteHeader(resp.Status)
+	w.Write(resp.Body)
+}
