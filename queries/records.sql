@@ -73,6 +73,25 @@ UPDATE idem_records SET
 WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
   AND fence = @fence AND state = 'IN_PROGRESS';
 
+-- name: CompleteOrAbort :one
+-- Complete for a batch that sends COMMIT right behind it: a claim that no
+-- longer holds (zero rows) is an error, division by zero (SQLSTATE 22012),
+-- so PostgreSQL skips the COMMIT and the business writes never commit.
+WITH done AS (
+    UPDATE idem_records SET
+        state            = @state,
+        response_status  = @response_status,
+        response_headers = @response_headers,
+        response_body    = @response_body,
+        completed_at     = now(),
+        lease_expires_at = NULL,
+        taken_over       = false,
+        updated_at       = now()
+    WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
+      AND fence = @fence AND state = 'IN_PROGRESS'
+    RETURNING 1)
+SELECT (1 / count(*))::integer AS stored FROM done;
+
 -- name: FailRetryable :execrows
 -- Lease mode: the handler failed and its writes were rolled back; a retry
 -- with the same payload may run again.

@@ -14,6 +14,7 @@ import (
 	"runtime/debug"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -117,6 +118,9 @@ type Engine struct {
 	cfg       Config
 	stored    map[string]bool
 	validated sync.Map // *Operation -> error
+	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
+	headerN   atomic.Int32
+	atomicPre []string // see claimPre
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -139,6 +143,7 @@ func New(db DB, cfg Config) (*Engine, error) {
 		cfg.LockTimeout = DefaultLockTimeout
 	}
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, stored: map[string]bool{}}
+	e.atomicPre = []string{beginRC, setLockTimeout(cfg.LockTimeout)}
 	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {
 		h = http.CanonicalHeaderKey(h)
 		if !neverStored[h] {
@@ -336,15 +341,28 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	}
 	rq.fp = fp[:]
 
+	// The request runs on one connection when the DB can lend one (see
+	// pipeline.go); pc is nil otherwise.
+	ctx := r.Context()
+	pc, err := e.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("idem: acquire connection: %w", err)
+	}
+	defer pc.release()
+	q := e.q
+	if pc != nil {
+		q = store.New(pc.c)
+	}
+
 	// Replay fast path: one read, no transaction. A read, not a
 	// check-and-set: claims below stay INSERT ... ON CONFLICT.
-	ctx := r.Context()
-	rec, err := e.q.GetRecord(ctx, e.recordKey(rq))
+	rec, err := q.GetRecord(ctx, e.recordKey(rq))
 	switch {
 	case err == nil:
 		act, aerr := e.classify(rq, &rec)
 		switch act {
 		case actReplay:
+			pc.release()
 			return e.replay(rq, &rec)
 		case actError:
 			if errors.Is(aerr, ErrFingerprintMismatch) || errors.Is(aerr, ErrExpired) {
@@ -357,9 +375,35 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	}
 
 	if pol.Mode == ModeLease {
-		return e.serveLease(rq, handler)
+		return e.serveLease(rq, handler, pc)
 	}
-	return e.serveAtomic(rq, handler)
+	return e.serveAtomic(rq, handler, pc)
+}
+
+// beginRC is what pgx sends for TxOptions{IsoLevel: pgx.ReadCommitted}.
+const beginRC = "begin isolation level read committed"
+
+func setLockTimeout(d time.Duration) string {
+	return "SET LOCAL lock_timeout = " + strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+const resetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
+
+// Fixed statements of the batches (package-level: no allocation per request).
+var (
+	resetAfter     = []string{resetLockTimeout}
+	commitAfter    = []string{"commit"}
+	rollbackAfter  = []string{"rollback"}
+	leaseClaimPre  = []string{"begin"}
+	leaseClaimPost = []string{"commit", beginRC}
+)
+
+// claimPre is what precedes an atomic claim in its batch.
+func (e *Engine) claimPre(timeout time.Duration) []string {
+	if timeout == e.cfg.LockTimeout {
+		return e.atomicPre
+	}
+	return []string{beginRC, setLockTimeout(timeout)}
 }
 
 func (e *Engine) recordKey(rq *request) store.GetRecordParams {
@@ -464,7 +508,7 @@ const unknownRetryAfter = 5 * time.Second
 // serveAtomic claims the key inside the business transaction. A duplicate
 // blocks on the primary key until the first request commits or rolls back,
 // bounded by lock_timeout; then it replays, claims, or answers 409.
-func (e *Engine) serveAtomic(rq *request, h Handler) error {
+func (e *Engine) serveAtomic(rq *request, h Handler, pc *pconn) error {
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	timeout := e.cfg.LockTimeout
@@ -472,19 +516,49 @@ func (e *Engine) serveAtomic(rq *request, h Handler) error {
 		timeout = pol.Wait
 	}
 	for attempt := 0; attempt < maxClaimAttempts; attempt++ {
-		tx, err := e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
-		if err != nil {
-			return fmt.Errorf("idem: begin: %w", err)
+		if attempt > 0 && pc != nil {
+			// The previous attempt's rollback returned the connection.
+			var err error
+			if pc, err = e.acquire(ctx); err != nil {
+				return fmt.Errorf("idem: acquire connection: %w", err)
+			}
+			defer pc.release()
 		}
-		claim, err := store.New(lockTimeoutTx{Tx: tx, timeout: timeout}).Claim(ctx, e.claimParams(rq, 0))
+		var tx pgx.Tx
+		var claim store.ClaimRow
+		var err error
+		if pc != nil {
+			// One round trip: BEGIN, the bound, the claim, the reset. The
+			// lock_timeout covers the claim alone, never the handler.
+			tx = &connTx{p: pc}
+			b := &batchDB{c: pc.c, pre: e.claimPre(timeout), post: resetAfter}
+			claim, err = store.New(b).Claim(ctx, e.claimParams(rq, 0))
+		} else {
+			tx, err = e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+			if err != nil {
+				return fmt.Errorf("idem: begin: %w", err)
+			}
+			b := &batchDB{c: tx, pre: e.claimPre(timeout)[1:], post: resetAfter}
+			claim, err = store.New(b).Claim(ctx, e.claimParams(rq, 0))
+		}
 		switch {
 		case err == nil:
 			return e.runAtomic(rq, tx, claim, h)
 		case errors.Is(err, pgx.ErrNoRows):
 			// READ COMMITTED: this statement's snapshot sees the record the
 			// claim conflicted with, committed.
-			rec, gerr := store.New(tx).GetRecord(ctx, e.recordKey(rq))
-			rollback(ctx, tx)
+			var rec store.GetRecordRow
+			var gerr error
+			if ct, ok := tx.(*connTx); ok {
+				// One round trip: the read and ROLLBACK (a duplicate that
+				// waited on the first request is answered sooner).
+				rec, gerr = store.New(&batchDB{c: ct.p.c, post: rollbackAfter}).GetRecord(ctx, e.recordKey(rq))
+				ct.closed = true
+				ct.p.release() // rolls back if the batch stopped before its ROLLBACK
+			} else {
+				rec, gerr = store.New(tx).GetRecord(ctx, e.recordKey(rq))
+				rollback(ctx, tx)
+			}
 			if errors.Is(gerr, pgx.ErrNoRows) {
 				continue // vanished (released) meanwhile: claim again
 			}
@@ -527,15 +601,24 @@ func (e *Engine) runAtomic(rq *request, tx pgx.Tx, claim store.ClaimRow, h Handl
 			state = StateFailedReplayable
 		}
 		params, err := e.completeParams(rq, claim.Fence, state, resp)
-		if err == nil {
+		if ct, ok := tx.(*connTx); ok && err == nil {
+			// One round trip: the outcome and COMMIT, which PostgreSQL
+			// skips when the outcome fails.
+			b := &batchDB{c: ct.p.c, post: commitAfter}
+			_, err = store.New(b).CompleteOrAbort(ctx, store.CompleteOrAbortParams(params))
+			if isFencedOut(err) {
+				err = errors.New("idem: atomic claim vanished inside its transaction")
+			}
+			err = ct.finish(err, b)
+		} else if err == nil {
 			var n int64
 			n, err = store.New(tx).Complete(ctx, params)
 			if err == nil && n == 0 {
 				err = errors.New("idem: atomic claim vanished inside its transaction")
 			}
-		}
-		if err == nil {
-			err = tx.Commit(ctx)
+			if err == nil {
+				err = tx.Commit(ctx)
+			}
 		}
 		if err != nil {
 			rollback(bk, tx)
@@ -587,7 +670,7 @@ func (e *Engine) recordRetryable(ctx context.Context, rq *request) {
 // serveLease commits an IN_PROGRESS claim with a lease first, then runs the
 // business transaction, which stores the outcome only while the claim's
 // fencing token still holds.
-func (e *Engine) serveLease(rq *request, h Handler) error {
+func (e *Engine) serveLease(rq *request, h Handler, pc *pconn) error {
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	leaseMs := max(pol.Lease.Milliseconds(), 1)
@@ -598,8 +681,30 @@ func (e *Engine) serveLease(rq *request, h Handler) error {
 	backoff := 10 * time.Millisecond
 	var claim store.ClaimRow
 	claimed := false
+	q := e.q
+	if pc != nil {
+		q = store.New(pc.c)
+	}
+	begun, pipelined := false, false
 	for attempt := 0; !claimed; attempt++ {
-		c, err := e.q.Claim(ctx, e.claimParams(rq, leaseMs))
+		var c store.ClaimRow
+		var err error
+		if pc != nil && !pipelined {
+			// One round trip: the claim in a transaction of its own,
+			// committed, then BEGIN of the business transaction.
+			pipelined = true
+			b := &batchDB{c: pc.c, pre: leaseClaimPre, post: leaseClaimPost}
+			c, err = store.New(b).Claim(ctx, e.claimParams(rq, leaseMs))
+			if errors.Is(err, pgx.ErrNoRows) {
+				// Held: the business transaction began for nothing.
+				if _, rerr := pc.c.Exec(ctx, "rollback"); rerr != nil {
+					return fmt.Errorf("idem: rollback: %w", rerr)
+				}
+			}
+			begun = err == nil
+		} else {
+			c, err = q.Claim(ctx, e.claimParams(rq, leaseMs))
+		}
 		if err == nil {
 			claim, claimed = c, true
 			break
@@ -607,7 +712,7 @@ func (e *Engine) serveLease(rq *request, h Handler) error {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
 		}
-		rec, err := e.q.GetRecord(ctx, e.recordKey(rq))
+		rec, err := q.GetRecord(ctx, e.recordKey(rq))
 		var act action
 		var aerr error
 		switch {
@@ -620,6 +725,7 @@ func (e *Engine) serveLease(rq *request, h Handler) error {
 		}
 		switch act {
 		case actReplay:
+			pc.release()
 			return e.replay(rq, &rec)
 		case actError:
 			return aerr
@@ -633,6 +739,9 @@ func (e *Engine) serveLease(rq *request, h Handler) error {
 		if deadline.IsZero() || time.Now().Add(backoff).After(deadline) {
 			return aerr
 		}
+		// Hold no connection while waiting.
+		pc.release()
+		pc, q = nil, e.q
 		select {
 		case <-ctx.Done():
 			return ctx.Err()
@@ -641,10 +750,12 @@ func (e *Engine) serveLease(rq *request, h Handler) error {
 		backoff = min(backoff*2, 250*time.Millisecond)
 		attempt = 0
 	}
-	return e.runLease(rq, claim, h)
+	return e.runLease(rq, claim, h, pc, begun)
 }
 
-func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
+// runLease runs the handler under a committed claim. begun says pc is
+// already inside the business transaction.
+func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler, pc *pconn, begun bool) error {
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
@@ -657,6 +768,9 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
 
 	if claim.TakenOver {
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
+			// The hook and its bookkeeping use the pool: hold no connection.
+			pc.release()
+			pc = nil
 			done, err := e.runRecovery(rq, hctx, bk, rs, claim, hook)
 			if done || err != nil {
 				return err
@@ -665,9 +779,21 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
 	}
 
 	hctx, stop := rs.keepAlive(hctx)
-	tx, err := e.db.BeginTx(hctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	var tx pgx.Tx
+	var err error
+	if pc != nil {
+		if !begun {
+			_, err = pc.c.Exec(hctx, beginRC)
+		}
+		if err == nil {
+			tx = &connTx{p: pc}
+		}
+	} else {
+		tx, err = e.db.BeginTx(hctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	}
 	if err != nil {
 		stop()
+		pc.release()
 		e.failRetryable(bk, rq, claim.Fence)
 		return fmt.Errorf("idem: begin: %w", err)
 	}
@@ -685,9 +811,23 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
 			state = StateFailedReplayable
 		}
 		params, err := e.completeParams(rq, claim.Fence, state, resp)
-		var n int64
-		if err == nil {
+		var n int64 = 1
+		if ct, ok := tx.(*connTx); ok && err == nil {
+			// One round trip: the outcome and COMMIT, which PostgreSQL
+			// skips when the outcome fails or is fenced out.
+			b := &batchDB{c: ct.p.c, post: commitAfter}
+			_, err = store.New(b).CompleteOrAbort(ctx, store.CompleteOrAbortParams(params))
+			if isFencedOut(err) {
+				n, err = 0, nil
+			}
+			if n == 1 {
+				err = ct.finish(err, b)
+			}
+		} else if err == nil {
 			n, err = store.New(tx).Complete(ctx, params)
+			if err == nil && n > 0 {
+				err = tx.Commit(ctx)
+			}
 		}
 		if err == nil && n == 0 {
 			// Fenced out: another request took the claim over. This
@@ -695,9 +835,6 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler) error {
 			rollback(bk, tx)
 			rq.outcome = Outcome{Result: "failed"}
 			return withRetryAfter(ErrLeaseLost, time.Second)
-		}
-		if err == nil {
-			err = tx.Commit(ctx)
 		}
 		if err != nil {
 			rollback(bk, tx)
@@ -845,19 +982,46 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 	}
 	resp := &Response{Status: int(rec.ResponseStatus.Int32), Header: http.Header{}, Body: rec.ResponseBody}
 	if len(rec.ResponseHeaders) > 0 {
-		var hdr map[string][]string
-		if err := json.Unmarshal(rec.ResponseHeaders, &hdr); err != nil {
+		hdr, err := e.storedHeaders(rec.ResponseHeaders)
+		if err != nil {
 			return fmt.Errorf("idem: stored response headers: %w", err)
 		}
 		for k, v := range hdr {
-			if !neverStored[http.CanonicalHeaderKey(k)] {
-				resp.Header[http.CanonicalHeaderKey(k)] = v
-			}
+			resp.Header[k] = append([]string(nil), v...) // the cache's slices stay unshared
 		}
 	}
 	rq.outcome = Outcome{Result: "replayed", State: rec.State, Status: resp.Status, Replayed: true}
 	e.writeResponse(rq, resp, &replayInfo{completedAt: rec.CompletedAt.Time})
 	return nil
+}
+
+// maxHeaderCache bounds Engine.headers. Stored header sets repeat (one or a
+// few per operation), so a small cache serves nearly every replay.
+const maxHeaderCache = 256
+
+// storedHeaders decodes a record's stored headers (canonical names, never
+// the neverStored ones), through a cache: decoding JSON was the largest
+// engine cost of a replay. The result is shared and must not be modified.
+func (e *Engine) storedHeaders(raw []byte) (map[string][]string, error) {
+	if v, ok := e.headers.Load(string(raw)); ok {
+		return v.(map[string][]string), nil
+	}
+	var hdr map[string][]string
+	if err := json.Unmarshal(raw, &hdr); err != nil {
+		return nil, err
+	}
+	out := make(map[string][]string, len(hdr))
+	for k, v := range hdr {
+		if c := http.CanonicalHeaderKey(k); !neverStored[c] {
+			out[c] = v
+		}
+	}
+	if e.headerN.Load() < maxHeaderCache {
+		if _, loaded := e.headers.LoadOrStore(string(raw), out); !loaded {
+			e.headerN.Add(1)
+		}
+	}
+	return out, nil
 }
 
 type replayInfo struct{ completedAt time.Time }
@@ -944,44 +1108,13 @@ func rollback(ctx context.Context, tx pgx.Tx) {
 	_ = tx.Rollback(context.WithoutCancel(ctx))
 }
 
+// isFencedOut reports CompleteOrAbort's error for a claim no longer held.
+func isFencedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
 func isLockTimeout(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "55P03"
-}
-
-// lockTimeoutTx sends the claim in one batch with SET LOCAL lock_timeout
-// before it and a reset after it, so the bound applies to the claim alone
-// and costs no extra round trip.
-type lockTimeoutTx struct {
-	pgx.Tx
-	timeout time.Duration
-}
-
-func (t lockTimeoutTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	ms := max(t.timeout.Milliseconds(), 1)
-	b := &pgx.Batch{}
-	b.Queue("SET LOCAL lock_timeout = " + strconv.FormatInt(ms, 10))
-	b.Queue(sql, args...)
-	b.Queue("SET LOCAL lock_timeout TO DEFAULT")
-	br := t.Tx.SendBatch(ctx, b)
-	return &batchRow{br: br}
-}
-
-type batchRow struct{ br pgx.BatchResults }
-
-func (r *batchRow) Scan(dest ...any) error {
-	if _, err := r.br.Exec(); err != nil {
-		_ = r.br.Close()
-		return err
-	}
-	err := r.br.QueryRow().Scan(dest...)
-	if err != nil {
-		_ = r.br.Close()
-		return err
-	}
-	if _, err := r.br.Exec(); err != nil {
-		_ = r.br.Close()
-		return err
-	}
-	return r.br.Close()
 }

@@ -5,6 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
+	"errors"
+	"fmt"
 	"net/http"
 	"strings"
 	"sync"
@@ -20,64 +22,66 @@ var modes = []idem.Mode{idem.ModeAtomic, idem.ModeLease}
 
 func TestFirstExecutionAndReplay(t *testing.T) {
 	t.Parallel()
-	for _, mode := range modes {
-		t.Run(string(mode), func(t *testing.T) {
-			t.Parallel()
-			e := newEnv(t, testPolicy(mode), idem.Config{})
-			key := newKey()
-			body := `{"amount": 10, "note": "x"}`
-			first := e.post(key, body)
-			if first.Status != 201 {
-				t.Fatalf("first: %d %s", first.Status, first.Body)
-			}
-			sum := sha256.Sum256([]byte(body))
-			digest := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
-			if got := first.Header.Get("Idempotency-Key"); got != key {
-				t.Errorf("first Idempotency-Key = %q", got)
-			}
-			if got := first.Header.Get("Content-Digest"); got != digest {
-				t.Errorf("first Content-Digest = %q, want %q", got, digest)
-			}
-			if first.Header.Get("Idempotent-Replayed") != "" || first.Header.Get("Last-Modified") != "" {
-				t.Errorf("first execution has replay headers: %v", first.Header)
-			}
-			if e.state(key) != idem.StateCompleted {
-				t.Fatalf("state %s", e.state(key))
-			}
-
-			// Same payload with other whitespace and member order: same fingerprint.
-			again := e.post(strings.ToUpper(key), `{"note":"x","amount":10}`)
-			if again.Status != 201 || !bytes.Equal(again.Body, first.Body) {
-				t.Fatalf("replay: %d %s, want 201 %s", again.Status, again.Body, first.Body)
-			}
-			if again.Header.Get("Idempotent-Replayed") != "true" {
-				t.Errorf("replay lacks Idempotent-Replayed: %v", again.Header)
-			}
-			lm, err := http.ParseTime(again.Header.Get("Last-Modified"))
-			if err != nil || lm.IsZero() {
-				t.Errorf("replay Last-Modified %q: %v", again.Header.Get("Last-Modified"), err)
-			}
-			if again.Header.Get("Idempotency-Key") != strings.ToUpper(key) {
-				t.Errorf("replay Idempotency-Key = %q", again.Header.Get("Idempotency-Key"))
-			}
-			if again.Header.Get("Content-Digest") == "" {
-				t.Error("replay lacks Content-Digest")
-			}
-			for _, h := range []string{"Content-Type", "Location"} {
-				if again.Header.Get(h) != first.Header.Get(h) {
-					t.Errorf("replay %s = %q, first %q", h, again.Header.Get(h), first.Header.Get(h))
+	for _, plain := range []bool{false, true} {
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("%s/plain=%v", mode, plain), func(t *testing.T) {
+				t.Parallel()
+				e := newEnvDB(t, plain, testPolicy(mode), idem.Config{})
+				key := newKey()
+				body := `{"amount": 10, "note": "x"}`
+				first := e.post(key, body)
+				if first.Status != 201 {
+					t.Fatalf("first: %d %s", first.Status, first.Body)
 				}
-			}
-			if again.Header.Get("Set-Cookie") != "" || again.Header.Get("X-Not-Stored") != "" {
-				t.Errorf("replay carries headers outside the allowlist: %v", again.Header)
-			}
-			if n := e.runs.Load(); n != 1 {
-				t.Errorf("handler ran %d times", n)
-			}
-			if n := e.payments(); n != 1 {
-				t.Errorf("%d payments", n)
-			}
-		})
+				sum := sha256.Sum256([]byte(body))
+				digest := "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+				if got := first.Header.Get("Idempotency-Key"); got != key {
+					t.Errorf("first Idempotency-Key = %q", got)
+				}
+				if got := first.Header.Get("Content-Digest"); got != digest {
+					t.Errorf("first Content-Digest = %q, want %q", got, digest)
+				}
+				if first.Header.Get("Idempotent-Replayed") != "" || first.Header.Get("Last-Modified") != "" {
+					t.Errorf("first execution has replay headers: %v", first.Header)
+				}
+				if e.state(key) != idem.StateCompleted {
+					t.Fatalf("state %s", e.state(key))
+				}
+
+				// Same payload with other whitespace and member order: same fingerprint.
+				again := e.post(strings.ToUpper(key), `{"note":"x","amount":10}`)
+				if again.Status != 201 || !bytes.Equal(again.Body, first.Body) {
+					t.Fatalf("replay: %d %s, want 201 %s", again.Status, again.Body, first.Body)
+				}
+				if again.Header.Get("Idempotent-Replayed") != "true" {
+					t.Errorf("replay lacks Idempotent-Replayed: %v", again.Header)
+				}
+				lm, err := http.ParseTime(again.Header.Get("Last-Modified"))
+				if err != nil || lm.IsZero() {
+					t.Errorf("replay Last-Modified %q: %v", again.Header.Get("Last-Modified"), err)
+				}
+				if again.Header.Get("Idempotency-Key") != strings.ToUpper(key) {
+					t.Errorf("replay Idempotency-Key = %q", again.Header.Get("Idempotency-Key"))
+				}
+				if again.Header.Get("Content-Digest") == "" {
+					t.Error("replay lacks Content-Digest")
+				}
+				for _, h := range []string{"Content-Type", "Location"} {
+					if again.Header.Get(h) != first.Header.Get(h) {
+						t.Errorf("replay %s = %q, first %q", h, again.Header.Get(h), first.Header.Get(h))
+					}
+				}
+				if again.Header.Get("Set-Cookie") != "" || again.Header.Get("X-Not-Stored") != "" {
+					t.Errorf("replay carries headers outside the allowlist: %v", again.Header)
+				}
+				if n := e.runs.Load(); n != 1 {
+					t.Errorf("handler ran %d times", n)
+				}
+				if n := e.payments(); n != 1 {
+					t.Errorf("%d payments", n)
+				}
+			})
+		}
 	}
 }
 
@@ -367,56 +371,58 @@ func TestConcurrentDuplicates(t *testing.T) {
 		{"lease reject", idem.ModeLease, idem.InFlightReject},
 		{"lease wait", idem.ModeLease, idem.InFlightWait},
 	}
-	for _, c := range cases {
-		t.Run(c.name, func(t *testing.T) {
-			t.Parallel()
-			p := testPolicy(c.mode)
-			p.InFlight = c.inFlight
-			p.Wait = 20 * time.Second
-			e := newEnv(t, p, idem.Config{})
-			e.handle("slow", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
-				time.Sleep(50 * time.Millisecond) // let the duplicates pile up
-				return &idem.Response{Status: 201, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("paid once")}, nil
-			})
-			key := newKey()
-			const n = 100
-			results := make([]result, n)
-			var wg sync.WaitGroup
-			start := make(chan struct{})
-			for i := range n {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-start
-					results[i] = e.post(key, payReq{Amount: 7, Behave: "slow"})
-				}()
-			}
-			close(start)
-			wg.Wait()
-			created, replayed, inFlight := 0, 0, 0
-			for _, r := range results {
-				switch {
-				case r.Status == 201 && string(r.Body) == "paid once":
-					if r.Header.Get("Idempotent-Replayed") == "true" {
-						replayed++
-					} else {
-						created++
-					}
-				case r.Status == 409:
-					r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
-					if r.Header.Get("Retry-After") == "" {
-						t.Error("409 in flight without Retry-After")
-					}
-					inFlight++
-				default:
-					t.Fatalf("unexpected response %d %s", r.Status, r.Body)
+	for _, plain := range []bool{false, true} {
+		for _, c := range cases {
+			t.Run(fmt.Sprintf("%s/plain=%v", c.name, plain), func(t *testing.T) {
+				t.Parallel()
+				p := testPolicy(c.mode)
+				p.InFlight = c.inFlight
+				p.Wait = 20 * time.Second
+				e := newEnvDB(t, plain, p, idem.Config{})
+				e.handle("slow", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+					time.Sleep(50 * time.Millisecond) // let the duplicates pile up
+					return &idem.Response{Status: 201, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("paid once")}, nil
+				})
+				key := newKey()
+				const n = 100
+				results := make([]result, n)
+				var wg sync.WaitGroup
+				start := make(chan struct{})
+				for i := range n {
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						<-start
+						results[i] = e.post(key, payReq{Amount: 7, Behave: "slow"})
+					}()
 				}
-			}
-			if created != 1 || e.runs.Load() != 1 || e.payments() != 1 {
-				t.Fatalf("created %d, runs %d, payments %d; want 1 each", created, e.runs.Load(), e.payments())
-			}
-			t.Logf("1 execution, %d replays, %d in flight", replayed, inFlight)
-		})
+				close(start)
+				wg.Wait()
+				created, replayed, inFlight := 0, 0, 0
+				for _, r := range results {
+					switch {
+					case r.Status == 201 && string(r.Body) == "paid once":
+						if r.Header.Get("Idempotent-Replayed") == "true" {
+							replayed++
+						} else {
+							created++
+						}
+					case r.Status == 409:
+						r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+						if r.Header.Get("Retry-After") == "" {
+							t.Error("409 in flight without Retry-After")
+						}
+						inFlight++
+					default:
+						t.Fatalf("unexpected response %d %s", r.Status, r.Body)
+					}
+				}
+				if created != 1 || e.runs.Load() != 1 || e.payments() != 1 {
+					t.Fatalf("created %d, runs %d, payments %d; want 1 each", created, e.runs.Load(), e.payments())
+				}
+				t.Logf("1 execution, %d replays, %d in flight", replayed, inFlight)
+			})
+		}
 	}
 }
 
@@ -577,6 +583,57 @@ func TestExpiry(t *testing.T) {
 				e.exec("UPDATE idem_records SET expires_at = now() - interval '1 second'")
 				if r := e.post(key, payReq{Amount: 4}); r.Status != 201 {
 					t.Fatalf("other payload after expiry: %d", r.Status)
+				}
+			})
+		}
+	}
+}
+
+// TestNestedTransactions: a handler may nest transactions (savepoints) and
+// use large objects in the engine's transaction, pipelined or not; what a
+// nested rollback undoes is gone, the rest commits with the record.
+func TestNestedTransactions(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []bool{false, true} {
+		for _, mode := range modes {
+			t.Run(fmt.Sprintf("%s/plain=%v", mode, plain), func(t *testing.T) {
+				t.Parallel()
+				e := newEnvDB(t, plain, testPolicy(mode), idem.Config{})
+				e.handle("nested", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+					insert := func(tx pgx.Tx) error {
+						_, err := tx.Exec(ctx, `INSERT INTO payments (tenant, idem_key, amount) VALUES ('', 'nested', 1)`)
+						return err
+					}
+					undo := errors.New("undo")
+					if err := pgx.BeginFunc(ctx, tx, func(sp pgx.Tx) error {
+						if err := insert(sp); err != nil {
+							return err
+						}
+						return undo
+					}); !errors.Is(err, undo) {
+						return nil, fmt.Errorf("nested rollback: %v", err)
+					}
+					if err := pgx.BeginFunc(ctx, tx, insert); err != nil {
+						return nil, err
+					}
+					if tx.Conn() == nil {
+						return nil, errors.New("no connection")
+					}
+					lo := tx.LargeObjects()
+					if _, err := lo.Create(ctx, 0); err != nil {
+						return nil, fmt.Errorf("large object: %w", err)
+					}
+					return &idem.Response{Status: 201, Body: []byte("nested")}, nil
+				})
+				key := newKey()
+				if r := e.post(key, payReq{Amount: 3, Behave: "nested"}); r.Status != 201 {
+					t.Fatalf("%d %s", r.Status, r.Body)
+				}
+				if n := e.payments(); n != 2 {
+					t.Fatalf("%d payments; want the handler's and the committed nested one", n)
+				}
+				if s := e.state(key); s != idem.StateCompleted {
+					t.Fatalf("state %s", s)
 				}
 			})
 		}

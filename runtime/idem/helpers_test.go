@@ -83,10 +83,29 @@ func newEnv(t *testing.T, p idem.Policy, cfg idem.Config) *env {
 // or the next deployment.
 func newEnvOn(t *testing.T, db *pgtest.DB, p idem.Policy, cfg idem.Config) *env {
 	t.Helper()
+	return newEnvWith(t, db, db, p, cfg)
+}
+
+// plainDB hides the pool's Acquire: the engine then sends its statements one
+// per round trip instead of pipelining them on a connection of its own.
+type plainDB struct{ idem.DB }
+
+// newEnvDB is newEnv on a pool (pipelined) or, with plain, on plainDB.
+func newEnvDB(t *testing.T, plain bool, p idem.Policy, cfg idem.Config) *env {
+	t.Helper()
+	if !plain {
+		return newEnv(t, p, cfg)
+	}
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
+	return newEnvWith(t, db, plainDB{db}, p, cfg)
+}
+
+func newEnvWith(t *testing.T, db *pgtest.DB, edb idem.DB, p idem.Policy, cfg idem.Config) *env {
+	t.Helper()
 	e := &env{t: t, db: db, op: testOp(p), custom: map[string]idem.Handler{},
 		started: make(chan int32, 200), release: make(chan struct{})}
 	cfg.Operations = append(cfg.Operations, e.op)
-	eng, err := idem.New(db, cfg)
+	eng, err := idem.New(edb, cfg)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -10,6 +10,9 @@
 //
 //	benchload -server ./benchserver -database-url $DATABASE_URL -out results.md -svg latency.svg
 //
+// -scenarios runs a subset (e.g. "atomic,replay"; "storm" names the storm)
+// and -profile DIR saves a server CPU profile of every run, for pprof.
+//
 // It never fails on a slow result: it prints numbers, not verdicts. It exits
 // non-zero only when the server misbehaves (a storm executing a key twice,
 // an unexpected status).
@@ -65,6 +68,8 @@ func main() {
 		outPath   = flag.String("out", "", "write the markdown table here too")
 		svgPath   = flag.String("svg", "", "write a latency chart (SVG) here")
 		pool      = flag.Int("pool", 40, "server connection pool size")
+		only      = flag.String("scenarios", "", "comma-separated scenarios to run (default all; \"storm\" names the storm)")
+		profDir   = flag.String("profile", "", "write a server CPU profile of every run into this directory")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -78,6 +83,18 @@ func main() {
 
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
+	if *profDir != "" {
+		if err := os.MkdirAll(*profDir, 0o755); err != nil {
+			fatalf("%v", err)
+		}
+		os.Setenv("PPROF", "1")
+	}
+	want := map[string]bool{}
+	for _, n := range strings.Split(*only, ",") {
+		if n = strings.TrimSpace(n); n != "" {
+			want[n] = true
+		}
+	}
 	base, stop, err := startServer(ctx, *serverBin, *dbURL, *pool)
 	if err != nil {
 		fatalf("%v", err)
@@ -92,7 +109,7 @@ func main() {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	b := &bench{client: client, base: base, db: *dbURL}
+	b := &bench{client: client, base: base, db: *dbURL, profDir: *profDir}
 
 	replayKeys, err := b.prepareReplayKeys(2000)
 	if err != nil {
@@ -108,6 +125,15 @@ func main() {
 			return k
 		}, want: []int{201}},
 	}
+	if len(want) > 0 {
+		var keep []scenario
+		for _, s := range scenarios {
+			if want[s.name] {
+				keep = append(keep, s)
+			}
+		}
+		scenarios = keep
+	}
 
 	results := map[string][]run{} // scenario/conc -> runs
 	for r := 0; r < *rounds; r++ {
@@ -115,7 +141,7 @@ func main() {
 			// Rotate the order every round so no scenario always runs first.
 			for i := range scenarios {
 				s := scenarios[(i+r)%len(scenarios)]
-				res, err := b.measure(s, c, *duration, replayKeys)
+				res, err := b.measure(s, c, *duration, replayKeys, r+1)
 				if err != nil {
 					fatalf("%s c=%d: %v", s.name, c, err)
 				}
@@ -126,9 +152,12 @@ func main() {
 		}
 	}
 
-	storm, err := b.storm(*stormKeys, *stormSize, *rounds)
-	if err != nil {
-		fatalf("storm: %v", err)
+	storm := stormResult{statuses: map[int]int{}, minExec: 1, maxExec: 1}
+	if len(want) == 0 || want["storm"] {
+		storm, err = b.storm(*stormKeys, *stormSize, *rounds)
+		if err != nil {
+			fatalf("storm: %v", err)
+		}
 	}
 
 	var md strings.Builder
@@ -218,6 +247,8 @@ type bench struct {
 	base   string
 	db     string
 	seq    atomic.Int64
+	// profDir, when set, receives a server CPU profile of every run.
+	profDir string
 }
 
 type run struct {
@@ -305,10 +336,30 @@ func (b *bench) prepareReplayKeys(n int) ([]string, error) {
 	return keys, nil
 }
 
-func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []string) (run, error) {
+func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []string, round int) (run, error) {
 	before, err := b.serverMallocs()
 	if err != nil {
 		return run{}, err
+	}
+	profDone := make(chan struct{})
+	if b.profDir == "" {
+		close(profDone)
+	} else {
+		go func() {
+			defer close(profDone)
+			secs := max(int(d/time.Second)-1, 1)
+			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.base, secs))
+			if err != nil {
+				fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+				return
+			}
+			defer resp.Body.Close()
+			data, _ := io.ReadAll(resp.Body)
+			name := fmt.Sprintf("%s/%s-c%d-r%d.pprof", b.profDir, s.name, conc, round)
+			if err := os.WriteFile(name, data, 0o644); err != nil {
+				fmt.Fprintf(os.Stderr, "profile: %v\n", err)
+			}
+		}()
 	}
 	var (
 		mu      sync.Mutex
@@ -354,6 +405,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
+	<-profDone
 	if firstEr != nil {
 		return run{}, firstEr
 	}

@@ -3,7 +3,8 @@
 // write (insert one payment row in a transaction) — without idempotency, in
 // atomic mode and in lease mode.
 //
-// It reads DATABASE_URL, ADDR and POOL_SIZE, applies the runtime's
+// It reads DATABASE_URL, ADDR, POOL_SIZE and PPROF (non-empty: serve
+// net/http/pprof under /debug/pprof/), applies the runtime's
 // migrations and its own table, and serves until SIGINT or SIGTERM.
 // GET /_stats reports the process's allocation count, so the load tool can
 // attribute allocations per request to the server alone.
@@ -16,6 +17,7 @@ import (
 	"fmt"
 	"log"
 	"net/http"
+	"net/http/pprof"
 	"os"
 	"os/signal"
 	"runtime"
@@ -126,6 +128,11 @@ func run() error {
 		w.Header().Set("Content-Type", "application/json")
 		_ = json.NewEncoder(w).Encode(map[string]uint64{"Mallocs": m.Mallocs})
 	})
+	if os.Getenv("PPROF") != "" {
+		// Profiling for benchload -profile; off by default.
+		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
+		mux.HandleFunc("GET /debug/pprof/profile", pprof.Profile)
+	}
 	addr := os.Getenv("ADDR")
 	if addr == "" {
 		addr = "127.0.0.1:8080"

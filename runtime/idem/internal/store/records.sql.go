@@ -145,6 +145,53 @@ func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, erro
 	return result.RowsAffected(), nil
 }
 
+const completeOrAbort = `-- name: CompleteOrAbort :one
+WITH done AS (
+    UPDATE idem_records SET
+        state            = $1,
+        response_status  = $2,
+        response_headers = $3,
+        response_body    = $4,
+        completed_at     = now(),
+        lease_expires_at = NULL,
+        taken_over       = false,
+        updated_at       = now()
+    WHERE tenant = $5 AND operation = $6 AND idempotency_key = $7
+      AND fence = $8 AND state = 'IN_PROGRESS'
+    RETURNING 1)
+SELECT (1 / count(*))::integer AS stored FROM done
+`
+
+type CompleteOrAbortParams struct {
+	State           string
+	ResponseStatus  pgtype.Int4
+	ResponseHeaders []byte
+	ResponseBody    []byte
+	Tenant          string
+	Operation       string
+	IdempotencyKey  string
+	Fence           int64
+}
+
+// Complete for a batch that sends COMMIT right behind it: a claim that no
+// longer holds (zero rows) is an error, division by zero (SQLSTATE 22012),
+// so PostgreSQL skips the COMMIT and the business writes never commit.
+func (q *Queries) CompleteOrAbort(ctx context.Context, arg CompleteOrAbortParams) (int32, error) {
+	row := q.db.QueryRow(ctx, completeOrAbort,
+		arg.State,
+		arg.ResponseStatus,
+		arg.ResponseHeaders,
+		arg.ResponseBody,
+		arg.Tenant,
+		arg.Operation,
+		arg.IdempotencyKey,
+		arg.Fence,
+	)
+	var stored int32
+	err := row.Scan(&stored)
+	return stored, err
+}
+
 const deleteExpired = `-- name: DeleteExpired :execrows
 DELETE FROM idem_records
 WHERE (tenant, operation, idempotency_key) IN (
