@@ -30,7 +30,7 @@ type serviceProc struct {
 	logs   []string // of the runs that ended
 }
 
-func startService(t *testing.T, dbURL, gatewayURL string) *serviceProc {
+func startService(t *testing.T, dbURL, gatewayURL string, env ...string) *serviceProc {
 	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
@@ -42,7 +42,7 @@ func startService(t *testing.T, dbURL, gatewayURL string) *serviceProc {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &serviceProc{t: t, bin: bin, addr: addr, env: []string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}}
+	s := &serviceProc{t: t, bin: bin, addr: addr, env: append([]string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}, env...)}
 	s.start()
 	t.Cleanup(func() {
 		s.mu.Lock()
@@ -87,16 +87,21 @@ func (s *serviceProc) kill9() {
 // recoveries counts, over every run so far, the payments recorded with a
 // charge an earlier, killed attempt made.
 func (s *serviceProc) recoveries() int {
-	s.mu.Lock()
-	defer s.mu.Unlock()
 	n := 0
-	for _, l := range append(append([]string(nil), s.logs...), s.proc.Logs()) {
+	for _, l := range s.allLogs() {
 		n += strings.Count(l, "recording a charge made by an earlier attempt")
 	}
 	return n
 }
 
 func (s *serviceProc) url() string { return "http://" + s.addr }
+
+// allLogs returns the logs of every run so far, the current one last.
+func (s *serviceProc) allLogs() []string {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append(append([]string(nil), s.logs...), s.proc.Logs())
+}
 
 // TestProcessCrash runs the service as a real process and kills it with
 // SIGKILL while requests are in flight.

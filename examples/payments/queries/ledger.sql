@@ -33,3 +33,16 @@ RETURNING *;
 INSERT INTO refunds (id, payment_id, idempotency_key, amount, reason)
 VALUES (@id, @payment_id, @idempotency_key, @amount, @reason)
 RETURNING *;
+
+-- name: InsertLedgerEntry :exec
+-- The bookkeeper's write for a payments.payment.created event.
+INSERT INTO ledger_entries (event_id, payment_id, amount, currency)
+VALUES (@event_id, @payment_id, @amount, @currency);
+
+-- name: AddToBalance :exec
+INSERT INTO ledger_balances AS b (currency, authorized, entries)
+VALUES (@currency, @amount::bigint, 1)
+ON CONFLICT (currency) DO UPDATE SET
+    authorized = b.authorized + EXCLUDED.authorized,
+    entries    = b.entries + 1,
+    updated_at = now();

@@ -4,8 +4,8 @@
 // The idempotent operations (createPayment, capturePayment, createRefund)
 // receive the transaction in which the engine also stores their idempotency
 // record; every business write goes through it (ledger.New(tx)), so the
-// payment and the record commit together or not at all. Reads and the
-// non-idempotent operations use the pool.
+// payment, its event (in idemgen's outbox) and the record commit together or
+// not at all. Reads and the non-idempotent operations use the pool.
 package service
 
 import (
@@ -19,12 +19,15 @@ import (
 	"regexp"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/api"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/ledger"
+	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -172,6 +175,22 @@ func (s *Service) recordPayment(ctx context.Context, tx pgx.Tx, key string, p ap
 	})
 	if err != nil {
 		return nil, fmt.Errorf("insert payment: %w", err)
+	}
+	// The event commits with the payment and the idempotency record, or not
+	// at all. Its id derives from the request's key, so a re-execution after
+	// a crash enqueues the same id, and the relay publishes it at least
+	// once; the bookkeeper's inbox applies it once.
+	ev := cloudevents.New()
+	ev.SetType(payments.EventPaymentCreated)
+	ev.SetSource(payments.EventSource)
+	ev.SetSubject(row.ID)
+	if err := ev.SetData("application/json", payments.PaymentCreated{
+		PaymentID: row.ID, Amount: row.Amount, Currency: row.Currency, OrderID: row.OrderID, ChargeID: row.ChargeID,
+	}); err != nil {
+		return nil, fmt.Errorf("payment event: %w", err)
+	}
+	if err := events.Enqueue(ctx, tx, ev, events.Aggregate("payment/"+row.ID)); err != nil {
+		return nil, err
 	}
 	return api.CreatePayment201Response{Body: toPayment(row)}, nil
 }

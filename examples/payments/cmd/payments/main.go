@@ -7,6 +7,10 @@
 //	GATEWAY_URL    payment gateway simulator served by gateway.Handler; when
 //	               unset, an in-process simulator is used (its charges are
 //	               then lost with the process)
+//	NATS_URL       NATS server with JetStream: when set, the process also
+//	               runs the outbox relay, publishing the events the service
+//	               enqueues (payments.payment.created) to the PAYMENTS
+//	               stream. Unset: events wait in the outbox.
 //
 // On start it applies idemgen's migrations and its own, then serves the API
 // generated from openapi.yaml plus GET /healthz. SIGTERM or SIGINT stops it
@@ -25,13 +29,19 @@ import (
 	"syscall"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/api"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/service"
+	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/natsjs"
 )
 
 func main() {
@@ -100,6 +110,14 @@ func run(ctx context.Context, log *slog.Logger) error {
 		}
 	}()
 
+	if u := os.Getenv("NATS_URL"); u != "" {
+		nc, err := startRelay(ctx, log, pool, u)
+		if err != nil {
+			return err
+		}
+		defer nc.Close()
+	}
+
 	mux := http.NewServeMux()
 	mux.Handle("/", api.NewHandler(svc, engine, api.WithErrorHook(func(r *http.Request, err error) {
 		log.Error("handler error", "method", r.Method, "path", r.URL.Path, "err", err)
@@ -135,4 +153,48 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("shutdown: %w", err)
 	}
 	return nil
+}
+
+// startRelay runs the outbox relay in the background until ctx ends: it
+// wakes on the outbox's NOTIFY (polling every second as the fallback) and
+// publishes to JetStream with the event id as Nats-Msg-Id. Every replica of
+// the service may run one; they claim disjoint batches.
+func startRelay(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, natsURL string) (*nats.Conn, error) {
+	nc, err := nats.Connect(natsURL, nats.Name("payments-relay"), nats.MaxReconnects(-1))
+	if err != nil {
+		return nil, fmt.Errorf("NATS_URL: %w", err)
+	}
+	js, err := jetstream.New(nc)
+	if err != nil {
+		nc.Close()
+		return nil, err
+	}
+	if _, err := payments.EnsureStream(ctx, js, 1, 2*time.Minute); err != nil {
+		nc.Close()
+		return nil, err
+	}
+	pub := natsjs.NewPublisher(js, natsjs.PublisherConfig{
+		ExpectStream: payments.Stream,
+		OnDuplicate: func(ev cloudevents.Event) {
+			log.Info("relay: the stream dropped a re-published event", "id", ev.ID())
+		},
+	})
+	relay := events.NewRelay(pool, pub, events.RelayConfig{
+		MinBackoff: 200 * time.Millisecond,
+		MaxBackoff: 10 * time.Second,
+		Listen: func(ctx context.Context) (*pgx.Conn, error) {
+			return pgx.Connect(ctx, pool.Config().ConnString())
+		},
+		OnError: func(err error) { log.Warn("relay", "err", err) },
+		OnPublishError: func(ev cloudevents.Event, failures int, dead bool, err error) {
+			log.Warn("relay: publish failed", "id", ev.ID(), "failures", failures, "dead", dead, "err", err)
+		},
+	})
+	go func() {
+		if err := relay.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
+			log.Error("relay stopped", "err", err)
+		}
+	}()
+	log.Info("outbox relay", "nats", natsURL, "stream", payments.Stream)
+	return nc, nil
 }

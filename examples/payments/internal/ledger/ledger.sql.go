@@ -43,6 +43,25 @@ func (q *Queries) AddRefund(ctx context.Context, arg AddRefundParams) (Payment, 
 	return i, err
 }
 
+const addToBalance = `-- name: AddToBalance :exec
+INSERT INTO ledger_balances AS b (currency, authorized, entries)
+VALUES ($1, $2::bigint, 1)
+ON CONFLICT (currency) DO UPDATE SET
+    authorized = b.authorized + EXCLUDED.authorized,
+    entries    = b.entries + 1,
+    updated_at = now()
+`
+
+type AddToBalanceParams struct {
+	Currency string
+	Amount   int64
+}
+
+func (q *Queries) AddToBalance(ctx context.Context, arg AddToBalanceParams) error {
+	_, err := q.db.Exec(ctx, addToBalance, arg.Currency, arg.Amount)
+	return err
+}
+
 const capturePayment = `-- name: CapturePayment :one
 UPDATE payments SET
     status = 'captured', captured_amount = $1, updated_at = now()
@@ -99,6 +118,29 @@ func (q *Queries) GetPayment(ctx context.Context, id string) (Payment, error) {
 		&i.UpdatedAt,
 	)
 	return i, err
+}
+
+const insertLedgerEntry = `-- name: InsertLedgerEntry :exec
+INSERT INTO ledger_entries (event_id, payment_id, amount, currency)
+VALUES ($1, $2, $3, $4)
+`
+
+type InsertLedgerEntryParams struct {
+	EventID   string
+	PaymentID string
+	Amount    int64
+	Currency  string
+}
+
+// The bookkeeper's write for a payments.payment.created event.
+func (q *Queries) InsertLedgerEntry(ctx context.Context, arg InsertLedgerEntryParams) error {
+	_, err := q.db.Exec(ctx, insertLedgerEntry,
+		arg.EventID,
+		arg.PaymentID,
+		arg.Amount,
+		arg.Currency,
+	)
+	return err
 }
 
 const insertPayment = `-- name: InsertPayment :one

@@ -8,6 +8,22 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type LedgerBalance struct {
+	Currency   string
+	Authorized int64
+	Entries    int64
+	UpdatedAt  pgtype.Timestamptz
+}
+
+type LedgerEntry struct {
+	ID        int64
+	EventID   string
+	PaymentID string
+	Amount    int64
+	Currency  string
+	BookedAt  pgtype.Timestamptz
+}
+
 type Payment struct {
 	ID             string
 	IdempotencyKey string

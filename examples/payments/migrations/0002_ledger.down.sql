@@ -1,0 +1,2 @@
+DROP TABLE ledger_balances;
+DROP TABLE ledger_entries;
