@@ -57,9 +57,11 @@ func MigrateFS(ctx context.Context, db DB, fsys fs.FS, table string) error {
 		" (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
 	if _, err := db.Exec(ctx, create); err != nil {
 		// Two first-ever callers can race on CREATE TABLE IF NOT EXISTS;
-		// the loser sees a duplicate catalog entry. The table exists now.
+		// the loser sees a duplicate catalog entry (unique_violation on
+		// pg_type or pg_class, duplicate_table, or duplicate_object: "type
+		// ... already exists", the table's row type). The table exists now.
 		var pe *pgconn.PgError
-		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07") {
+		if !errors.As(err, &pe) || (pe.Code != "23505" && pe.Code != "42P07" && pe.Code != "42710") {
 			return fmt.Errorf("idem: migrate: create %s: %w", table, err)
 		}
 	}
