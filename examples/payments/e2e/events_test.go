@@ -7,7 +7,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	"path/filepath"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -30,23 +29,14 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
-// startNATS runs a real nats-server with JetStream inside the test process,
-// its store in the test's temporary directory.
+// startNATS runs a real nats-server with JetStream inside the test process.
 func startNATS(t *testing.T) *server.Server {
 	t.Helper()
-	s, err := server.NewServer(&server.Options{
-		ServerName: "e2e", Host: "127.0.0.1", Port: -1,
-		JetStream: true, StoreDir: filepath.Join(t.TempDir(), "nats"),
-		NoLog: true, NoSigs: true,
-	})
+	s, err := harness.StartNATS(t.TempDir())
 	if err != nil {
 		t.Fatal(err)
 	}
-	go s.Start()
 	t.Cleanup(func() { s.Shutdown(); s.WaitForShutdown() })
-	if !s.ReadyForConnections(30 * time.Second) {
-		t.Fatal("nats-server not ready within 30s")
-	}
 	return s
 }
 

@@ -1,8 +1,9 @@
 // Command democlient is `make demo`: it starts the payment gateway simulator
-// (in this process, standing for the outside world), builds and starts the
-// payments service as a real process on a free port, and walks through the
-// idempotency contract, printing every exchange. It exits 1 when any
-// expectation fails.
+// and a NATS JetStream server (in this process, standing for the outside
+// world), builds and starts the payments service as a real process on a free
+// port (relaying its outbox to JetStream), runs the bookkeeper consumer, and
+// walks through the idempotency contract, printing every exchange. It exits
+// 1 when any expectation fails.
 //
 //	go run ./cmd/democlient            (from examples/payments; needs DATABASE_URL)
 package main
@@ -20,10 +21,17 @@ import (
 	"sync"
 	"time"
 
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/nats-io/nats.go"
+	"github.com/nats-io/nats.go/jetstream"
 
+	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/bookkeeper"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+	"github.com/idemgen/idemgen/runtime/events"
 )
 
 func main() {
@@ -40,8 +48,12 @@ type demo struct {
 	c      *harness.Client
 	gw     *gateway.Simulator
 	db     *pgx.Conn
+	js     jetstream.JetStream
 	failed []string
 	step   int
+
+	mu       sync.Mutex
+	outcomes map[events.Outcome]int // of the bookkeeper's deliveries
 }
 
 func run(bin string) error {
@@ -75,15 +87,36 @@ func run(bin string) error {
 	go gwSrv.Serve(ln)
 	defer gwSrv.Close()
 
+	// So does the message broker.
+	natsDir, err := os.MkdirTemp("", "payments-demo-nats")
+	if err != nil {
+		return err
+	}
+	defer os.RemoveAll(natsDir)
+	ns, err := harness.StartNATS(natsDir)
+	if err != nil {
+		return err
+	}
+	defer func() { ns.Shutdown(); ns.WaitForShutdown() }()
+	nc, err := nats.Connect(ns.ClientURL())
+	if err != nil {
+		return err
+	}
+	defer nc.Close()
+	js, err := jetstream.New(nc)
+	if err != nil {
+		return err
+	}
+
 	addr, err := harness.FreeAddr()
 	if err != nil {
 		return err
 	}
-	svc, err := harness.Start(ctx, bin, addr, "GATEWAY_URL=http://"+ln.Addr().String())
+	svc, err := harness.Start(ctx, bin, addr, "GATEWAY_URL=http://"+ln.Addr().String(), "NATS_URL="+ns.ClientURL())
 	if err != nil {
 		return err
 	}
-	fmt.Printf("payments service listening on %s (gateway simulator on %s)\n", svc.Addr, ln.Addr())
+	fmt.Printf("payments service listening on %s (gateway simulator on %s, NATS JetStream on %s)\n", svc.Addr, ln.Addr(), ns.ClientURL())
 	defer func() {
 		if !svc.Exited() {
 			svc.Kill()
@@ -96,8 +129,15 @@ func run(bin string) error {
 	}
 	defer db.Close(context.Background())
 
-	d := &demo{ctx: ctx, c: &harness.Client{URL: svc.URL, HTTP: &http.Client{Timeout: 30 * time.Second}}, gw: gw, db: db}
+	d := &demo{ctx: ctx, c: &harness.Client{URL: svc.URL, HTTP: &http.Client{Timeout: 30 * time.Second}}, gw: gw, db: db, js: js,
+		outcomes: map[events.Outcome]int{}}
+	stopBookkeeper, err := d.startBookkeeper(dbURL)
+	if err != nil {
+		return err
+	}
 	d.script()
+	d.events()
+	stopBookkeeper()
 
 	fmt.Println()
 	if err := svc.Stop(20 * time.Second); err != nil {
@@ -289,4 +329,102 @@ func (d *demo) script() {
 	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
 	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
 	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
+}
+
+// startBookkeeper consumes the service's events into the ledger, as
+// cmd/bookkeeper does, counting what happened to each delivery.
+func (d *demo) startBookkeeper(dbURL string) (stop func(), err error) {
+	pool, err := pgxpool.New(d.ctx, dbURL)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := payments.EnsureStream(d.ctx, d.js, 1, 2*time.Minute); err != nil {
+		pool.Close()
+		return nil, err
+	}
+	cons, err := bookkeeper.EnsureConsumer(d.ctx, d.js, 5*time.Second)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	c, err := bookkeeper.New(pool, bookkeeper.Apply, nil)
+	if err != nil {
+		pool.Close()
+		return nil, err
+	}
+	ctx, cancel := context.WithCancel(d.ctx)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		cc, err := cons.Consume(func(msg jetstream.Msg) {
+			out, _ := c.HandleMsg(ctx, msg)
+			d.mu.Lock()
+			d.outcomes[out]++
+			d.mu.Unlock()
+		})
+		if err != nil {
+			d.expect(false, "bookkeeper: %v", err)
+			return
+		}
+		<-ctx.Done()
+		cc.Stop()
+		<-cc.Closed()
+	}()
+	return func() { cancel(); <-done; pool.Close() }, nil
+}
+
+func (d *demo) outcome(o events.Outcome) int {
+	d.mu.Lock()
+	defer d.mu.Unlock()
+	return d.outcomes[o]
+}
+
+// events shows the payments' events reaching the ledger once each.
+func (d *demo) events() {
+	d.title("Events: each payment is booked once (outbox → JetStream → inbox)")
+	var nPayments, entries int64
+	count := func() {
+		if err := d.db.QueryRow(d.ctx, `SELECT (SELECT count(*) FROM payments), (SELECT count(*) FROM ledger_entries)`).Scan(&nPayments, &entries); err != nil {
+			d.expect(false, "ledger query: %v", err)
+		}
+	}
+	deadline := time.Now().Add(15 * time.Second)
+	for count(); entries < nPayments && time.Now().Before(deadline); count() {
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.expect(nPayments > 0 && entries == nPayments, "ledger: %d entries for %d payments (the relay published each payment.created event, the bookkeeper booked it)", entries, nPayments)
+
+	// A message delivered again under a new message id: the stream keeps
+	// it, the inbox recognises the event id.
+	st, err := d.js.Stream(d.ctx, payments.Stream)
+	if err != nil {
+		d.expect(false, "stream: %v", err)
+		return
+	}
+	raw, err := st.GetMsg(d.ctx, 1)
+	if err != nil {
+		d.expect(false, "stream message 1: %v", err)
+		return
+	}
+	var ev cloudevents.Event
+	_ = ev.UnmarshalJSON(raw.Data)
+	fmt.Printf("  … publishing event %s (%s, subject %s) again, as a broker or a relay might\n", ev.ID(), ev.Type(), ev.Subject())
+	before := d.outcome(events.Duplicate)
+	m := nats.NewMsg(raw.Subject)
+	m.Data = raw.Data
+	if _, err := d.js.PublishMsg(d.ctx, m, jetstream.WithMsgID("demo-copy")); err != nil {
+		d.expect(false, "publish: %v", err)
+		return
+	}
+	for deadline := time.Now().Add(10 * time.Second); d.outcome(events.Duplicate) == before && time.Now().Before(deadline); {
+		time.Sleep(20 * time.Millisecond)
+	}
+	d.expect(d.outcome(events.Duplicate) == before+1, "the bookkeeper acknowledged it as a duplicate without booking it")
+	count()
+	d.expect(entries == nPayments, "ledger: still %d entries for %d payments", entries, nPayments)
+	var balance, sum int64
+	if err := d.db.QueryRow(d.ctx, `SELECT (SELECT coalesce(sum(authorized), 0) FROM ledger_balances)::bigint, (SELECT coalesce(sum(amount), 0) FROM payments)::bigint`).Scan(&balance, &sum); err != nil {
+		d.expect(false, "balance query: %v", err)
+	}
+	d.expect(balance == sum, "balance: %d EUR cents authorized = the payments' sum", balance)
 }
