@@ -72,9 +72,18 @@ func EnsureConsumer(ctx context.Context, js jetstream.JetStream, ackWait time.Du
 	return c, nil
 }
 
+// Options tune New. The zero value logs nothing.
+type Options struct {
+	// Log receives duplicates (Info), conflicts (Error) and failures (Warn).
+	Log *slog.Logger
+	// OnOutcome, when set, is called for every message after it is logged.
+	OnOutcome func(ev cloudevents.Event, o events.Outcome, err error)
+}
+
 // New returns the natsjs.Consumer applying messages with apply (Apply, or
-// a wrapper of it) through db's inbox. A nil log discards.
-func New(db idem.DB, apply func(context.Context, pgx.Tx, cloudevents.Event) error, log *slog.Logger) (*natsjs.Consumer, error) {
+// a wrapper of it) through db's inbox.
+func New(db idem.DB, apply func(context.Context, pgx.Tx, cloudevents.Event) error, opts Options) (*natsjs.Consumer, error) {
+	log := opts.Log
 	if log == nil {
 		log = slog.New(slog.DiscardHandler)
 	}
@@ -90,6 +99,9 @@ func New(db idem.DB, apply func(context.Context, pgx.Tx, cloudevents.Event) erro
 				log.Error("event id reused with another payload", "id", ev.ID(), "err", err)
 			case events.Failed:
 				log.Warn("event not booked; redelivery later", "id", ev.ID(), "err", err)
+			}
+			if opts.OnOutcome != nil {
+				opts.OnOutcome(ev, o, err)
 			}
 		},
 		OnError: func(err error) { log.Warn("consume", "err", err) },

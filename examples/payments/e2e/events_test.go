@@ -129,7 +129,7 @@ func (b *bookkeepers) work(ctx context.Context, db *pgtest.DB) {
 		b.applied.Add(1)
 		return bookkeeper.Apply(ctx, tx, ev)
 	}
-	c, err := bookkeeper.New(db, apply, nil)
+	c, err := bookkeeper.New(db, apply, bookkeeper.Options{})
 	if err != nil {
 		b.t.Error(err)
 		return

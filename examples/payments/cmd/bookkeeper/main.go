@@ -83,7 +83,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	c, err := bookkeeper.New(pool, bookkeeper.Apply, log)
+	c, err := bookkeeper.New(pool, bookkeeper.Apply, bookkeeper.Options{Log: log})
 	if err != nil {
 		return err
 	}

@@ -11,6 +11,7 @@ package main
 import (
 	"bytes"
 	"context"
+	"errors"
 	"flag"
 	"fmt"
 	"net"
@@ -347,7 +348,13 @@ func (d *demo) startBookkeeper(dbURL string) (stop func(), err error) {
 		pool.Close()
 		return nil, err
 	}
-	c, err := bookkeeper.New(pool, bookkeeper.Apply, nil)
+	c, err := bookkeeper.New(pool, bookkeeper.Apply, bookkeeper.Options{
+		OnOutcome: func(_ cloudevents.Event, o events.Outcome, _ error) {
+			d.mu.Lock()
+			d.outcomes[o]++
+			d.mu.Unlock()
+		},
+	})
 	if err != nil {
 		pool.Close()
 		return nil, err
@@ -356,19 +363,9 @@ func (d *demo) startBookkeeper(dbURL string) (stop func(), err error) {
 	done := make(chan struct{})
 	go func() {
 		defer close(done)
-		cc, err := cons.Consume(func(msg jetstream.Msg) {
-			out, _ := c.HandleMsg(ctx, msg)
-			d.mu.Lock()
-			d.outcomes[out]++
-			d.mu.Unlock()
-		})
-		if err != nil {
+		if err := c.Consume(ctx, cons); err != nil && !errors.Is(err, context.Canceled) {
 			d.expect(false, "bookkeeper: %v", err)
-			return
 		}
-		<-ctx.Done()
-		cc.Stop()
-		<-cc.Closed()
 	}()
 	return func() { cancel(); <-done; pool.Close() }, nil
 }
