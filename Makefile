@@ -1,6 +1,6 @@
 # idemgen — build, generate, test, bench, demo.
 #
-#   make test             throwaway PostgreSQL + gofmt + vet + check-generated + go test -race
+#   make test             throwaway PostgreSQL + gofmt + go mod tidy + vet + check-generated + go test -race
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
 #   make bench            benchmarks (see BENCHMARKS.md)
 #   make generate         sqlc + go generate
@@ -16,7 +16,7 @@ PG := scripts/pg.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db fmt-check vet unit generate check-generated bench bench-in-db demo demo-in-db tools
+.PHONY: all test test-in-db fmt-check tidy-check vet unit generate check-generated bench bench-in-db demo demo-in-db tools
 
 all: test
 
@@ -38,6 +38,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/testdata/' ) 2>&1); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# tidy-check fails when a go.mod or go.sum is not what `go mod tidy` makes
+# of it (a direct dependency marked indirect, a missing or stale sum).
+tidy-check:
+	@for m in $(MODULES) generator/testdata/golden tools; do echo "go mod tidy -diff ($$m)"; (cd $$m && $(GO) mod tidy -diff); done
+
 vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 
@@ -46,7 +51,7 @@ vet:
 test:
 	$(PG) run $(MAKE) --no-print-directory test-in-db
 
-test-in-db: fmt-check check-generated vet unit
+test-in-db: fmt-check tidy-check check-generated vet unit
 
 unit:
 	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"bytes"
 	"os"
 	"os/exec"
 	"path/filepath"
@@ -29,7 +30,20 @@ func tempModule(t testing.TB, files []File) string {
 	if r := os.Getenv("IDEMGEN_RUNTIME_ROOT"); r != "" {
 		root = r // a snapshot of the runtime contract, while runtime/ is being rewritten
 	}
-	gomod := "module example.com/generated\n\ngo 1.26\n\nrequire github.com/idemgen/idemgen v0.0.0\n\nreplace github.com/idemgen/idemgen => " + filepath.ToSlash(root) + "\n"
+	// The generated module requires exactly the versions idemgen's go.mod
+	// pins, so that `-mod=mod` never looks up a "latest" version and the
+	// build is the same on a machine with an empty module cache (where the
+	// go command fetches what it needs from the module proxy).
+	rootMod, err := os.ReadFile(filepath.Join(root, "go.mod"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	requires := ""
+	if i := bytes.Index(rootMod, []byte("\nrequire")); i >= 0 {
+		requires = string(rootMod[i:])
+	}
+	gomod := "module example.com/generated\n\ngo 1.26\n\nrequire github.com/idemgen/idemgen v0.0.0\n" + requires +
+		"\nreplace github.com/idemgen/idemgen => " + filepath.ToSlash(root) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 		t.Fatal(err)
 	}
@@ -46,18 +60,27 @@ func tempModule(t testing.TB, files []File) string {
 	return dir
 }
 
-// goBuildVet runs `go build ./... && go vet ./...` in dir, offline from the
-// module cache, and logs how long each took.
+// goBuildVet runs `go build ./... && go vet ./...` in dir and logs how long
+// each took.
 func goBuildVet(t testing.TB, dir string) {
 	t.Helper()
 	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
 		start := time.Now()
-		cmd := exec.Command("go", args...)
-		cmd.Dir = dir
-		cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+		cmd := goCommand(dir, args...)
 		if out, err := cmd.CombinedOutput(); err != nil {
 			t.Fatalf("go %s in %s: %v\n%s", args[0], dir, err, out)
 		}
 		t.Logf("go %s of the generated package: %v", args[0], time.Since(start).Round(time.Millisecond))
 	}
+}
+
+// goCommand runs the go command in a generated module. It may download from
+// the module proxy: a test must pass on a machine whose module cache is
+// empty (GOMODCACHE=$(mktemp -d) CI=true make test), so nothing here may
+// assume the cache already holds the module graph.
+func goCommand(dir string, args ...string) *exec.Cmd {
+	cmd := exec.Command("go", args...)
+	cmd.Dir = dir
+	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
+	return cmd
 }

@@ -1,8 +1,6 @@
 package generator
 
 import (
-	"os"
-	"os/exec"
 	"path/filepath"
 	"testing"
 )
@@ -81,9 +79,7 @@ func TestGeneratedHandlers(t *testing.T) {
 	}
 	files = append(files, File{Name: "handlers_test.go", Content: []byte(handlerTest)})
 	dir := tempModule(t, files)
-	cmd := exec.Command("go", "test", "./...")
-	cmd.Dir = dir
-	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOPROXY=off", "GOWORK=off")
+	cmd := goCommand(dir, "test", "./...")
 	if out, err := cmd.CombinedOutput(); err != nil {
 		t.Fatalf("go test of the generated package: %v\n%s", err, out)
 	}
