@@ -81,7 +81,7 @@ var opCreatePayment = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeLease, Lease: 5 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: []string{"/metadata/clientSentAt"},
-		SchemaVersion: "cebe8b3de532", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "4cb966b3e8cf", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
