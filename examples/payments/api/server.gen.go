@@ -81,7 +81,7 @@ var opCreatePayment = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeLease, Lease: 5 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: []string{"/metadata/clientSentAt"},
-		SchemaVersion: "efc293726a65", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "0b65d4aaa0ec", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
