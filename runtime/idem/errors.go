@@ -28,6 +28,10 @@ var (
 	ErrLeaseLost           = errors.New("lease on the idempotency key was taken over")
 	ErrOutcomeUnknown      = errors.New("outcome of an earlier attempt with this idempotency key is unknown")
 	ErrBodyTooLarge        = errors.New("request body too large")
+	// ErrBodyUnreadable wraps an error reading the request body (the client
+	// went away, or sent it slower than the server's read timeout allows);
+	// the client gets 408 or 400 without the network error's text.
+	ErrBodyUnreadable = errors.New("request body could not be read")
 	ErrUnauthenticated     = errors.New("request scope could not be resolved")
 	ErrNoLease             = errors.New("not inside a lease-mode idempotent handler")
 )
@@ -39,6 +43,7 @@ const (
 	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
 	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
 	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
+	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
 	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
 	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
@@ -52,6 +57,7 @@ const (
 	ReasonLeaseLost        = "IDEMPOTENCY_LEASE_LOST"
 	ReasonOutcomeUnknown   = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
 	ReasonBodyTooLarge     = "REQUEST_BODY_TOO_LARGE"
+	ReasonBodyUnreadable   = "REQUEST_BODY_UNREADABLE"
 	ReasonInvalidJSON      = "REQUEST_BODY_INVALID_JSON"
 	ReasonInvalidRequest   = "REQUEST_INVALID"
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
@@ -128,7 +134,8 @@ func IsKeyError(err error) bool {
 func IsRequestError(err error) bool {
 	var re *RequestError
 	var mbe *http.MaxBytesError
-	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &mbe) || errors.Is(err, ErrBodyTooLarge)
+	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &mbe) || errors.Is(err, ErrBodyTooLarge) ||
+		errors.Is(err, ErrBodyUnreadable)
 }
 
 // IsRetryable reports whether the client may retry the same request later
@@ -172,6 +179,12 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return mk(400, CodeMalformedHeader, ReasonKeyMalformed, err.Error())
 	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
 		return mk(413, CodeTooLarge, ReasonBodyTooLarge, "the request body is larger than the server accepts")
+	case errors.Is(err, ErrBodyUnreadable):
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return mk(408, CodeRequestTimeout, ReasonBodyUnreadable, "the request body did not arrive in time")
+		}
+		return mk(400, CodeInvalidRequest, ReasonBodyUnreadable, "the request body could not be read")
 	case errors.As(err, &re):
 		var se *json.SyntaxError
 		if errors.Is(err, ErrInvalidJSON) || errors.As(err, &se) {
