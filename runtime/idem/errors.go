@@ -31,9 +31,9 @@ var (
 	// ErrBodyUnreadable wraps an error reading the request body (the client
 	// went away, or sent it slower than the server's read timeout allows);
 	// the client gets 408 or 400 without the network error's text.
-	ErrBodyUnreadable = errors.New("request body could not be read")
-	ErrUnauthenticated     = errors.New("request scope could not be resolved")
-	ErrNoLease             = errors.New("not inside a lease-mode idempotent handler")
+	ErrBodyUnreadable  = errors.New("request body could not be read")
+	ErrUnauthenticated = errors.New("request scope could not be resolved")
+	ErrNoLease         = errors.New("not inside a lease-mode idempotent handler")
 )
 
 // Problem codes and reasons of the HTTP contract.
