@@ -302,14 +302,14 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 		}
 		return InvalidRequest("body", err)
 	}
-	handler, err := prepare(body)
+	prep, err := prepare(body)
 	if err != nil {
-		var re *RequestError
-		if isProblem(err) || errors.As(err, &re) {
+		if isProblem(err) || IsRequestError(err) {
 			return err
 		}
 		return InvalidRequest("body", err)
 	}
+	handler := prep.Handler
 	if handler == nil {
 		return errors.New("idem: prepare returned a nil handler")
 	}
@@ -321,22 +321,8 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
 
-	in := FingerprintInput{
-		Method:      r.Method,
-		Pattern:     op.Pattern,
-		RawQuery:    r.URL.RawQuery,
-		ContentType: r.Header.Get("Content-Type"),
-		Body:        body,
-		Exclude:     pol.FingerprintExclude,
-	}
-	for _, name := range op.PathParams {
-		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
-	}
-	fp, err := Fingerprint(in)
+	fp, err := e.fingerprint(r, op, body, prep.Canonical)
 	if err != nil {
-		if errors.Is(err, ErrInvalidJSON) {
-			return InvalidRequest("body", err)
-		}
 		return err
 	}
 	rq.fp = fp[:]
@@ -378,6 +364,30 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 		return e.serveLease(rq, handler, pc)
 	}
 	return e.serveAtomic(rq, handler, pc)
+}
+
+// fingerprint hashes prepare's canonical request, or the raw request when
+// prepare gave none (see Prepared.Canonical).
+func (e *Engine) fingerprint(r *http.Request, op *Operation, body, canonical []byte) ([32]byte, error) {
+	if canonical != nil {
+		return FingerprintCanonical(r.Method, op.Pattern, canonical), nil
+	}
+	in := FingerprintInput{
+		Method:      r.Method,
+		Pattern:     op.Pattern,
+		RawQuery:    r.URL.RawQuery,
+		ContentType: r.Header.Get("Content-Type"),
+		Body:        body,
+		Exclude:     op.Policy.FingerprintExclude,
+	}
+	for _, name := range op.PathParams {
+		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
+	}
+	fp, err := Fingerprint(in)
+	if errors.Is(err, ErrInvalidJSON) {
+		return fp, InvalidRequest("body", err)
+	}
+	return fp, err
 }
 
 // beginRC is what pgx sends for TxOptions{IsoLevel: pgx.ReadCommitted}.

@@ -80,6 +80,23 @@ func Fingerprint(in FingerprintInput) ([32]byte, error) {
 	return sum, nil
 }
 
+// FingerprintCanonical returns the SHA-256 fingerprint of a request from its
+// canonical form (Prepared.Canonical): a length-prefixed encoding of a
+// version tag, the method, the route template and canonical. It cannot
+// collide with Fingerprint, whose version tag differs.
+func FingerprintCanonical(method, pattern string, canonical []byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range [][]byte{[]byte("idem-fingerprint-v2"), []byte(method), []byte(pattern), canonical} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write(s)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
 func canonicalQuery(raw string) string {
 	if raw == "" {
 		return ""
