@@ -48,7 +48,7 @@ func Generate(cfg Config) ([]File, []Warning, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	warnings := specWarnings(doc, specName(&cfg))
+	warnings := specWarnings(doc, specName(&cfg), false)
 	m, err := buildModel(doc, &cfg, sourcePath(&cfg))
 	if err != nil {
 		return nil, warnings, err

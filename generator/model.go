@@ -223,6 +223,7 @@ type builder struct {
 	rename   map[string]string
 	byRef    map[string]string
 	warns    []Warning
+	versions *versioner
 }
 
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
@@ -232,7 +233,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, ns: newNamespace(file, errs, reservedNames...),
-		types: map[string]*Type{}, bySchema: map[*openapi3.Schema]string{}, building: map[string]bool{}, rename: cfg.Rename, byRef: map[string]string{}}
+		types: map[string]*Type{}, bySchema: map[*openapi3.Schema]string{}, building: map[string]bool{}, rename: cfg.Rename, byRef: map[string]string{}, versions: newVersioner(doc)}
 
 	// Component schemas first so that refs find their names.
 	if doc.Components != nil {

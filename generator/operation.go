@@ -89,7 +89,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 			o.Policy.ReplayStatuses = kept
 		}
 		if o.Policy.SchemaVersion == "auto" {
-			o.Policy.SchemaVersion = schemaVersion(op)
+			o.Policy.SchemaVersion = b.versions.of(op)
 		}
 	}
 

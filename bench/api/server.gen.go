@@ -60,7 +60,7 @@ var opCreateAtomic = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "fc2be17bcfa7", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "b9d14f7dffc8", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
@@ -73,7 +73,7 @@ var opCreateLease = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeLease, Lease: 10 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "fc2be17bcfa7", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "b9d14f7dffc8", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }

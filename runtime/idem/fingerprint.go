@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -95,6 +96,30 @@ func FingerprintCanonical(method, pattern string, canonical []byte) [32]byte {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum
+}
+
+// requestFingerprint hashes prepare's canonical request, or the raw request
+// when prepare gave none (see Prepared.Canonical).
+func requestFingerprint(r *http.Request, op *Operation, body, canonical []byte) ([32]byte, error) {
+	if canonical != nil {
+		return FingerprintCanonical(r.Method, op.Pattern, canonical), nil
+	}
+	in := FingerprintInput{
+		Method:      r.Method,
+		Pattern:     op.Pattern,
+		RawQuery:    r.URL.RawQuery,
+		ContentType: r.Header.Get("Content-Type"),
+		Body:        body,
+		Exclude:     op.Policy.FingerprintExclude,
+	}
+	for _, name := range op.PathParams {
+		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
+	}
+	fp, err := Fingerprint(in)
+	if errors.Is(err, ErrInvalidJSON) {
+		return fp, InvalidRequest("body", err)
+	}
+	return fp, err
 }
 
 func canonicalQuery(raw string) string {

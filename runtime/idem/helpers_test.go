@@ -286,9 +286,9 @@ func (e *env) count(sql string, args ...any) int {
 func (e *env) records() int  { return e.count("SELECT count(*) FROM idem_records") }
 func (e *env) payments() int { return e.count("SELECT count(*) FROM payments") }
 
-func (e *env) state(key string) string {
+func (e *env) state(key string) idem.State {
 	e.t.Helper()
-	var s string
+	var s idem.State
 	err := e.db.QueryRow(context.Background(),
 		"SELECT state FROM idem_records WHERE idempotency_key = $1", strings.ToLower(key)).Scan(&s)
 	if errors.Is(err, pgx.ErrNoRows) {

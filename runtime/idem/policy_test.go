@@ -155,9 +155,10 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("%d outcomes", len(outcomes))
 	}
 	want := []struct {
-		result, state string
-		status        int
-		replayed      bool
+		result   idem.Result
+		state    idem.State
+		status   int
+		replayed bool
 	}{{"executed", "COMPLETED", 201, false}, {"replayed", "COMPLETED", 201, true}, {"rejected", "", 409, false}}
 	for i, w := range want {
 		o := outcomes[i]

@@ -81,7 +81,7 @@ var opCreatePayment = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeLease, Lease: 5 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: []string{"/metadata/clientSentAt"},
-		SchemaVersion: "cebe8b3de532", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "0b65d4aaa0ec", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
@@ -94,7 +94,7 @@ var opCapturePayment = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "a58bb6605414", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "3a7abfa16914", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
@@ -107,7 +107,7 @@ var opCreateRefund = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: []int{422}, FingerprintExclude: nil,
-		SchemaVersion: "5f9f3ad96a34", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "0d125e75c15d", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }

@@ -94,12 +94,16 @@ func (s *Service) CreatePayment(ctx context.Context, tx pgx.Tx, req api.CreatePa
 		// A 5xx is not kept: the claim becomes FAILED_RETRYABLE and a retry
 		// with the same key and payload runs this again, which finds the
 		// charge if the gateway made one despite the error.
+		// The cause (an address, a dial error) goes to the log, not to the
+		// client.
 		s.log.WarnContext(ctx, "gateway charge", "key", key, "err", err)
-		code := "gateway_unavailable"
+		code, detail := "gateway_unavailable", "the payment gateway is unavailable; retry with the same Idempotency-Key"
 		if errors.Is(err, gateway.ErrTimeout) {
-			code = "gateway_timeout"
+			code, detail = "gateway_timeout", "the payment gateway did not answer in time; retry with the same Idempotency-Key"
 		}
-		return api.CreatePayment502Response{Body: api.Error{Code: code, Message: err.Error() + "; retry with the same Idempotency-Key"}}, nil
+		return api.CreatePayment502Response{Body: api.Problem{
+			Type: "about:blank", Title: "Bad Gateway", Status: 502, Detail: &detail, Code: code,
+		}}, nil
 	}
 	// No SaveRecoveryPoint here: it commits on a second pool connection
 	// while tx holds one, and a crash between the charge and the commit is

@@ -46,7 +46,7 @@ var opCreateNote = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "f6864cd7c4e4", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "a30a3f68f906", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }

@@ -53,7 +53,7 @@ var opCreateNote = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "274fe43f63e0", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "fe447d57d1e2", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }

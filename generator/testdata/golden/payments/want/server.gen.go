@@ -95,7 +95,7 @@ var opCreatePayment = idem.Operation{
 		TTL: 12 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: []int{402}, FingerprintExclude: []string{"/metadata/sentAt"},
-		SchemaVersion: "229590cbaeb4", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "545345bf797a", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
