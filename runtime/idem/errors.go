@@ -28,8 +28,12 @@ var (
 	ErrLeaseLost           = errors.New("lease on the idempotency key was taken over")
 	ErrOutcomeUnknown      = errors.New("outcome of an earlier attempt with this idempotency key is unknown")
 	ErrBodyTooLarge        = errors.New("request body too large")
-	ErrUnauthenticated     = errors.New("request scope could not be resolved")
-	ErrNoLease             = errors.New("not inside a lease-mode idempotent handler")
+	// ErrBodyUnreadable wraps an error reading the request body (the client
+	// went away, or sent it slower than the server's read timeout allows);
+	// the client gets 408 or 400 without the network error's text.
+	ErrBodyUnreadable  = errors.New("request body could not be read")
+	ErrUnauthenticated = errors.New("request scope could not be resolved")
+	ErrNoLease         = errors.New("not inside a lease-mode idempotent handler")
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
@@ -42,6 +46,7 @@ const (
 	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
 	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
 	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
+	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
 	CodeMediaType       = "ERR415_UNSUPPORTED_MEDIA_TYPE"
 	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
@@ -56,6 +61,7 @@ const (
 	ReasonLeaseLost        = "IDEMPOTENCY_LEASE_LOST"
 	ReasonOutcomeUnknown   = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
 	ReasonBodyTooLarge     = "REQUEST_BODY_TOO_LARGE"
+	ReasonBodyUnreadable   = "REQUEST_BODY_UNREADABLE"
 	ReasonInvalidJSON      = "REQUEST_BODY_INVALID_JSON"
 	ReasonInvalidRequest   = "REQUEST_INVALID"
 	ReasonMediaType        = "UNSUPPORTED_MEDIA_TYPE"
@@ -187,7 +193,7 @@ func IsRequestError(err error) bool {
 	var ve *ValidationError
 	var mbe *http.MaxBytesError
 	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &mbe) ||
-		errors.Is(err, ErrBodyTooLarge) || errors.Is(err, ErrUnsupportedMediaType)
+		errors.Is(err, ErrBodyTooLarge) || errors.Is(err, ErrBodyUnreadable) || errors.Is(err, ErrUnsupportedMediaType)
 }
 
 // IsRetryable reports whether the client may retry the same request later
@@ -232,6 +238,12 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return mk(400, CodeMalformedHeader, ReasonKeyMalformed, err.Error())
 	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
 		return mk(413, CodeTooLarge, ReasonBodyTooLarge, "the request body is larger than the server accepts")
+	case errors.Is(err, ErrBodyUnreadable):
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return mk(408, CodeRequestTimeout, ReasonBodyUnreadable, "the request body did not arrive in time")
+		}
+		return mk(400, CodeInvalidRequest, ReasonBodyUnreadable, "the request body could not be read")
 	case errors.Is(err, ErrUnsupportedMediaType):
 		return mk(415, CodeMediaType, ReasonMediaType, err.Error())
 	case errors.As(err, &ve):

@@ -51,9 +51,16 @@ func RawOrNull(b json.RawMessage) []byte {
 }
 
 // ReadBody reads a request body bounded by limit; a larger body is a
-// *http.MaxBytesError, which idem.WriteProblem answers with 413.
+// *http.MaxBytesError, which idem.WriteProblem answers with 413, and a
+// failed read wraps idem.ErrBodyUnreadable (408 or 400, without the
+// network error's text).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) {
+		return b, fmt.Errorf("%w: %w", idem.ErrBodyUnreadable, err)
+	}
+	return b, err
 }
 
 func bodyErr(err error) error { return idem.InvalidRequest("body", err) }
