@@ -141,14 +141,14 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 		}
 		return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
 	}
-	handler, err := prepare(body)
+	prep, err := prepare(body)
 	if err != nil {
-		var re *RequestError
-		if isProblem(err) || errors.As(err, &re) {
+		if isProblem(err) || IsRequestError(err) {
 			return err
 		}
 		return InvalidRequest("body", err)
 	}
+	handler := prep.Handler
 	if handler == nil {
 		return errors.New("idem: prepare returned a nil handler")
 	}
@@ -160,22 +160,8 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
 
-	in := FingerprintInput{
-		Method:      r.Method,
-		Pattern:     op.Pattern,
-		RawQuery:    r.URL.RawQuery,
-		ContentType: r.Header.Get("Content-Type"),
-		Body:        body,
-		Exclude:     pol.FingerprintExclude,
-	}
-	for _, name := range op.PathParams {
-		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
-	}
-	fp, err := Fingerprint(in)
+	fp, err := requestFingerprint(r, op, body, prep.Canonical)
 	if err != nil {
-		if errors.Is(err, ErrInvalidJSON) {
-			return InvalidRequest("body", err)
-		}
 		return err
 	}
 	rq.fp = fp[:]
