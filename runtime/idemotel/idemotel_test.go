@@ -66,8 +66,8 @@ func TestOneTraceFromRequestToConsumer(t *testing.T) {
 		// The HTTP server span a service's middleware (otelhttp) would start.
 		ctx, span := handlerTracer.Start(r.Context(), "POST /things", trace.WithSpanKind(trace.SpanKindServer))
 		defer span.End()
-		eng.Serve(w, r.WithContext(ctx), op, func([]byte) (idem.Handler, error) {
-			return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		eng.Serve(w, r.WithContext(ctx), op, func([]byte) (idem.Prepared, error) {
+			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 				_, s := handlerTracer.Start(ctx, "gateway.charge")
 				s.End()
 				ev := cloudevents.New()
@@ -77,7 +77,7 @@ func TestOneTraceFromRequestToConsumer(t *testing.T) {
 					return nil, err
 				}
 				return &idem.Response{Status: 201, Body: []byte(`{"id":1}`)}, nil
-			}, nil
+			}}, nil
 		})
 	}))
 	defer srv.Close()

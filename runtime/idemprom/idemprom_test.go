@@ -57,8 +57,8 @@ func newService(t *testing.T, opts idemprom.Options) (*service, *idemprom.Metric
 	mux := http.NewServeMux()
 	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
 	mux.HandleFunc("POST /things", func(w http.ResponseWriter, r *http.Request) {
-		eng.Serve(w, r, op, func(body []byte) (idem.Handler, error) {
-			return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		eng.Serve(w, r, op, func(body []byte) (idem.Prepared, error) {
+			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 				if bytes.Contains(body, []byte("block")) {
 					s.started <- struct{}{}
 					<-s.release
@@ -68,7 +68,7 @@ func newService(t *testing.T, opts idemprom.Options) (*service, *idemprom.Metric
 					return nil, err
 				}
 				return &idem.Response{Status: 201, Body: []byte(fmt.Sprintf(`{"id":%d}`, id))}, nil
-			}, nil
+			}}, nil
 		})
 	})
 	s.srv = httptest.NewServer(mux)
