@@ -211,6 +211,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			continue
 		}
 		fields[prm.Field] = loc
+		prm.Fingerprint = !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
 		if p.In == "path" {
 			prm.Key = muxWildcard(p.Name)
 		}

@@ -43,6 +43,7 @@ func (e *Engine) serveAtomic(rq *request, h Handler, st recordStore) error {
 		done(err)
 		switch {
 		case err == nil:
+			rq.claimed(claim.Attempts, claim.Fence)
 			return e.runAtomic(rq, tx, claim, h, st)
 		case errors.Is(err, pgx.ErrNoRows):
 			// READ COMMITTED: this statement's snapshot sees the record the

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"sync"
 	"sync/atomic"
@@ -60,6 +61,16 @@ type Config struct {
 	Recover map[string]RecoverFunc
 	// Hooks observe the engine.
 	Hooks Hooks
+	// Observers see each request and its phases from inside the engine
+	// (trace spans, latency histograms); see Observer.
+	Observers []Observer
+	// Logger receives the engine's log lines: one per request (Debug for
+	// routine outcomes, Info for a takeover, Warn for a conflict, a lost
+	// lease or an unknown outcome, Error for an internal error) and one per
+	// error the client does not see in full when Hooks.OnError is nil. Each
+	// names the operation, the outcome, the key's hash and the attempt;
+	// none holds a key, a body or a header value. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // Hooks are optional observer callbacks. They run synchronously on the
@@ -68,8 +79,12 @@ type Hooks struct {
 	// OnOutcome is called once per Serve, after the response is written.
 	OnOutcome func(ctx context.Context, op *Operation, o Outcome)
 	// OnError receives errors the client does not see in full: 5xx causes,
-	// failed bookkeeping statements, recovered panics. Nil logs with log/slog.
+	// failed bookkeeping statements, recovered panics. Nil logs them with
+	// Config.Logger.
 	OnError func(ctx context.Context, op *Operation, err error)
+	// OnAudit is called for every replay of a stored response and every
+	// refused reuse of a key (a conflict), after the response is written.
+	OnAudit func(ctx context.Context, a Audit)
 }
 
 // Engine runs idempotent operations against PostgreSQL. It holds no state of
@@ -112,6 +127,9 @@ func New(db DB, cfg Config) (*Engine, error) {
 		if !neverStored[h] {
 			e.stored[h] = true
 		}
+	}
+	if len(cfg.Observers) > 0 {
+		e.obs = observers(cfg.Observers)
 	}
 	if err := e.Register(cfg.Operations...); err != nil {
 		return nil, err

@@ -125,7 +125,14 @@ func (e *env) handle(behave string, h idem.Handler) {
 	e.custom[behave] = h
 }
 
-func (e *env) prepare(body []byte) (idem.Handler, error) {
+// prepare leaves Prepared.Canonical nil: the engine fingerprints the raw
+// request, as for a hand-written handler.
+func (e *env) prepare(body []byte) (idem.Prepared, error) {
+	h, err := e.handler(body)
+	return idem.Prepared{Handler: h}, err
+}
+
+func (e *env) handler(body []byte) (idem.Handler, error) {
 	var req payReq
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, idem.InvalidRequest("body", err)

@@ -28,6 +28,7 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 		claim, err := st.claimLease(cctx, e.claimParams(rq, leaseMs))
 		done(err)
 		if err == nil {
+			rq.claimed(claim.Attempts, claim.Fence)
 			return e.runLease(rq, claim, h, st)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {

@@ -55,6 +55,70 @@ type Outcome struct {
 	Replayed bool
 	Err      error
 	Duration time.Duration
+	// Tenant and KeyHash (Key.Hash) identify the record; both empty when
+	// the request had no valid key.
+	Tenant  string
+	KeyHash string
+	// Attempt is the record's execution count after this request claimed
+	// it (1: the key's first execution), Fence the claim's fencing token;
+	// both 0 when the request claimed nothing (a replay, a conflict).
+	Attempt int
+	Fence   int64
+	// Expired: the key named an expired record, and this request ran it as
+	// a new operation (onExpired: execute).
+	Expired bool
+	// StoredAt is when a replayed response was stored.
+	StoredAt time.Time
+	// Bytes is the size of the response body written, unless the answer
+	// was a problem.
+	Bytes int
+}
+
+// Label names the outcome in one word, the same in metrics, logs and
+// traces. The set is closed: executed, expired_executed, replayed,
+// recovered, released, failed_retryable, unknown, conflict, in_flight,
+// lease_lost, expired_rejected, schema_changed, rejected (a key, body or
+// validation error) and failed (an internal error).
+func (o Outcome) Label() string {
+	if o.Err != nil {
+		switch {
+		case errors.Is(o.Err, ErrFingerprintMismatch):
+			return "conflict"
+		case errors.Is(o.Err, ErrInFlight):
+			return "in_flight"
+		case errors.Is(o.Err, ErrLeaseLost):
+			return "lease_lost"
+		case errors.Is(o.Err, ErrOutcomeUnknown):
+			return "unknown"
+		case errors.Is(o.Err, ErrExpired):
+			return "expired_rejected"
+		case errors.Is(o.Err, ErrSchemaChanged):
+			return "schema_changed"
+		}
+	}
+	switch o.Result {
+	case ResultReplayed:
+		return "replayed"
+	case ResultRecovered:
+		return "recovered"
+	case ResultExecuted:
+		switch {
+		case o.State == StateReleased:
+			return "released"
+		case o.Expired:
+			return "expired_executed"
+		}
+		return "executed"
+	case ResultRejected:
+		return "rejected"
+	}
+	switch o.State {
+	case StateFailedRetryable:
+		return "failed_retryable"
+	case StateUnknown:
+		return "unknown"
+	}
+	return "failed"
 }
 
 type outcomeClass int
@@ -116,7 +180,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		if class == outcomeReplayable {
 			state = StateFailedReplayable
 		}
-		stored, err := e.storeOutcome(ctx, x, state, resp)
+		sctx, done := e.obs.enter(ctx, rq, phaseStore)
+		stored, err := e.storeOutcome(sctx, x, state, resp)
+		done(err)
 		if err == nil && !stored {
 			// Fenced out: another request took the claim over. This (zombie)
 			// attempt must not commit its business writes.
@@ -204,7 +270,7 @@ func (e *Engine) markRetryable(ctx context.Context, x *execution) {
 		})
 	}
 	if err != nil {
-		e.reportError(ctx, x.rq.op, fmt.Errorf("idem: record retryable outcome: %w", err))
+		e.reportError(ctx, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}
 }
 
@@ -222,7 +288,7 @@ func (e *Engine) release(ctx context.Context, x *execution) {
 		p.Fence, p.Fingerprint = 0, x.rq.fp
 	}
 	if _, err := e.q.Release(ctx, p); err != nil {
-		e.reportError(ctx, x.rq.op, fmt.Errorf("idem: release key: %w", err))
+		e.reportError(ctx, x.rq, fmt.Errorf("idem: release key: %w", err))
 	}
 }
 

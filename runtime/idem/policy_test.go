@@ -78,11 +78,11 @@ func TestInvalidPolicyAtStartup(t *testing.T) {
 	req := httptest.NewRequest("POST", "/orders", strings.NewReader("{}"))
 	req.Header.Set("Idempotency-Key", newKey())
 	ran := false
-	eng.Serve(rec, req, op, func([]byte) (idem.Handler, error) {
-		return func(context.Context, pgx.Tx) (*idem.Response, error) {
+	eng.Serve(rec, req, op, func([]byte) (idem.Prepared, error) {
+		return idem.Prepared{Handler: func(context.Context, pgx.Tx) (*idem.Response, error) {
 			ran = true
 			return &idem.Response{Status: 200}, nil
-		}, nil
+		}}, nil
 	})
 	if rec.Code != 500 || ran || reported == nil || !strings.Contains(reported.Error(), "72h") {
 		t.Fatalf("unregistered invalid operation: %d, ran %v, reported %v", rec.Code, ran, reported)

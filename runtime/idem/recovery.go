@@ -103,7 +103,7 @@ func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, rs *runStat
 	dec, herr := callRecover(hctx, hook, info)
 	end(herr)
 	if herr != nil {
-		e.reportError(rq.r.Context(), rq.op, fmt.Errorf("idem: recovery hook: %w", herr))
+		e.reportError(rq.r.Context(), rq, fmt.Errorf("idem: recovery hook: %w", herr))
 		dec = Unknown()
 	}
 	switch dec.kind {

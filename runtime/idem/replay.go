@@ -26,6 +26,7 @@ func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) 
 	state := State(rec.State)
 	live := state == StateInProgress || state == StateUnknown
 	if !live && (rec.Expired || state == StateExpired) {
+		rq.expired = true
 		if pol.OnExpired == ExpiredReject {
 			return actError, ErrExpired
 		}
@@ -73,7 +74,10 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 		}
 	}
 	rq.outcome = Outcome{Result: ResultReplayed, State: State(rec.State), Status: resp.Status, Replayed: true}
+	rq.storedAt = rec.CompletedAt.Time
+	_, done := e.obs.enter(rq.r.Context(), rq, phaseReplay)
 	e.writeResponse(rq, resp, &replayInfo{completedAt: rec.CompletedAt.Time})
+	done(nil)
 	return nil
 }
 

@@ -7,7 +7,6 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"runtime/debug"
 	"strconv"
@@ -27,6 +26,18 @@ type request struct {
 	digest  string
 	start   time.Time
 	outcome Outcome
+	// What report adds to the outcome: the claim's attempt and fence, a
+	// record that had expired, a replayed response's time, the body size.
+	attempt  int
+	fence    int64
+	expired  bool
+	storedAt time.Time
+	bytes    int
+}
+
+// claimed notes the claim rq runs under.
+func (rq *request) claimed(attempts int32, fence int64) {
+	rq.attempt, rq.fence = int(attempts), fence
 }
 
 // Serve runs one idempotent request from key parsing to the response: it
@@ -40,13 +51,20 @@ type request struct {
 // a 500 problem; http.ErrAbortHandler is re-panicked after that clean-up.
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
 	rq := &request{op: op, r: r, w: w, start: time.Now()}
+	var observed func(Outcome)
+	if len(e.cfg.Observers) > 0 && op != nil {
+		var ctx context.Context
+		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
+		rq.r = r.WithContext(ctx)
+	}
 	err := e.serve(rq, prepare)
 	var pe *PanicError
 	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
 	if err != nil && !abort {
 		p := ProblemFor(err, op.Policy.Profile)
-		if p.Status >= 500 && !isProblem(err) {
-			e.reportError(r.Context(), op, err)
+		if p.Status >= 500 && !isProblem(err) && e.cfg.Hooks.OnError != nil {
+			// Without the hook, report logs the cause with the request.
+			e.cfg.Hooks.OnError(rq.r.Context(), op, err)
 		}
 		writeProblem(w, p)
 		rq.outcome.Status = p.Status
@@ -59,25 +77,18 @@ func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, pr
 			}
 		}
 	}
+	if op != nil {
+		e.report(rq.r.Context(), rq)
+	}
+	if observed != nil {
+		observed(rq.outcome)
+	}
 	if h := e.cfg.Hooks.OnOutcome; h != nil {
-		rq.outcome.Duration = time.Since(rq.start)
-		h(r.Context(), op, rq.outcome)
+		h(rq.r.Context(), op, rq.outcome)
 	}
 	if abort {
 		panic(pe.Value) // the handler asked net/http to abort the response
 	}
-}
-
-func (e *Engine) reportError(ctx context.Context, op *Operation, err error) {
-	if h := e.cfg.Hooks.OnError; h != nil {
-		h(ctx, op, err)
-		return
-	}
-	id := ""
-	if op != nil {
-		id = op.ID
-	}
-	slog.ErrorContext(ctx, "idem: request failed", "operation", id, "error", err)
 }
 
 func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
@@ -128,16 +139,16 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 		if errors.As(err, &mbe) {
 			return fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
 		}
-		return InvalidRequest("body", err)
+		return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
 	}
-	handler, err := prepare(body)
+	prep, err := prepare(body)
 	if err != nil {
-		var re *RequestError
-		if isProblem(err) || errors.As(err, &re) {
+		if isProblem(err) || IsRequestError(err) {
 			return err
 		}
 		return InvalidRequest("body", err)
 	}
+	handler := prep.Handler
 	if handler == nil {
 		return errors.New("idem: prepare returned a nil handler")
 	}
@@ -149,22 +160,8 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
 
-	in := FingerprintInput{
-		Method:      r.Method,
-		Pattern:     op.Pattern,
-		RawQuery:    r.URL.RawQuery,
-		ContentType: r.Header.Get("Content-Type"),
-		Body:        body,
-		Exclude:     pol.FingerprintExclude,
-	}
-	for _, name := range op.PathParams {
-		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
-	}
-	fp, err := Fingerprint(in)
+	fp, err := requestFingerprint(r, op, body, prep.Canonical)
 	if err != nil {
-		if errors.Is(err, ErrInvalidJSON) {
-			return InvalidRequest("body", err)
-		}
 		return err
 	}
 	rq.fp = fp[:]
@@ -182,7 +179,9 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 
 	// Replay fast path: one read, no transaction. A read, not a
 	// check-and-set: claims stay INSERT ... ON CONFLICT.
-	rec, found, err := st.read(ctx, rq.key)
+	rctx, done := e.obs.enter(ctx, rq, phaseRead)
+	rec, found, err := st.read(rctx, rq.key)
+	done(err)
 	if err != nil {
 		return fmt.Errorf("idem: read record: %w", err)
 	}
@@ -252,6 +251,7 @@ func (e *Engine) writeResponse(rq *request, resp *Response, rp *replayInfo) {
 		h.Set("Idempotent-Replayed", "true")
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	rq.bytes = len(resp.Body)
 	rq.w.WriteHeader(resp.Status)
 	_, _ = rq.w.Write(resp.Body)
 }

@@ -106,16 +106,25 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 			b, _ := io.ReadAll(conn) // returns when the server closes
 			closed <- string(b)
 		}()
+		var answer string
 	trickle:
 		for i := 0; ; i++ {
 			select {
-			case <-closed:
+			case answer = <-closed:
 				break trickle
 			case <-time.After(time.Second):
 				if i == 30 {
 					t.Fatal("the server kept a trickling upload open for 30 s with HTTP_READ_TIMEOUT=1s")
 				}
 				_, _ = conn.Write([]byte(" "))
+			}
+		}
+		if answer != "" && !strings.HasPrefix(answer, "HTTP/1.1 408 ") {
+			t.Errorf("the answer to a timed-out upload is not a 408: %q", answer)
+		}
+		for _, leak := range []string{"i/o timeout", "127.0.0.1", "read tcp"} {
+			if strings.Contains(answer, leak) {
+				t.Errorf("the answer to a timed-out upload shows %q: %q", leak, answer)
 			}
 		}
 		// Meanwhile and afterwards the service serves.
