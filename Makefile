@@ -69,6 +69,7 @@ bench-in-db:
 	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload
 	mkdir -p docs
 	bin/benchload -server bin/benchserver $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
+	cd examples/payments && $(GO) test -run '^$$' -bench SlowUploads -benchtime 1x ./e2e/
 
 demo:
 	$(PG) run $(MAKE) --no-print-directory demo-in-db

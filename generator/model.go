@@ -261,6 +261,9 @@ type Param struct {
 	Explode  bool
 	Key      string // lookup key: the spec name, or the ServeMux wildcard of a path parameter
 	Parse    string // parse function of package idemimpl, with its type argument: ParseInt32, ParseEnum[Status]
+	// Fingerprint is whether the parameter is part of the idempotency
+	// fingerprint: every parameter but the idempotency key header itself.
+	Fingerprint bool
 }
 
 // Where names the parameter in error messages: `query parameter "limit"`.

@@ -144,24 +144,27 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 
 // handleCreateAtomic serves createAtomic (POST /atomic) through the idempotency engine.
 func (h *handler) handleCreateAtomic(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreateAtomic, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreateAtomicRequest(r, body)
+	h.engine.Serve(w, r, &opCreateAtomic, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreateAtomicRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreateAtomic.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreateAtomic(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeCreateAtomicRequest decodes and validates the request of createAtomic; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleCreateBaseline serves createBaseline (POST /baseline).
@@ -171,7 +174,7 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, err)
 		return
 	}
-	req, err := decodeCreateBaselineRequest(r, body)
+	req, _, err := decodeCreateBaselineRequest(r, body)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -184,31 +187,37 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeCreateBaselineRequest(r *http.Request, body []byte) (req CreateBaselineRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeCreateBaselineRequest decodes and validates the request of createBaseline; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateBaselineRequest(r *http.Request, body []byte) (req CreateBaselineRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleCreateLease serves createLease (POST /lease) through the idempotency engine.
 func (h *handler) handleCreateLease(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreateLease, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreateLeaseRequest(r, body)
+	h.engine.Serve(w, r, &opCreateLease, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreateLeaseRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreateLease.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreateLease(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreateLeaseRequest(r *http.Request, body []byte) (req CreateLeaseRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeCreateLeaseRequest decodes and validates the request of createLease; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateLeaseRequest(r *http.Request, body []byte) (req CreateLeaseRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // responder is implemented by the response types of every operation; its

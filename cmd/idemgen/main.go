@@ -93,6 +93,7 @@ const usage = `usage:
 	idemgen generate [-config idemgen.yaml] [-check]
 	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
 	idemgen lint [-require] SPEC
+	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
 	idemgen templates eject DIR
 	idemgen version
 `
@@ -128,6 +129,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return generate(args[1:], stdout, stderr)
 	case "lint":
 		return lint(args[1:], stdout, stderr)
+	case "conformance":
+		return conformanceCmd(args[1:], stdout, stderr)
 	case "templates":
 		if len(args) != 3 || args[1] != "eject" {
 			return usageError{"want: templates eject DIR"}

@@ -126,9 +126,34 @@ type Handler func(ctx context.Context, tx pgx.Tx) (*Response, error)
 
 // PrepareFunc decodes and validates a request whose body the engine has
 // already read (bounded by Config.MaxBodyBytes). It returns the Handler to
-// run. An error is a request validation error: the client gets a 400
-// problem+json and no idempotency record is written.
-type PrepareFunc func(body []byte) (Handler, error)
+// run and the canonical form of the request, which is what the engine
+// fingerprints. An error is a client error and no idempotency record is
+// written: a *ValidationError or *RequestError is a 400 problem+json, an
+// error wrapping ErrUnsupportedMediaType a 415, a *Problem itself.
+//
+// This is the seam between the engine and generated code: the engine owns
+// the key, the record and Content-Digest (over the raw body); prepare owns
+// what the request means.
+type PrepareFunc func(body []byte) (Prepared, error)
+
+// Prepared is a decoded and validated request, ready to run.
+type Prepared struct {
+	// Handler runs the operation; it must not be nil.
+	Handler Handler
+	// Canonical is an encoding of everything Handler acts on — declared
+	// parameters, the body's media type and the decoded body — with the
+	// policy's fingerprint exclusions left out. Requests with equal
+	// Canonical bytes must be the same request to Handler. The fingerprint
+	// is SHA-256 over the operation's method, route pattern and Canonical
+	// (FingerprintCanonical). Generated code builds it with package
+	// idemimpl.
+	//
+	// When Canonical is nil the engine fingerprints the raw request instead
+	// (Fingerprint: method, route, path parameters, query, media type and
+	// the RFC 8785 form of a JSON body, without headers or cookies), which
+	// suits hand-written handlers that read nothing else.
+	Canonical []byte
+}
 
 // DB is what the engine needs from PostgreSQL; *pgxpool.Pool and *pgx.Conn
 // satisfy it. Transactions are begun READ COMMITTED whatever the server's

@@ -225,7 +225,8 @@ func TestRequestErrorsLeaveNoRecord(t *testing.T) {
 	}
 }
 
-// TestOutcomeClasses drives each outcome class of DESIGN.md in both modes.
+// TestOutcomeClasses drives each outcome class of the contract (README,
+// docs/design.md) in both modes.
 func TestOutcomeClasses(t *testing.T) {
 	t.Parallel()
 	for _, mode := range modes {

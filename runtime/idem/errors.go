@@ -28,8 +28,15 @@ var (
 	ErrLeaseLost           = errors.New("lease on the idempotency key was taken over")
 	ErrOutcomeUnknown      = errors.New("outcome of an earlier attempt with this idempotency key is unknown")
 	ErrBodyTooLarge        = errors.New("request body too large")
-	ErrUnauthenticated     = errors.New("request scope could not be resolved")
-	ErrNoLease             = errors.New("not inside a lease-mode idempotent handler")
+	// ErrBodyUnreadable wraps an error reading the request body (the client
+	// went away, or sent it slower than the server's read timeout allows);
+	// the client gets 408 or 400 without the network error's text.
+	ErrBodyUnreadable  = errors.New("request body could not be read")
+	ErrUnauthenticated = errors.New("request scope could not be resolved")
+	ErrNoLease         = errors.New("not inside a lease-mode idempotent handler")
+	// ErrUnsupportedMediaType is wrapped by the error for a request body
+	// whose media type the operation does not declare: 415.
+	ErrUnsupportedMediaType = errors.New("unsupported media type")
 )
 
 // Problem codes and reasons of the HTTP contract.
@@ -39,6 +46,8 @@ const (
 	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
 	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
 	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
+	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
+	CodeMediaType       = "ERR415_UNSUPPORTED_MEDIA_TYPE"
 	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
 	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
@@ -52,8 +61,10 @@ const (
 	ReasonLeaseLost        = "IDEMPOTENCY_LEASE_LOST"
 	ReasonOutcomeUnknown   = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
 	ReasonBodyTooLarge     = "REQUEST_BODY_TOO_LARGE"
+	ReasonBodyUnreadable   = "REQUEST_BODY_UNREADABLE"
 	ReasonInvalidJSON      = "REQUEST_BODY_INVALID_JSON"
 	ReasonInvalidRequest   = "REQUEST_INVALID"
+	ReasonMediaType        = "UNSUPPORTED_MEDIA_TYPE"
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonInternal         = "INTERNAL_ERROR"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
@@ -71,6 +82,9 @@ type Problem struct {
 	Instance string `json:"instance,omitempty"`
 	Code     string `json:"code"`
 	Reason   string `json:"reason"`
+	// Errors lists every violation of a request that breaks its schema
+	// (RFC 9457 section 3's "errors" extension member).
+	Errors []Violation `json:"errors,omitempty"`
 	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
 	RetryAfter time.Duration `json:"-"`
 	// Err is the cause; it is never written to the client.
@@ -86,6 +100,54 @@ func (p *Problem) Error() string {
 }
 
 func (p *Problem) Unwrap() error { return p.Err }
+
+// Violation is one way a request breaks its operation's schema.
+type Violation struct {
+	// In is where the offending value is: body, path, query, header or cookie.
+	In string `json:"in"`
+	// Parameter names the parameter (In is not body).
+	Parameter string `json:"parameter,omitempty"`
+	// Pointer is an RFC 6901 JSON pointer, as a URI fragment, to the
+	// offending value inside the body or inside a structured parameter:
+	// "#/items/0/quantity". "#" is the whole body.
+	Pointer string `json:"pointer,omitempty"`
+	// Rule is the schema keyword the value breaks ("minimum", "required",
+	// "type", "additionalProperties"), or "syntax" for a value that does not
+	// parse as its media type says.
+	Rule string `json:"rule"`
+	// Detail says what was expected, for a person.
+	Detail string `json:"detail"`
+}
+
+func (v Violation) String() string {
+	where := v.In
+	if v.Parameter != "" {
+		where += " parameter " + strconv.Quote(v.Parameter)
+	}
+	if v.Pointer != "" && (v.Pointer != "#" || v.Parameter != "") {
+		where += " " + v.Pointer
+	}
+	return where + ": " + v.Detail
+}
+
+// ValidationError is a request that breaks its operation's schema, with
+// every violation found. It maps to one 400 problem+json listing them and
+// never leaves an idempotency record.
+type ValidationError struct {
+	Violations []Violation
+}
+
+func (e *ValidationError) Error() string {
+	var b strings.Builder
+	b.WriteString("request invalid: ")
+	for i, v := range e.Violations {
+		if i > 0 {
+			b.WriteString("; ")
+		}
+		b.WriteString(v.String())
+	}
+	return b.String()
+}
 
 // retryAfterError attaches a Retry-After delay to an error.
 type retryAfterError struct {
@@ -124,11 +186,14 @@ func IsKeyError(err error) bool {
 }
 
 // IsRequestError reports whether err is a client error that leaves no record:
-// a key error, a *RequestError, or a body that is too large.
+// a key error, a *RequestError or *ValidationError, a body that is too large
+// or of a media type the operation does not accept.
 func IsRequestError(err error) bool {
 	var re *RequestError
+	var ve *ValidationError
 	var mbe *http.MaxBytesError
-	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &mbe) || errors.Is(err, ErrBodyTooLarge)
+	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &mbe) ||
+		errors.Is(err, ErrBodyTooLarge) || errors.Is(err, ErrBodyUnreadable) || errors.Is(err, ErrUnsupportedMediaType)
 }
 
 // IsRetryable reports whether the client may retry the same request later
@@ -163,6 +228,7 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return p
 	}
 	var re *RequestError
+	var ve *ValidationError
 	var mbe *http.MaxBytesError
 	var pe *PanicError
 	switch {
@@ -172,6 +238,18 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return mk(400, CodeMalformedHeader, ReasonKeyMalformed, err.Error())
 	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
 		return mk(413, CodeTooLarge, ReasonBodyTooLarge, "the request body is larger than the server accepts")
+	case errors.Is(err, ErrBodyUnreadable):
+		var ne net.Error
+		if errors.As(err, &ne) && ne.Timeout() {
+			return mk(408, CodeRequestTimeout, ReasonBodyUnreadable, "the request body did not arrive in time")
+		}
+		return mk(400, CodeInvalidRequest, ReasonBodyUnreadable, "the request body could not be read")
+	case errors.Is(err, ErrUnsupportedMediaType):
+		return mk(415, CodeMediaType, ReasonMediaType, err.Error())
+	case errors.As(err, &ve):
+		p := mk(400, CodeInvalidRequest, ReasonInvalidRequest, violationsDetail(ve.Violations))
+		p.Errors = ve.Violations
+		return p
 	case errors.As(err, &re):
 		var se *json.SyntaxError
 		if errors.Is(err, ErrInvalidJSON) || errors.As(err, &se) {
@@ -221,6 +299,13 @@ func ProblemFor(err error, profile Profile) *Problem {
 	default:
 		return mk(500, CodeInternal, ReasonInternal, "")
 	}
+}
+
+func violationsDetail(vs []Violation) string {
+	if len(vs) == 1 {
+		return vs[0].String()
+	}
+	return fmt.Sprintf("%d problems with the request, listed in errors", len(vs))
 }
 
 // databaseUnavailable reports whether err says PostgreSQL could not be

@@ -45,15 +45,17 @@ type orderRequest struct {
 func ordersHandler(eng *idem.Engine) http.Handler {
 	mux := http.NewServeMux()
 	mux.HandleFunc("POST /orders", func(w http.ResponseWriter, r *http.Request) {
-		eng.Serve(w, r, createOrder, func(body []byte) (idem.Handler, error) {
+		eng.Serve(w, r, createOrder, func(body []byte) (idem.Prepared, error) {
 			var req orderRequest
 			if err := json.Unmarshal(body, &req); err != nil {
-				return nil, idem.InvalidRequest("body", err)
+				return idem.Prepared{}, idem.InvalidRequest("body", err)
 			}
 			if req.Qty <= 0 {
-				return nil, idem.InvalidRequest("body: qty", errors.New("must be positive"))
+				return idem.Prepared{}, idem.InvalidRequest("body: qty", errors.New("must be positive"))
 			}
-			return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			// No Canonical: the engine fingerprints the raw request, which
+			// is all this handler reads (Prepared.Canonical).
+			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 				var id int64
 				err := tx.QueryRow(ctx, `INSERT INTO orders (item, qty) VALUES ($1, $2) RETURNING id`,
 					req.Item, req.Qty).Scan(&id)
@@ -66,7 +68,7 @@ func ordersHandler(eng *idem.Engine) http.Handler {
 					Header: http.Header{"Content-Type": {"application/json"}},
 					Body:   out,
 				}, nil
-			}, nil
+			}}, nil
 		})
 	})
 	return mux

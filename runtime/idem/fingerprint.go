@@ -8,6 +8,7 @@ import (
 	"errors"
 	"fmt"
 	"mime"
+	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
@@ -78,6 +79,47 @@ func Fingerprint(in FingerprintInput) ([32]byte, error) {
 	var sum [32]byte
 	h.Sum(sum[:0])
 	return sum, nil
+}
+
+// FingerprintCanonical returns the SHA-256 fingerprint of a request from its
+// canonical form (Prepared.Canonical): a length-prefixed encoding of a
+// version tag, the method, the route template and canonical. It cannot
+// collide with Fingerprint, whose version tag differs.
+func FingerprintCanonical(method, pattern string, canonical []byte) [32]byte {
+	h := sha256.New()
+	var n [8]byte
+	for _, s := range [][]byte{[]byte("idem-fingerprint-v2"), []byte(method), []byte(pattern), canonical} {
+		binary.BigEndian.PutUint64(n[:], uint64(len(s)))
+		h.Write(n[:])
+		h.Write(s)
+	}
+	var sum [32]byte
+	h.Sum(sum[:0])
+	return sum
+}
+
+// requestFingerprint hashes prepare's canonical request, or the raw request
+// when prepare gave none (see Prepared.Canonical).
+func requestFingerprint(r *http.Request, op *Operation, body, canonical []byte) ([32]byte, error) {
+	if canonical != nil {
+		return FingerprintCanonical(r.Method, op.Pattern, canonical), nil
+	}
+	in := FingerprintInput{
+		Method:      r.Method,
+		Pattern:     op.Pattern,
+		RawQuery:    r.URL.RawQuery,
+		ContentType: r.Header.Get("Content-Type"),
+		Body:        body,
+		Exclude:     op.Policy.FingerprintExclude,
+	}
+	for _, name := range op.PathParams {
+		in.PathParams = append(in.PathParams, PathParam{Name: name, Value: r.PathValue(name)})
+	}
+	fp, err := Fingerprint(in)
+	if errors.Is(err, ErrInvalidJSON) {
+		return fp, InvalidRequest("body", err)
+	}
+	return fp, err
 }
 
 func canonicalQuery(raw string) string {

@@ -125,7 +125,14 @@ func (e *env) handle(behave string, h idem.Handler) {
 	e.custom[behave] = h
 }
 
-func (e *env) prepare(body []byte) (idem.Handler, error) {
+// prepare leaves Prepared.Canonical nil: the engine fingerprints the raw
+// request, as for a hand-written handler.
+func (e *env) prepare(body []byte) (idem.Prepared, error) {
+	h, err := e.handler(body)
+	return idem.Prepared{Handler: h}, err
+}
+
+func (e *env) handler(body []byte) (idem.Handler, error) {
 	var req payReq
 	if err := json.Unmarshal(body, &req); err != nil {
 		return nil, idem.InvalidRequest("body", err)
@@ -279,9 +286,9 @@ func (e *env) count(sql string, args ...any) int {
 func (e *env) records() int  { return e.count("SELECT count(*) FROM idem_records") }
 func (e *env) payments() int { return e.count("SELECT count(*) FROM payments") }
 
-func (e *env) state(key string) string {
+func (e *env) state(key string) idem.State {
 	e.t.Helper()
-	var s string
+	var s idem.State
 	err := e.db.QueryRow(context.Background(),
 		"SELECT state FROM idem_records WHERE idempotency_key = $1", strings.ToLower(key)).Scan(&s)
 	if errors.Is(err, pgx.ErrNoRows) {

@@ -1,6 +1,8 @@
 package idem
 
 import (
+	"crypto/sha256"
+	"encoding/hex"
 	"errors"
 	"fmt"
 	"strings"
@@ -106,4 +108,23 @@ func parseUUIDKey(v string, format KeyFormat) (string, error) {
 		}
 	}
 	return strings.ToLower(v), nil
+}
+
+// Hash identifies k's record without revealing the key: the first 16 hex
+// digits of SHA-256(tenant NUL operation NUL key). Logs, audit records and
+// trace spans carry it instead of the key; `idemgen records get` prints it,
+// and SQL can compute it (idemgen records list --hash). None of the three
+// parts can contain NUL (PostgreSQL text cannot), so distinct records never
+// share an encoding. A UUID key's hash cannot be reversed; an opaque key
+// that is easy to guess (an order number) can be recovered by trying
+// candidates, as from any unkeyed hash.
+func (k Key) Hash() string {
+	h := sha256.New()
+	h.Write([]byte(k.Tenant))
+	h.Write([]byte{0})
+	h.Write([]byte(k.Operation))
+	h.Write([]byte{0})
+	h.Write([]byte(k.Value))
+	var sum [sha256.Size]byte
+	return hex.EncodeToString(h.Sum(sum[:0])[:8])
 }

@@ -3,23 +3,60 @@ package idem
 import (
 	"context"
 	"errors"
+	"fmt"
 	"strconv"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Pipelining. When the DB can hand out a dedicated connection (a
 // *pgxpool.Pool, or a *pgx.Conn), the engine runs a request on one
 // connection and sends the statements it owns in pgx batches (one round
 // trip each): BEGIN with the claim, and the outcome with COMMIT. Any other
-// DB gets one statement per round trip, with the same semantics.
+// DB gets one statement per round trip (plainStore), with the same semantics.
+
+// beginRC is what pgx sends for TxOptions{IsoLevel: pgx.ReadCommitted}.
+const beginRC = "begin isolation level read committed"
+
+func setLockTimeout(d time.Duration) string {
+	return "SET LOCAL lock_timeout = " + strconv.FormatInt(max(d.Milliseconds(), 1), 10)
+}
+
+const resetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
+
+// Fixed statements of the batches (package-level: no allocation per request).
+var (
+	resetAfter     = []string{resetLockTimeout}
+	commitAfter    = []string{"commit"}
+	rollbackAfter  = []string{"rollback"}
+	leaseClaimPre  = []string{"begin"}
+	leaseClaimPost = []string{"commit", beginRC}
+)
+
+// claimPre is what precedes an atomic claim in its batch.
+func (e *Engine) claimPre(timeout time.Duration) []string {
+	if timeout == e.cfg.LockTimeout {
+		return e.atomicPre
+	}
+	return []string{beginRC, setLockTimeout(timeout)}
+}
 
 // poolAcquirer is implemented by *pgxpool.Pool.
 type poolAcquirer interface {
 	Acquire(ctx context.Context) (*pgxpool.Conn, error)
+}
+
+func canPipeline(db DB) bool {
+	switch db.(type) {
+	case poolAcquirer, *pgx.Conn:
+		return true
+	}
+	return false
 }
 
 // pconn is a connection held for one request.
@@ -29,19 +66,16 @@ type pconn struct {
 	done bool
 }
 
-// acquire returns a dedicated connection, or nil when the DB cannot give one.
+// acquire returns a dedicated connection.
 func (e *Engine) acquire(ctx context.Context) (*pconn, error) {
-	switch db := e.db.(type) {
-	case poolAcquirer:
+	if db, ok := e.db.(poolAcquirer); ok {
 		c, err := db.Acquire(ctx)
 		if err != nil {
 			return nil, err
 		}
 		return &pconn{c: c.Conn(), pool: c}, nil
-	case *pgx.Conn:
-		return &pconn{c: db}, nil
 	}
-	return nil, nil
+	return &pconn{c: e.db.(*pgx.Conn)}, nil
 }
 
 // release returns the connection, rolling back a transaction left open
@@ -59,6 +93,119 @@ func (p *pconn) release() {
 	if p.pool != nil {
 		p.pool.Release()
 	}
+}
+
+// pipelinedStore runs a request on one connection, acquired when first
+// needed and again after release.
+type pipelinedStore struct {
+	e  *Engine
+	pc *pconn
+	// leaseBatched: the first lease claim went out in a batch that also
+	// began the business transaction; begun: that transaction is open.
+	leaseBatched, begun bool
+}
+
+func (s *pipelinedStore) open(ctx context.Context) error {
+	if s.pc != nil && !s.pc.done {
+		return nil
+	}
+	pc, err := s.e.acquire(ctx)
+	if err != nil {
+		return fmt.Errorf("idem: acquire connection: %w", err)
+	}
+	s.pc, s.begun = pc, false
+	return nil
+}
+
+func (s *pipelinedStore) release() {
+	s.pc.release()
+	s.begun = false
+}
+
+func (s *pipelinedStore) read(ctx context.Context, k Key) (store.GetRecordRow, bool, error) {
+	if err := s.open(ctx); err != nil {
+		return store.GetRecordRow{}, false, err
+	}
+	return readRecord(ctx, store.New(s.pc.c), k)
+}
+
+func (s *pipelinedStore) claimAtomic(ctx context.Context, p store.ClaimParams, pre []string) (pgx.Tx, store.ClaimRow, error) {
+	if err := s.open(ctx); err != nil {
+		return nil, store.ClaimRow{}, err
+	}
+	// One round trip: BEGIN, the bound, the claim, the reset. The
+	// lock_timeout covers the claim alone, never the handler.
+	b := &batchDB{c: s.pc.c, pre: pre, post: resetAfter}
+	c, err := store.New(b).Claim(ctx, p)
+	return &connTx{p: s.pc}, c, err
+}
+
+func (s *pipelinedStore) readAbort(ctx context.Context, tx pgx.Tx, k Key) (store.GetRecordRow, error) {
+	ct := tx.(*connTx)
+	// One round trip: the read and ROLLBACK (a duplicate that waited on the
+	// first request is answered sooner).
+	rec, err := store.New(&batchDB{c: ct.p.c, post: rollbackAfter}).GetRecord(ctx, recordParams(k))
+	ct.closed = true
+	ct.p.release() // rolls back if the batch stopped before its ROLLBACK
+	return rec, err
+}
+
+func (s *pipelinedStore) claimLease(ctx context.Context, p store.ClaimParams) (store.ClaimRow, error) {
+	if err := s.open(ctx); err != nil {
+		return store.ClaimRow{}, err
+	}
+	if s.leaseBatched {
+		return store.New(s.pc.c).Claim(ctx, p)
+	}
+	// One round trip: the claim in a transaction of its own, committed,
+	// then BEGIN of the business transaction.
+	s.leaseBatched = true
+	b := &batchDB{c: s.pc.c, pre: leaseClaimPre, post: leaseClaimPost}
+	c, err := store.New(b).Claim(ctx, p)
+	if errors.Is(err, pgx.ErrNoRows) {
+		// Held: the business transaction began for nothing.
+		if _, rerr := s.pc.c.Exec(ctx, "rollback"); rerr != nil {
+			return c, fmt.Errorf("idem: rollback: %w", rerr)
+		}
+	}
+	s.begun = err == nil
+	return c, err
+}
+
+func (s *pipelinedStore) begin(ctx context.Context) (pgx.Tx, error) {
+	if err := s.open(ctx); err != nil {
+		return nil, err
+	}
+	if !s.begun {
+		if _, err := s.pc.c.Exec(ctx, beginRC); err != nil {
+			return nil, err
+		}
+	}
+	s.begun = false
+	return &connTx{p: s.pc}, nil
+}
+
+func (s *pipelinedStore) complete(ctx context.Context, tx pgx.Tx, p store.CompleteParams) (bool, error) {
+	ct := tx.(*connTx)
+	// One round trip: the outcome and COMMIT, which PostgreSQL skips when
+	// the outcome fails or is fenced out.
+	b := &batchDB{c: ct.p.c, post: commitAfter}
+	_, err := store.New(b).CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
+	if isFencedOut(err) {
+		return false, nil
+	}
+	return true, ct.finish(err, b)
+}
+
+// isFencedOut reports CompleteOrAbort's error for a claim no longer held.
+func isFencedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
+func isLockTimeout(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // batchDB is a store.DBTX whose statements travel in one batch with fixed
@@ -138,224 +285,3 @@ func (r *batchRow) Scan(dest ...any) error {
 	}
 	return err
 }
-
-// connTx is the pgx.Tx handed to handlers when the engine began the
-// transaction itself inside a batch: it behaves like pgx's own (statements
-// on the connection, savepoints for Begin) and releases the connection when
-// it ends.
-type connTx struct {
-	p      *pconn
-	sp     int64
-	closed bool
-}
-
-var _ pgx.Tx = (*connTx)(nil)
-
-func (t *connTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if t.closed {
-		return nil, pgx.ErrTxClosed
-	}
-	t.sp++
-	if _, err := t.p.c.Exec(ctx, "savepoint sp_"+strconv.FormatInt(t.sp, 10)); err != nil {
-		return nil, err
-	}
-	return &savepointTx{parent: t, n: t.sp}, nil
-}
-
-func (t *connTx) Commit(ctx context.Context) error {
-	if t.closed {
-		return pgx.ErrTxClosed
-	}
-	t.closed = true
-	tag, err := t.p.c.Exec(ctx, "commit")
-	t.p.release()
-	if err != nil {
-		return err
-	}
-	if tag.String() == "ROLLBACK" {
-		return pgx.ErrTxCommitRollback
-	}
-	return nil
-}
-
-// finish ends the transaction after a statement sent through b, a batchDB
-// queuing "commit" behind it; err is that statement's error. It reports
-// how the commit went.
-func (t *connTx) finish(err error, b *batchDB) error {
-	t.closed = true
-	if err == nil && b.lastStatus == "ROLLBACK" {
-		err = pgx.ErrTxCommitRollback
-	}
-	t.p.release() // rolls back when the batch stopped before its commit
-	return err
-}
-
-func (t *connTx) Rollback(ctx context.Context) error {
-	if t.closed {
-		return pgx.ErrTxClosed
-	}
-	t.closed = true
-	var err error
-	if !t.p.c.IsClosed() && t.p.c.PgConn().TxStatus() != 'I' {
-		if _, err = t.p.c.Exec(ctx, "rollback"); err != nil {
-			_ = t.p.c.Close(context.Background())
-		}
-	}
-	t.p.release()
-	return err
-}
-
-func (t *connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
-	if t.closed {
-		return 0, pgx.ErrTxClosed
-	}
-	return t.p.c.CopyFrom(ctx, table, cols, src)
-}
-
-func (t *connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if t.closed {
-		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
-	}
-	return t.p.c.SendBatch(ctx, b)
-}
-
-// LargeObjects needs a pgx-made Tx (its field is unexported): one is made
-// over the same connection, already inside this transaction, by a begin
-// query that is a no-op. Costs a round trip, only when used.
-func (t *connTx) LargeObjects() pgx.LargeObjects {
-	tx, err := t.p.c.BeginTx(context.Background(), pgx.TxOptions{BeginQuery: "select"})
-	if err != nil {
-		return pgx.LargeObjects{}
-	}
-	return tx.LargeObjects()
-}
-
-func (t *connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	if t.closed {
-		return nil, pgx.ErrTxClosed
-	}
-	return t.p.c.Prepare(ctx, name, sql)
-}
-
-func (t *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if t.closed {
-		return pgconn.CommandTag{}, pgx.ErrTxClosed
-	}
-	return t.p.c.Exec(ctx, sql, args...)
-}
-
-func (t *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if t.closed {
-		return errRows{}, pgx.ErrTxClosed
-	}
-	return t.p.c.Query(ctx, sql, args...)
-}
-
-func (t *connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if t.closed {
-		return errRow{pgx.ErrTxClosed}
-	}
-	return t.p.c.QueryRow(ctx, sql, args...)
-}
-
-func (t *connTx) Conn() *pgx.Conn { return t.p.c }
-
-type errRow struct{ err error }
-
-func (r errRow) Scan(...any) error { return r.err }
-
-// errRows is the closed Rows of a closed transaction, as pgx returns one.
-type errRows struct{}
-
-func (errRows) Close()                                       {}
-func (errRows) Err() error                                   { return pgx.ErrTxClosed }
-func (errRows) CommandTag() pgconn.CommandTag                { return pgconn.CommandTag{} }
-func (errRows) FieldDescriptions() []pgconn.FieldDescription { return nil }
-func (errRows) Next() bool                                   { return false }
-func (errRows) Scan(...any) error                            { return pgx.ErrTxClosed }
-func (errRows) Values() ([]any, error)                       { return nil, pgx.ErrTxClosed }
-func (errRows) RawValues() [][]byte                          { return nil }
-func (errRows) Conn() *pgx.Conn                              { return nil }
-func (errRows) TypeMap() *pgtype.Map                         { return nil }
-
-// savepointTx is a pseudo nested transaction, as pgx makes them.
-type savepointTx struct {
-	parent *connTx
-	n      int64
-	closed bool
-}
-
-var _ pgx.Tx = (*savepointTx)(nil)
-
-func (s *savepointTx) name() string { return "sp_" + strconv.FormatInt(s.n, 10) }
-
-func (s *savepointTx) Begin(ctx context.Context) (pgx.Tx, error) {
-	if s.closed {
-		return nil, pgx.ErrTxClosed
-	}
-	return s.parent.Begin(ctx)
-}
-
-func (s *savepointTx) Commit(ctx context.Context) error {
-	if s.closed {
-		return pgx.ErrTxClosed
-	}
-	_, err := s.parent.Exec(ctx, "release savepoint "+s.name())
-	s.closed = true
-	return err
-}
-
-func (s *savepointTx) Rollback(ctx context.Context) error {
-	if s.closed {
-		return pgx.ErrTxClosed
-	}
-	_, err := s.parent.Exec(ctx, "rollback to savepoint "+s.name())
-	s.closed = true
-	return err
-}
-
-func (s *savepointTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
-	if s.closed {
-		return 0, pgx.ErrTxClosed
-	}
-	return s.parent.CopyFrom(ctx, table, cols, src)
-}
-
-func (s *savepointTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
-	if s.closed {
-		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
-	}
-	return s.parent.SendBatch(ctx, b)
-}
-
-func (s *savepointTx) LargeObjects() pgx.LargeObjects { return s.parent.LargeObjects() }
-
-func (s *savepointTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
-	if s.closed {
-		return nil, pgx.ErrTxClosed
-	}
-	return s.parent.Prepare(ctx, name, sql)
-}
-
-func (s *savepointTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	if s.closed {
-		return pgconn.CommandTag{}, pgx.ErrTxClosed
-	}
-	return s.parent.Exec(ctx, sql, args...)
-}
-
-func (s *savepointTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
-	if s.closed {
-		return errRows{}, pgx.ErrTxClosed
-	}
-	return s.parent.Query(ctx, sql, args...)
-}
-
-func (s *savepointTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	if s.closed {
-		return errRow{pgx.ErrTxClosed}
-	}
-	return s.parent.QueryRow(ctx, sql, args...)
-}
-
-func (s *savepointTx) Conn() *pgx.Conn { return s.parent.Conn() }

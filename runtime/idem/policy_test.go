@@ -78,11 +78,11 @@ func TestInvalidPolicyAtStartup(t *testing.T) {
 	req := httptest.NewRequest("POST", "/orders", strings.NewReader("{}"))
 	req.Header.Set("Idempotency-Key", newKey())
 	ran := false
-	eng.Serve(rec, req, op, func([]byte) (idem.Handler, error) {
-		return func(context.Context, pgx.Tx) (*idem.Response, error) {
+	eng.Serve(rec, req, op, func([]byte) (idem.Prepared, error) {
+		return idem.Prepared{Handler: func(context.Context, pgx.Tx) (*idem.Response, error) {
 			ran = true
 			return &idem.Response{Status: 200}, nil
-		}, nil
+		}}, nil
 	})
 	if rec.Code != 500 || ran || reported == nil || !strings.Contains(reported.Error(), "72h") {
 		t.Fatalf("unregistered invalid operation: %d, ran %v, reported %v", rec.Code, ran, reported)
@@ -155,9 +155,10 @@ func TestHooks(t *testing.T) {
 		t.Fatalf("%d outcomes", len(outcomes))
 	}
 	want := []struct {
-		result, state string
-		status        int
-		replayed      bool
+		result   idem.Result
+		state    idem.State
+		status   int
+		replayed bool
 	}{{"executed", "COMPLETED", 201, false}, {"replayed", "COMPLETED", 201, true}, {"rejected", "", 409, false}}
 	for i, w := range want {
 		o := outcomes[i]

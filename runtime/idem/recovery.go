@@ -2,7 +2,9 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"fmt"
+	"runtime/debug"
 	"sync"
 	"time"
 
@@ -88,6 +90,59 @@ func (rs *runState) recoveryPoint() (string, []byte, bool) {
 		return "", nil, false
 	}
 	return *rs.point, rs.data, true
+}
+
+// runRecovery runs the operation's recovery hook for x, a taken-over claim.
+// done means the request has been answered (or err says how); otherwise the
+// handler runs.
+func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, rs *runState, hook RecoverFunc) (done bool, err error) {
+	rq := x.rq
+	info := Recovery{Attempts: int(x.claim.Attempts)}
+	info.Point, info.Data, info.HasPoint = rs.recoveryPoint()
+	hctx, end := e.obs.enter(hctx, rq, phaseRecover)
+	dec, herr := callRecover(hctx, hook, info)
+	end(herr)
+	if herr != nil {
+		e.reportError(rq.r.Context(), rq, fmt.Errorf("idem: recovery hook: %w", herr))
+		dec = Unknown()
+	}
+	switch dec.kind {
+	case decisionNotExecuted:
+		return false, nil
+	case decisionCompleted:
+		resp := dec.resp
+		if resp == nil || resp.Status < 100 || resp.Status > 999 {
+			return true, errors.New("idem: recovery hook returned Completed without a valid response")
+		}
+		rx := *x
+		rx.tx, rx.recovered = nil, true
+		return true, e.finish(bk, bk, &rx, resp, nil)
+	default: // Unknown
+		k := rq.key
+		n, err := e.q.MarkUnknown(bk, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
+			IdempotencyKey: k.Value, Fence: x.claim.Fence})
+		if err != nil {
+			return true, fmt.Errorf("idem: mark outcome unknown: %w", err)
+		}
+		if n == 0 {
+			return true, withRetryAfter(ErrLeaseLost, time.Second)
+		}
+		rq.outcome = Outcome{Result: ResultFailed, State: StateUnknown}
+		return true, withRetryAfter(ErrOutcomeUnknown, unknownRetryAfter)
+	}
+}
+
+// unknownRetryAfter is the Retry-After of an UNKNOWN outcome: the next retry
+// asks the recovery hook again.
+const unknownRetryAfter = 5 * time.Second
+
+func callRecover(ctx context.Context, f RecoverFunc, info Recovery) (d Decision, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			err = &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	return f(ctx, info)
 }
 
 // keepAlive renews the lease in the background while the handler runs, at a

@@ -1,11 +1,13 @@
 package idemimpl
 
 import (
-	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
+	"reflect"
+	"strings"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -49,26 +51,71 @@ func RawOrNull(b json.RawMessage) []byte {
 }
 
 // ReadBody reads a request body bounded by limit; a larger body is a
-// *http.MaxBytesError, which idem.WriteProblem answers with 413.
+// *http.MaxBytesError, which idem.WriteProblem answers with 413, and a
+// failed read wraps idem.ErrBodyUnreadable (408 or 400, without the
+// network error's text).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	return io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	var mbe *http.MaxBytesError
+	if err != nil && !errors.As(err, &mbe) {
+		return b, fmt.Errorf("%w: %w", idem.ErrBodyUnreadable, err)
+	}
+	return b, err
 }
 
-// DecodeJSON decodes a JSON request body into v. An empty (or all white
-// space) body leaves v alone, or is an *idem.RequestError when required.
-// Unknown properties are accepted, as OpenAPI schemas allow them unless
-// additionalProperties is false.
-func DecodeJSON(body []byte, v any, required bool) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		if required {
-			return idem.InvalidRequest("body", ErrMissing)
+func bodyErr(err error) error { return idem.InvalidRequest("body", err) }
+
+// unmarshalError describes an encoding/json error in terms of the request:
+// a JSON pointer and the expected JSON type, not Go types and fields.
+func unmarshalError(err error) error {
+	var te *json.UnmarshalTypeError
+	if errors.As(err, &te) {
+		ptr := "#"
+		if te.Field != "" {
+			ptr += "/" + strings.ReplaceAll(te.Field, ".", "/")
 		}
-		return nil
+		return fmt.Errorf("at %s: %s is not %s", ptr, te.Value, jsonKind(te.Type))
 	}
-	if err := json.Unmarshal(body, v); err != nil {
-		return idem.InvalidRequest("body", err)
+	var se *json.SyntaxError
+	if errors.As(err, &se) {
+		return fmt.Errorf("malformed JSON at byte %d", se.Offset)
 	}
-	return nil
+	// An UnmarshalJSON method of a generated type (an enum, a union):
+	// its message is ours, but drop encoding/json's Go-type prefix.
+	msg := err.Error()
+	if i := strings.LastIndex(msg, ": "); i >= 0 && strings.HasPrefix(msg, "json: ") {
+		msg = msg[i+2:]
+	}
+	return errors.New(msg)
+}
+
+// jsonKind names the JSON value a Go type decodes from.
+func jsonKind(t reflect.Type) string {
+	if t == nil {
+		return "the expected type"
+	}
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	switch t.Kind() {
+	case reflect.Bool:
+		return "a boolean"
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		return "an integer in the range of " + t.Kind().String()
+	case reflect.Float32, reflect.Float64:
+		return "a number"
+	case reflect.String:
+		return "a string"
+	case reflect.Slice, reflect.Array:
+		if t.Elem().Kind() == reflect.Uint8 {
+			return "a base64 string"
+		}
+		return "an array"
+	case reflect.Map, reflect.Struct:
+		return "an object"
+	}
+	return "the expected type"
 }
 
 // RawBody returns a non-JSON request body as received; an empty one is an
@@ -78,4 +125,11 @@ func RawBody(body []byte, required bool) ([]byte, error) {
 		return nil, idem.InvalidRequest("body", ErrMissing)
 	}
 	return body, nil
+}
+
+// DecodeJSON decodes a JSON body strictly (ParseJSON) into v, unmarshalling
+// v from the canonical encoding of the decoded value. An empty body leaves v
+// alone, or is an *idem.RequestError when required.
+func DecodeJSON(body []byte, v any, required bool) error {
+	return NewRequest(nil).JSONBody(body, v, required)
 }

@@ -81,7 +81,7 @@ var opCreatePayment = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeLease, Lease: 5 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: []string{"/metadata/clientSentAt"},
-		SchemaVersion: "efc293726a65", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "0b65d4aaa0ec", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
 }
@@ -181,7 +181,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeListPaymentsRequest(r, nil)
+	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -194,36 +194,43 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, err error) {
+// decodeListPaymentsRequest decodes and validates the request of listPayments; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("query", "limit")
+	return req, q, err
 }
 
 // handleCreatePayment serves createPayment (POST /payments) through the idempotency engine.
 func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreatePayment, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreatePaymentRequest(r, body)
+	h.engine.Serve(w, r, &opCreatePayment, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreatePaymentRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreatePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreatePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, err error) {
+// decodeCreatePaymentRequest decodes and validates the request of createPayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleQuotePayment serves quotePayment (POST /payments/quote).
@@ -233,7 +240,7 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, err)
 		return
 	}
-	req, err := decodeQuotePaymentRequest(r, body)
+	req, _, err := decodeQuotePaymentRequest(r, body)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -246,14 +253,17 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeQuotePaymentRequest decodes and validates the request of quotePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleGetPayment serves getPayment (GET /payments/{paymentId}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeGetPaymentRequest(r, nil)
+	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -266,67 +276,79 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, err error) {
+// decodeGetPaymentRequest decodes and validates the request of getPayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "paymentId")
+	return req, q, err
 }
 
 // handleCapturePayment serves capturePayment (PATCH /payments/{paymentId}) through the idempotency engine.
 func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCapturePayment, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCapturePaymentRequest(r, body)
+	h.engine.Serve(w, r, &opCapturePayment, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCapturePaymentRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCapturePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CapturePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, err error) {
+// decodeCapturePaymentRequest decodes and validates the request of capturePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("path", "paymentId")
 	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleCreateRefund serves createRefund (POST /payments/{paymentId}/refunds) through the idempotency engine.
 func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreateRefund, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreateRefundRequest(r, body)
+	h.engine.Serve(w, r, &opCreateRefund, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreateRefundRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreateRefund.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreateRefund(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreateRefundRequest(r *http.Request, body []byte) (req CreateRefundRequest, err error) {
+// decodeCreateRefundRequest decodes and validates the request of createRefund; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateRefundRequest(r *http.Request, body []byte) (req CreateRefundRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("path", "paymentId")
 	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // responder is implemented by the response types of every operation; its

@@ -128,6 +128,24 @@ func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }
 
+// Problem is an RFC 9457 problem detail with the service's error code. (#/components/schemas/Problem).
+type Problem struct {
+	Code   string  `json:"code"`
+	Detail *string `json:"detail,omitzero"`
+	Status int32   `json:"status"`
+	Title  string  `json:"title"`
+	Type   string  `json:"type"`
+}
+
+// UnmarshalJSON refuses a value that lacks a required property.
+func (v *Problem) UnmarshalJSON(b []byte) error {
+	type plain Problem
+	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
+		return err
+	}
+	return idemimpl.CheckRequired(b, "code", "status", "title", "type")
+}
+
 // Quote is generated from #/components/schemas/Quote.
 type Quote struct {
 	Amount   int64  `json:"amount"`
@@ -237,14 +255,14 @@ func (r CreatePayment400Response) toResponse() (*idem.Response, error) {
 	return idemimpl.JSONResponse(400, "application/json", r.Body)
 }
 
-// CreatePayment502Response is the 502 response of operation createPayment (POST /payments): The gateway failed or timed out; retry with the same key.
+// CreatePayment502Response is the 502 response of operation createPayment (POST /payments): The gateway failed or timed out; retry with the same key. The body says which (code gateway_timeout or gateway_unavailable), never how: the cause goes to the service's log.
 type CreatePayment502Response struct {
-	Body Error
+	Body Problem
 }
 
 func (CreatePayment502Response) isCreatePaymentResponse() {}
 func (r CreatePayment502Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(502, "application/json", r.Body)
+	return idemimpl.JSONResponse(502, "application/problem+json", r.Body)
 }
 
 // QuotePaymentRequest is the decoded request of operation quotePayment (POST /payments/quote).

@@ -86,7 +86,7 @@ func (s *Service) CreatePayment(ctx context.Context, tx pgx.Tx, req api.CreatePa
 		if err := json.Unmarshal(data, &ch); err != nil {
 			return nil, fmt.Errorf("recovery point %q: %w", point, err)
 		}
-		s.log.InfoContext(ctx, "recording a charge made by an earlier attempt", "key", key, "charge", ch.ID)
+		s.log.InfoContext(ctx, "recording a charge made by an earlier attempt", "key_hash", keyHash(ctx), "charge", ch.ID)
 		return s.recordPayment(ctx, tx, key, p, ch)
 	}
 	ch, err := s.gw.Charge(ctx, key, p.Amount, p.Currency)
@@ -94,12 +94,16 @@ func (s *Service) CreatePayment(ctx context.Context, tx pgx.Tx, req api.CreatePa
 		// A 5xx is not kept: the claim becomes FAILED_RETRYABLE and a retry
 		// with the same key and payload runs this again, which finds the
 		// charge if the gateway made one despite the error.
-		s.log.WarnContext(ctx, "gateway charge", "key", key, "err", err)
-		code := "gateway_unavailable"
+		// The cause (an address, a dial error) goes to the log, not to the
+		// client.
+		s.log.WarnContext(ctx, "gateway charge", "key_hash", keyHash(ctx), "err", err)
+		code, detail := "gateway_unavailable", "the payment gateway is unavailable; retry with the same Idempotency-Key"
 		if errors.Is(err, gateway.ErrTimeout) {
-			code = "gateway_timeout"
+			code, detail = "gateway_timeout", "the payment gateway did not answer in time; retry with the same Idempotency-Key"
 		}
-		return api.CreatePayment502Response{Body: api.Error{Code: code, Message: err.Error() + "; retry with the same Idempotency-Key"}}, nil
+		return api.CreatePayment502Response{Body: api.Problem{
+			Type: "about:blank", Title: "Bad Gateway", Status: 502, Detail: &detail, Code: code,
+		}}, nil
 	}
 	// No SaveRecoveryPoint here: it commits on a second pool connection
 	// while tx holds one, and a crash between the charge and the commit is
@@ -135,7 +139,7 @@ func (s *Service) RecoverCreatePayment(ctx context.Context, rec idem.Recovery) (
 		return idem.Unknown(), fmt.Errorf("recover createPayment: ask the gateway: %w", err)
 	}
 	if ok {
-		s.log.InfoContext(ctx, "recovery: the gateway charged an earlier attempt", "key", key, "charge", ch.ID, "attempts", rec.Attempts)
+		s.log.InfoContext(ctx, "recovery: the gateway charged an earlier attempt", "key_hash", keyHash(ctx), "charge", ch.ID, "attempts", rec.Attempts)
 		if err := savePoint(ctx, ch); err != nil {
 			return idem.Unknown(), err
 		}
@@ -338,6 +342,13 @@ func validatePayment(p api.NewPayment) string {
 // gatewayKey is the key the gateway charges under: the request's
 // idempotency key, scoped by tenant, so a retry of the same request finds
 // the same charge.
+// keyHash names the request's key in log lines (idem.Key.Hash): the key
+// itself never goes to the log.
+func keyHash(ctx context.Context) string {
+	k, _ := idem.KeyFromContext(ctx)
+	return k.Hash()
+}
+
 func gatewayKey(ctx context.Context) (string, error) {
 	k, ok := idem.KeyFromContext(ctx)
 	if !ok {

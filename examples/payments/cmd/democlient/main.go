@@ -17,6 +17,7 @@ import (
 	"net"
 	"net/http"
 	"os"
+	"os/exec"
 	"sort"
 	"strings"
 	"sync"
@@ -139,6 +140,7 @@ func run(bin string) error {
 	d.script()
 	d.events()
 	stopBookkeeper()
+	d.conformance(svc.URL)
 
 	fmt.Println()
 	if err := svc.Stop(20 * time.Second); err != nil {
@@ -330,6 +332,19 @@ func (d *demo) script() {
 	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
 	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
 	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
+}
+
+// conformance runs `idemgen conformance` against the running service: every
+// check of the contract, driven by openapi.yaml.
+func (d *demo) conformance(url string) {
+	d.title("idemgen conformance: the running service against the contract")
+	fmt.Printf("  $ go tool idemgen conformance -spec openapi.yaml -url %s\n", url)
+	cmd := exec.CommandContext(d.ctx, "go", "tool", "idemgen", "conformance", "-spec", "openapi.yaml", "-url", url)
+	out, err := cmd.CombinedOutput()
+	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
+		fmt.Println("  " + line)
+	}
+	d.expect(err == nil, "every check passed (exit status 0)")
 }
 
 // startBookkeeper consumes the service's events into the ledger, as

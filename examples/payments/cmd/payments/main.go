@@ -12,8 +12,22 @@
 //	               enqueues (payments.payment.created) to the PAYMENTS
 //	               stream. Unset: events wait in the outbox.
 //
+// HTTP limits (durations as in time.ParseDuration, 0 for none):
+//
+//	HTTP_READ_HEADER_TIMEOUT  time to read a request's headers (default 5s)
+//	HTTP_READ_TIMEOUT         time to read a whole request, body included (default 15s)
+//	HTTP_WRITE_TIMEOUT        time from the end of the headers to the end of
+//	                          the response (default 30s: the gateway's 10 s
+//	                          timeout, a lease takeover and the database)
+//	HTTP_IDLE_TIMEOUT         how long a keep-alive connection may idle (default 60s)
+//	HTTP_MAX_HEADER_BYTES     request line and headers (default 32768)
+//	HTTP_MAX_BODY_BYTES       request body, every route (default 65536: a
+//	                          payment is a few hundred bytes)
+//
 // On start it applies idemgen's migrations and its own, then serves the API
-// generated from openapi.yaml plus GET /healthz. SIGTERM or SIGINT stops it
+// generated from openapi.yaml plus GET /healthz. Clients never see internal
+// errors (addresses, connection strings, driver messages): they get a
+// problem+json, and the cause goes to the log. SIGTERM or SIGINT stops it
 // gracefully: in-flight requests finish, new ones are refused.
 package main
 
@@ -63,6 +77,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if addr == "" {
 		addr = "127.0.0.1:8080"
 	}
+	limits, err := limitsFromEnv()
+	if err != nil {
+		return err
+	}
 
 	cfg, err := pgxpool.ParseConfig(dbURL)
 	if err != nil {
@@ -95,8 +113,9 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	svc := service.New(pool, gw, log)
 	engine, err := idem.New(pool, idem.Config{
-		Operations: api.IdempotentOperations,
-		Recover:    svc.RecoveryHooks(), // createPayment asks the gateway after a crash
+		Operations:   api.IdempotentOperations,
+		Recover:      svc.RecoveryHooks(), // createPayment asks the gateway after a crash
+		MaxBodyBytes: limits.maxBody,
 	})
 	if err != nil {
 		return err
@@ -122,21 +141,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 	mux.Handle("/", api.NewHandler(svc, engine, api.WithErrorHook(func(r *http.Request, err error) {
 		log.Error("handler error", "method", r.Method, "path", r.URL.Path, "err", err)
 	})))
-	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {
-		ctx, cancel := context.WithTimeout(r.Context(), 2*time.Second)
-		defer cancel()
-		if err := pool.Ping(ctx); err != nil {
-			http.Error(w, "database: "+err.Error(), http.StatusServiceUnavailable)
-			return
-		}
-		fmt.Fprintln(w, "ok")
-	})
+	mux.Handle("GET /healthz", healthz(pool, log))
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: mux, ReadHeaderTimeout: 10 * time.Second}
+	srv := newServer(mux, limits)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())

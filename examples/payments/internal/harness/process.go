@@ -136,6 +136,9 @@ func (p *Process) Exited() bool {
 // Logs returns what the process wrote so far.
 func (p *Process) Logs() string { return p.logs.String() }
 
+// Pid returns the process id.
+func (p *Process) Pid() int { return p.cmd.Process.Pid }
+
 type syncBuffer struct {
 	mu sync.Mutex
 	b  bytes.Buffer

@@ -123,29 +123,32 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 
 // handleCreateNote serves createNote (POST /notes/) through the idempotency engine.
 func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreateNote, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreateNoteRequest(r, body)
+	h.engine.Serve(w, r, &opCreateNote, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreateNoteRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreateNote.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreateNote(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeCreateNoteRequest decodes and validates the request of createNote; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleGetNote serves getNote (GET /notes/{note-id}).
 func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeGetNoteRequest(r, nil)
+	req, _, err := decodeGetNoteRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -158,14 +161,19 @@ func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeGetNoteRequest(r *http.Request, body []byte) (req GetNoteRequest, err error) {
+// decodeGetNoteRequest decodes and validates the request of getNote; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeGetNoteRequest(r *http.Request, body []byte) (req GetNoteRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.NoteID, err = idemimpl.ParamRequired(r, "path", "noteID", idemimpl.ParseInt64); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("path", "noteID")
 	if req.At, err = idemimpl.ParamRequired(r, "query", "at", idemimpl.ParseTime); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("query", "at")
+	return req, q, err
 }
 
 // responder is implemented by the response types of every operation; its

@@ -140,7 +140,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 // handleFindPets serves findPets (GET /pets).
 func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "findPets")
-	req, err := decodeFindPetsRequest(r, nil)
+	req, _, err := decodeFindPetsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -153,43 +153,51 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeFindPetsRequest(r *http.Request, body []byte) (req FindPetsRequest, err error) {
+// decodeFindPetsRequest decodes and validates the request of findPets; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeFindPetsRequest(r *http.Request, body []byte) (req FindPetsRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("query", "limit")
 	if req.Tags, err = idemimpl.ParamList(r, "query", "tags", false, true, idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("query", "tags")
+	return req, q, err
 }
 
 // handleAddPet serves addPet (POST /pets) through the idempotency engine.
 func (h *handler) handleAddPet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "addPet")
-	h.engine.Serve(w, r, &opAddPet, func(body []byte) (idem.Handler, error) {
-		req, err := decodeAddPetRequest(r, body)
+	h.engine.Serve(w, r, &opAddPet, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeAddPetRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opAddPet.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.AddPet(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeAddPetRequest decodes and validates the request of addPet; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleDeletePet serves deletePet (DELETE /pets/{id}).
 func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "deletePet")
-	req, err := decodeDeletePetRequest(r, nil)
+	req, _, err := decodeDeletePetRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -202,17 +210,21 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest, err error) {
+// decodeDeletePetRequest decodes and validates the request of deletePet; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "id")
+	return req, q, err
 }
 
 // handleFindPetByID serves find pet by id (GET /pets/{id}).
 func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "find pet by id")
-	req, err := decodeFindPetByIDRequest(r, nil)
+	req, _, err := decodeFindPetByIDRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -225,11 +237,15 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeFindPetByIDRequest(r *http.Request, body []byte) (req FindPetByIDRequest, err error) {
+// decodeFindPetByIDRequest decodes and validates the request of find pet by id; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeFindPetByIDRequest(r *http.Request, body []byte) (req FindPetByIDRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "id")
+	return req, q, err
 }
 
 // responder is implemented by the response types of every operation; its

@@ -210,7 +210,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeListPaymentsRequest(r, nil)
+	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -223,50 +223,61 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, err error) {
+// decodeListPaymentsRequest decodes and validates the request of listPayments; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("query", "limit")
 	if req.Status, err = idemimpl.ParamOptional(r, "query", "status", idemimpl.ParseEnum[PaymentStatus]); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("query", "status")
 	if req.Tag, err = idemimpl.ParamList(r, "query", "tag", false, true, idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("query", "tag")
 	if req.XTraceID, err = idemimpl.ParamOptional(r, "header", "X-Trace-ID", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
+	q.Param("header", "X-Trace-ID")
 	if req.Session, err = idemimpl.ParamOptional(r, "cookie", "session", idemimpl.ParseString); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("cookie", "session")
+	return req, q, err
 }
 
 // handleCreatePayment serves createPayment (POST /payments) through the idempotency engine.
 func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opCreatePayment, func(body []byte) (idem.Handler, error) {
-		req, err := decodeCreatePaymentRequest(r, body)
+	h.engine.Serve(w, r, &opCreatePayment, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreatePaymentRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opCreatePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.CreatePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, err error) {
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+// decodeCreatePaymentRequest decodes and validates the request of createPayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleDeletePayment serves deletePayment (DELETE /payments/{id}).
 func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeDeletePaymentRequest(r, nil)
+	req, _, err := decodeDeletePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -279,16 +290,20 @@ func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePaymentRequest, err error) {
+// decodeDeletePaymentRequest decodes and validates the request of deletePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "id")
+	return req, q, err
 }
 
 // handleGetPayment serves getPayment (GET /payments/{id}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeGetPaymentRequest(r, nil)
+	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -301,66 +316,78 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, err error) {
+// decodeGetPaymentRequest decodes and validates the request of getPayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "id")
+	return req, q, err
 }
 
 // handleUpdatePayment serves updatePayment (PATCH /payments/{id}) through the idempotency engine.
 func (h *handler) handleUpdatePayment(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opUpdatePayment, func(body []byte) (idem.Handler, error) {
-		req, err := decodeUpdatePaymentRequest(r, body)
+	h.engine.Serve(w, r, &opUpdatePayment, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeUpdatePaymentRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opUpdatePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.UpdatePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeUpdatePaymentRequest(r *http.Request, body []byte) (req UpdatePaymentRequest, err error) {
+// decodeUpdatePaymentRequest decodes and validates the request of updatePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeUpdatePaymentRequest(r *http.Request, body []byte) (req UpdatePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	err = idemimpl.DecodeJSON(body, &req.Body, false)
-	return req, err
+	q.Param("path", "id")
+	err = q.JSONBody(body, &req.Body, false)
+	return req, q, err
 }
 
 // handleReplacePayment serves replacePayment (PUT /payments/{id}) through the idempotency engine.
 func (h *handler) handleReplacePayment(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opReplacePayment, func(body []byte) (idem.Handler, error) {
-		req, err := decodeReplacePaymentRequest(r, body)
+	h.engine.Serve(w, r, &opReplacePayment, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeReplacePaymentRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opReplacePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.ReplacePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePaymentRequest, err error) {
+// decodeReplacePaymentRequest decodes and validates the request of replacePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	err = idemimpl.DecodeJSON(body, &req.Body, true)
-	return req, err
+	q.Param("path", "id")
+	err = q.JSONBody(body, &req.Body, true)
+	return req, q, err
 }
 
 // handleCapturePayment serves capturePayment (POST /payments/{id}/capture).
 func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
-	req, err := decodeCapturePaymentRequest(r, nil)
+	req, _, err := decodeCapturePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
 		return
@@ -373,36 +400,44 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
-func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, err error) {
+// decodeCapturePaymentRequest decodes and validates the request of capturePayment; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	return req, err
+	q.Param("path", "id")
+	return req, q, err
 }
 
 // handleUploadReceipt serves uploadReceipt (PUT /payments/{id}/receipt) through the idempotency engine.
 func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opUploadReceipt, func(body []byte) (idem.Handler, error) {
-		req, err := decodeUploadReceiptRequest(r, body)
+	h.engine.Serve(w, r, &opUploadReceipt, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeUploadReceiptRequest(r, body)
 		if err != nil {
-			return nil, err
+			return idem.Prepared{}, err
 		}
-		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		return idem.Prepared{Canonical: q.Canonical(opUploadReceipt.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 			resp, err := h.srv.UploadReceipt(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
 			return respond(resp)
-		}, nil
+		}}, nil
 	})
 }
 
-func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, err error) {
+// decodeUploadReceiptRequest decodes and validates the request of uploadReceipt; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r)
 	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, err
+		return req, q, err
 	}
-	req.Body, err = idemimpl.RawBody(body, true)
-	return req, err
+	q.Param("path", "id")
+	req.Body, err = q.RawBody(body, true)
+	return req, q, err
 }
 
 // responder is implemented by the response types of every operation; its

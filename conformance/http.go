@@ -1,0 +1,223 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"mime"
+	"net/http"
+	"net/url"
+	"strconv"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Exchange is one request and what came back, as reported in the evidence.
+type Exchange struct {
+	Method string `json:"method"`
+	URL    string `json:"url"`
+	// Key is the key header as sent: absent (""), bare, quoted, or
+	// several values joined by ", " when the header was repeated.
+	Key         string            `json:"key,omitempty"`
+	Tenant      string            `json:"tenant,omitempty"`
+	RequestBody string            `json:"requestBody,omitempty"`
+	Status      int               `json:"status,omitempty"`
+	Header      map[string]string `json:"header,omitempty"` // the contract's response headers
+	Body        string            `json:"body,omitempty"`   // at most 2 KiB
+	Error       string            `json:"error,omitempty"`
+
+	resp    http.Header
+	raw     []byte // the whole response body
+	reqBody []byte
+}
+
+// reportedHeaders are the response headers an Exchange records.
+var reportedHeaders = []string{"Content-Type", "Content-Digest", "Idempotent-Replayed", "Last-Modified", "Date", "Retry-After"}
+
+const maxShown = 2048
+
+func shown(b []byte) string {
+	if len(b) > maxShown {
+		b = b[:maxShown]
+		for !utf8.Valid(b) && len(b) > 0 {
+			b = b[:len(b)-1]
+		}
+		return string(b) + "…"
+	}
+	return string(b)
+}
+
+// request is one request to send.
+type request struct {
+	method string
+	path   string // expanded, without the base URL
+	query  url.Values
+	header http.Header
+	body   []byte
+	ctype  string
+	keys   []string // values of the key header; none: no header
+	tenant string
+}
+
+func (q request) withKeys(keys ...string) request {
+	q.keys = keys
+	return q
+}
+
+func (q request) withBody(b []byte) request {
+	q.body = b
+	return q
+}
+
+func (q request) withTenant(t string) request {
+	q.tenant = t
+	return q
+}
+
+// send performs one request. A transport error is recorded in the Exchange
+// (Status 0), not returned: it is evidence too.
+func (r *runner) send(ctx context.Context, keyHeader string, q request) *Exchange {
+	u := r.base + q.path
+	if len(q.query) > 0 {
+		u += "?" + q.query.Encode()
+	}
+	ex := &Exchange{Method: q.method, URL: u, Key: strings.Join(q.keys, ", "), Tenant: q.tenant,
+		RequestBody: shown(q.body), reqBody: q.body}
+	var body io.Reader
+	if q.body != nil {
+		body = bytes.NewReader(q.body)
+	}
+	req, err := http.NewRequestWithContext(ctx, q.method, u, body)
+	if err != nil {
+		ex.Error = err.Error()
+		return ex
+	}
+	for k, vs := range r.cfg.Header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	for k, vs := range q.header {
+		req.Header[k] = append([]string(nil), vs...)
+	}
+	if q.body != nil && q.ctype != "" {
+		req.Header.Set("Content-Type", q.ctype)
+	}
+	if keyHeader != "" {
+		req.Header.Del(keyHeader)
+		for _, k := range q.keys {
+			req.Header.Add(keyHeader, k)
+		}
+	}
+	if r.cfg.TenantHeader != "" {
+		t := q.tenant
+		if t == "" {
+			t = r.cfg.Tenants[0]
+		}
+		req.Header.Set(r.cfg.TenantHeader, t)
+		ex.Tenant = t
+	}
+	resp, err := r.cfg.Client.Do(req)
+	if err != nil {
+		ex.Error = err.Error()
+		return ex
+	}
+	defer resp.Body.Close()
+	ex.raw, err = io.ReadAll(resp.Body)
+	if err != nil {
+		ex.Error = "reading the response: " + err.Error()
+	}
+	ex.Status, ex.resp, ex.Body = resp.StatusCode, resp.Header, shown(ex.raw)
+	ex.Header = map[string]string{}
+	for _, h := range append([]string{keyHeader}, reportedHeaders...) {
+		if v := resp.Header.Values(h); len(v) > 0 && h != "" {
+			ex.Header[http.CanonicalHeaderKey(h)] = strings.Join(v, ", ")
+		}
+	}
+	return ex
+}
+
+func (e *Exchange) header(name string) string {
+	if e.resp == nil {
+		return ""
+	}
+	return e.resp.Get(name)
+}
+
+func (e *Exchange) replayed() bool { return e.header("Idempotent-Replayed") == "true" }
+
+// problem is the part of an RFC 9457 body the contract fixes.
+type problem struct {
+	Status int    `json:"status"`
+	Code   string `json:"code"`
+	Reason string `json:"reason"`
+}
+
+// problemOf decodes the response as problem+json; ok is false when it is not.
+func (e *Exchange) problemOf() (p problem, ok bool) {
+	mt, _, _ := mime.ParseMediaType(e.header("Content-Type"))
+	if mt != "application/problem+json" {
+		return p, false
+	}
+	return p, json.Unmarshal(e.raw, &p) == nil
+}
+
+// retryAfter is the Retry-After delay (seconds or an HTTP date); ok is
+// false when the header is absent or unreadable.
+func (e *Exchange) retryAfter() (time.Duration, bool) {
+	v := e.header("Retry-After")
+	if v == "" {
+		return 0, false
+	}
+	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
+		return time.Duration(s) * time.Second, true
+	}
+	if t, err := http.ParseTime(v); err == nil {
+		return max(time.Until(t), 0), true
+	}
+	return 0, false
+}
+
+// describe is a short account of the response for evidence lines.
+func (e *Exchange) describe() string {
+	if e.Status == 0 {
+		return "no response (" + e.Error + ")"
+	}
+	s := strconv.Itoa(e.Status)
+	if p, ok := e.problemOf(); ok {
+		s += " " + p.Reason
+		if p.Reason == "" {
+			s += " problem+json without a reason"
+		}
+	}
+	if e.replayed() {
+		s += " (Idempotent-Replayed: true)"
+	}
+	return s
+}
+
+func digest(body []byte) string {
+	sum := sha256.Sum256(body)
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+}
+
+// wantProblem checks a problem+json answer with status, code and reason;
+// "" when it matches, else what differs.
+func wantProblem(e *Exchange, status int, code, reason string) string {
+	if e.Status == 0 {
+		return "no response: " + e.Error
+	}
+	p, ok := e.problemOf()
+	switch {
+	case e.Status != status:
+		return fmt.Sprintf("want %d %s, got %s", status, reason, e.describe())
+	case !ok:
+		return fmt.Sprintf("want application/problem+json, got Content-Type %q", e.header("Content-Type"))
+	case p.Code != code || p.Reason != reason:
+		return fmt.Sprintf("want code %s and reason %s, got %q and %q", code, reason, p.Code, p.Reason)
+	}
+	return ""
+}

@@ -1,0 +1,333 @@
+package conformance
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"sort"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/google/uuid"
+
+	"github.com/idemgen/idemgen/generator"
+)
+
+type runner struct {
+	cfg  Config
+	spec *generator.Spec
+	base string
+	ops  map[string]*opRun // prepared operations, by id (parents included)
+}
+
+// opRun is one operation prepared for checking: its body and parameters.
+type opRun struct {
+	r      *runner
+	o      *generator.Operation
+	kin    *openapi3.Operation
+	schema *openapi3.SchemaRef // JSON body schema; nil without one
+	ctype  string
+	isJSON bool
+	body   any    // the JSON body, decoded (numbers as json.Number)
+	raw    []byte // the body as sent on a first execution
+	source string // where the body came from, for evidence
+	err    error  // why no request can be built
+}
+
+func (r *runner) prepare(o *generator.Operation) *opRun {
+	if r.ops == nil {
+		r.ops = map[string]*opRun{}
+	}
+	if p, ok := r.ops[o.ID]; ok {
+		return p
+	}
+	p := &opRun{r: r, o: o, kin: r.spec.Operation(o)}
+	r.ops[o.ID] = p
+	if o.Body == nil {
+		return p
+	}
+	p.ctype = o.Body.MediaType
+	p.isJSON = o.Body.JSON
+	var media *openapi3.MediaType
+	if p.kin != nil && p.kin.RequestBody != nil && p.kin.RequestBody.Value != nil {
+		media = p.kin.RequestBody.Value.Content.Get(o.Body.MediaType)
+	}
+	if media != nil {
+		p.schema = media.Schema
+	}
+	if raw, ok := r.cfg.Bodies[o.ID]; ok {
+		p.raw, p.source = raw, "the body given for "+o.ID
+		if p.isJSON {
+			dec := json.NewDecoder(bytes.NewReader(raw))
+			dec.UseNumber()
+			if err := dec.Decode(&p.body); err != nil {
+				p.err = fmt.Errorf("the body given for %s is not JSON: %w", o.ID, err)
+			}
+		}
+		return p
+	}
+	if !p.isJSON && o.Body.MediaType != "application/x-www-form-urlencoded" {
+		p.err = fmt.Errorf("no body can be generated for media type %s; supply one for %s", o.Body.MediaType, o.ID)
+		return p
+	}
+	if ex, where, ok := example(media); ok && validate(p.schema, ex) == nil {
+		p.body, p.source = ex, where
+	} else {
+		v, err := generate(p.schema, 0)
+		if err == nil {
+			err = validate(p.schema, v)
+		}
+		if err != nil {
+			p.err = fmt.Errorf("generating a body from the request schema: %w; supply one for %s", err, o.ID)
+			return p
+		}
+		p.body, p.source = v, "a body generated from the request schema"
+	}
+	p.raw = p.encode(p.body)
+	return p
+}
+
+// encode serialises a body in the operation's media type.
+func (p *opRun) encode(v any) []byte {
+	if p.isJSON || p.ctype != "application/x-www-form-urlencoded" {
+		b, _ := json.Marshal(v)
+		return b
+	}
+	form := url.Values{}
+	var add func(prefix string, v any)
+	add = func(prefix string, v any) {
+		switch c := v.(type) {
+		case map[string]any:
+			for _, k := range sortedMapKeys(c) {
+				name := k
+				if prefix != "" {
+					name = prefix + "[" + k + "]"
+				}
+				add(name, c[k])
+			}
+		case []any:
+			for i, x := range c {
+				add(fmt.Sprintf("%s[%d]", prefix, i), x)
+			}
+		default:
+			form.Add(prefix, scalarString(c))
+		}
+	}
+	add("", v)
+	return []byte(form.Encode())
+}
+
+// example returns the media type's example, or its schema's; where says
+// which.
+func example(media *openapi3.MediaType) (any, string, bool) {
+	if media == nil {
+		return nil, "", false
+	}
+	norm := func(v any) any {
+		b, err := json.Marshal(v)
+		if err != nil {
+			return v
+		}
+		dec := json.NewDecoder(bytes.NewReader(b))
+		dec.UseNumber()
+		var out any
+		_ = dec.Decode(&out)
+		return out
+	}
+	if media.Example != nil {
+		return norm(media.Example), "the spec's example", true
+	}
+	names := make([]string, 0, len(media.Examples))
+	for n := range media.Examples {
+		names = append(names, n)
+	}
+	sort.Strings(names)
+	for _, n := range names {
+		if ex := media.Examples[n]; ex != nil && ex.Value != nil && ex.Value.Value != nil {
+			return norm(ex.Value.Value), fmt.Sprintf("the spec's example %q", n), true
+		}
+	}
+	if media.Schema != nil && media.Schema.Value != nil {
+		if media.Schema.Value.Example != nil {
+			return norm(media.Schema.Value.Example), "the schema's example", true
+		}
+		if len(media.Schema.Value.Examples) > 0 {
+			return norm(media.Schema.Value.Examples[0]), "the schema's example", true
+		}
+	}
+	return nil, "", false
+}
+
+func scalarString(v any) string {
+	switch c := v.(type) {
+	case string:
+		return c
+	case json.Number:
+		return c.String()
+	case nil:
+		return ""
+	case []any:
+		parts := make([]string, len(c))
+		for i, x := range c {
+			parts[i] = scalarString(x)
+		}
+		return strings.Join(parts, ",")
+	}
+	b, _ := json.Marshal(v)
+	return string(b)
+}
+
+// newKey returns a fresh key in the operation's format.
+func (p *opRun) newKey() string {
+	if p.o.Policy.KeyFormat == "uuidv4" {
+		return uuid.NewString()
+	}
+	return uuid.Must(uuid.NewV7()).String()
+}
+
+// keyHeader is the header carrying the operation's key ("" when it has no
+// policy).
+func (p *opRun) keyHeader() string {
+	if !p.o.Idempotent {
+		return ""
+	}
+	return p.o.Policy.Header
+}
+
+// kept reports whether status is an outcome the contract stores and
+// replays: a 2xx or one of the operation's replayStatuses.
+func (p *opRun) kept(status int) bool {
+	if status >= 200 && status < 300 {
+		return true
+	}
+	for _, s := range p.o.Policy.ReplayStatuses {
+		if s == status {
+			return true
+		}
+	}
+	return false
+}
+
+// fixture builds a fresh request for the operation: path parameters filled
+// (creating parent resources as needed), required query and header
+// parameters set, the body. exs are the requests made to create parents.
+// tenant is sent with every request ("": the first of Config.Tenants).
+func (p *opRun) fixture(ctx context.Context, depth int, tenant string) (q request, exs []*Exchange, err error) {
+	if p.err != nil {
+		return q, nil, p.err
+	}
+	if depth > 4 {
+		return q, nil, fmt.Errorf("parent resources nest deeper than 4 levels")
+	}
+	q = request{method: p.o.Method, query: url.Values{}, header: http.Header{}, body: p.raw, ctype: p.ctype, tenant: tenant}
+	path := p.o.Path
+	for _, prm := range p.o.Params {
+		if prm.In == "header" && strings.EqualFold(prm.Name, p.keyHeader()) {
+			continue
+		}
+		val, given := p.r.cfg.Params[prm.Name]
+		switch {
+		case given:
+		case prm.In == "path":
+			v, ex, perr := p.parent(ctx, prm.Name, depth, tenant)
+			exs = append(exs, ex...)
+			if perr == nil {
+				val = v
+				break
+			}
+			gv, gerr := p.paramValue(prm)
+			if gerr != nil {
+				return q, exs, fmt.Errorf("path parameter %q: %w (give it a value)", prm.Name, perr)
+			}
+			val = gv
+		case prm.Required:
+			if val, err = p.paramValue(prm); err != nil {
+				return q, exs, fmt.Errorf("%s: %w (give it a value)", prm.Where(), err)
+			}
+		default:
+			continue
+		}
+		switch prm.In {
+		case "path":
+			path = strings.ReplaceAll(path, "{"+prm.Name+"}", url.PathEscape(val))
+		case "query":
+			q.query.Set(prm.Name, val)
+		case "header":
+			q.header.Set(prm.Name, val)
+		case "cookie":
+			q.header.Add("Cookie", (&http.Cookie{Name: prm.Name, Value: val}).String())
+		}
+	}
+	q.path = path
+	return q, exs, nil
+}
+
+// paramValue generates a value for a parameter from its schema.
+func (p *opRun) paramValue(prm *generator.Param) (string, error) {
+	var sr *openapi3.SchemaRef
+	if p.kin != nil {
+		params := p.kin.Parameters
+		if item := p.r.spec.Doc.Paths.Value(p.o.Path); item != nil {
+			params = append(append(openapi3.Parameters{}, item.Parameters...), params...)
+		}
+		for _, pr := range params {
+			if pr != nil && pr.Value != nil && pr.Value.In == prm.In && pr.Value.Name == prm.Name {
+				sr = pr.Value.Schema
+			}
+		}
+	}
+	v, err := generate(sr, 0)
+	if err != nil {
+		return "", err
+	}
+	return scalarString(v), nil
+}
+
+// parent creates the resource a path parameter names through the POST on
+// the parent collection (POST /payments for /payments/{paymentId}/...),
+// and returns the new resource's id: the member named like the parameter,
+// or "id".
+func (p *opRun) parent(ctx context.Context, param string, depth int, tenant string) (string, []*Exchange, error) {
+	i := strings.Index(p.o.Path, "/{"+param+"}")
+	if i < 0 {
+		return "", nil, fmt.Errorf("not in the path")
+	}
+	prefix := p.o.Path[:i]
+	var parentOp *generator.Operation
+	for _, o := range p.r.spec.Model.Operations {
+		if o.Method == http.MethodPost && o.Path == prefix {
+			parentOp = o
+		}
+	}
+	if parentOp == nil {
+		return "", nil, fmt.Errorf("no POST %s in the spec creates it", prefix)
+	}
+	pp := p.r.prepare(parentOp)
+	q, exs, err := pp.fixture(ctx, depth+1, tenant)
+	if err != nil {
+		return "", exs, fmt.Errorf("creating it with %s: %w", parentOp.ID, err)
+	}
+	if pp.keyHeader() != "" {
+		q = q.withKeys(pp.newKey())
+	}
+	ex := p.r.send(ctx, pp.keyHeader(), q)
+	exs = append(exs, ex)
+	if ex.Status < 200 || ex.Status > 299 {
+		return "", exs, fmt.Errorf("creating it with %s answered %s", parentOp.ID, ex.describe())
+	}
+	var obj map[string]any
+	dec := json.NewDecoder(bytes.NewReader(ex.raw))
+	dec.UseNumber()
+	if err := dec.Decode(&obj); err != nil {
+		return "", exs, fmt.Errorf("%s answered a body that is not a JSON object", parentOp.ID)
+	}
+	for _, name := range []string{param, "id"} {
+		if v, ok := obj[name]; ok && v != nil {
+			return scalarString(v), exs, nil
+		}
+	}
+	return "", exs, fmt.Errorf("%s's response has no member %q or \"id\"", parentOp.ID, param)
+}

@@ -1,0 +1,231 @@
+package e2e
+
+import (
+	"bytes"
+	"context"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strconv"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemgen/idemgen/conformance"
+	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/api"
+	"github.com/idemgen/idemgen/examples/payments/gateway"
+	"github.com/idemgen/idemgen/examples/payments/service"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+const tenantHeader = "X-Tenant"
+
+// conformanceServer serves the payments example over real HTTP and a real
+// PostgreSQL, with records scoped by the X-Tenant header, behind wrap (a
+// deliberately broken middleware, or nil).
+func conformanceServer(t *testing.T, scoped bool, wrap func(http.Handler) http.Handler) (*httptest.Server, *gateway.Simulator) {
+	t.Helper()
+	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MaxConns: 32})
+	gw := gateway.New()
+	svc := service.New(db.Pool, gw, nil)
+	cfg := idem.Config{
+		Operations: api.IdempotentOperations,
+		Recover:    svc.RecoveryHooks(),
+		Hooks:      idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}},
+	}
+	if scoped {
+		cfg.Scope = func(r *http.Request) (string, error) { return r.Header.Get(tenantHeader), nil }
+	}
+	engine, err := idem.New(db.Pool, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var h http.Handler = api.NewHandler(svc, engine)
+	if wrap != nil {
+		h = wrap(h)
+	}
+	srv := httptest.NewServer(h)
+	t.Cleanup(srv.Close)
+	return srv, gw
+}
+
+func runConformance(t *testing.T, url string, tenants bool, ops ...string) *conformance.Report {
+	t.Helper()
+	cfg := conformance.Config{Spec: "../openapi.yaml", URL: url, Operations: ops, Concurrency: 8}
+	if tenants {
+		cfg.TenantHeader, cfg.Tenants = tenantHeader, []string{"acme", "globex"}
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	defer cancel()
+	rep, err := conformance.Run(ctx, cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var b strings.Builder
+	_ = rep.WriteText(&b)
+	t.Logf("conformance report:\n%s", b.String())
+	return rep
+}
+
+// TestConformancePasses: the payments example keeps the contract, every
+// check of every idempotent operation passes.
+func TestConformancePasses(t *testing.T) {
+	srv, gw := conformanceServer(t, true, nil)
+	// A gateway slow enough that the concurrent check's duplicates arrive
+	// while the first request is in flight.
+	gw.Set(gateway.Switches{Latency: 60 * time.Millisecond})
+	rep := runConformance(t, srv.URL, true)
+	if !rep.OK() {
+		t.Fatalf("the payments example fails %d checks", rep.Failed)
+	}
+	for _, op := range []string{"createPayment", "capturePayment", "createRefund"} {
+		for _, check := range []string{"missing-key", "malformed-key/format", "malformed-key/too-long", "malformed-key/repeated",
+			"first-execution", "key-echo", "content-digest", "replay", "replay/last-modified", "replay/canonical-json",
+			"conflict", "quoted-key", "tenants", "concurrent"} {
+			if res := rep.Find(op, check); res == nil || res.Outcome != conformance.Pass {
+				t.Errorf("%s %s: %+v, want PASS", op, check, res)
+			}
+		}
+	}
+	if res := rep.Find("quotePayment", "idempotent"); res == nil || res.Outcome != conformance.Skip {
+		t.Errorf("the opted-out quotePayment: %+v, want SKIP", res)
+	}
+}
+
+// TestConformanceCatchesBrokenServers: each deliberately broken server
+// fails the check that names its defect.
+func TestConformanceCatchesBrokenServers(t *testing.T) {
+	cases := []struct {
+		name    string
+		scoped  bool // records scoped by tenant
+		wrap    func(http.Handler) http.Handler
+		latency time.Duration
+		fails   string // the check that must fail
+		because string // in its evidence
+	}{
+		{"no replay", true, newKeyEveryTime, 0, "replay", "Idempotent-Replayed: true is missing"},
+		{"replays another body's response", true, firstBodyWins, 0, "conflict", "want 409 CONFLICTING_IDEMPOTENT_REQUEST, got 201"},
+		{"executes duplicates concurrently", true, duplicatesInFlightRun, 100 * time.Millisecond, "concurrent", "requests were executed"},
+		{"echoes no key", true, dropKeyEcho, 0, "key-echo", `echoed Idempotency-Key ""`},
+		{"shares keys across tenants", false, nil, 0, "tenants", "got a replay for a key only tenant acme used"},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			srv, gw := conformanceServer(t, tc.scoped, tc.wrap)
+			gw.Set(gateway.Switches{Latency: tc.latency})
+			rep := runConformance(t, srv.URL, true, "createPayment")
+			if rep.OK() {
+				t.Fatal("the broken server passed")
+			}
+			res := rep.Find("createPayment", tc.fails)
+			if res == nil || res.Outcome != conformance.Fail {
+				t.Fatalf("check %s: %+v, want FAIL", tc.fails, res)
+			}
+			if len(res.Exchanges) == 0 || !strings.Contains(res.Evidence, tc.because) {
+				t.Errorf("check %s failed without the evidence %q: %+v", tc.fails, tc.because, res)
+			}
+		})
+	}
+}
+
+// keyRewriter rewrites a request's idempotency key and restores the
+// original in the echo, so only the server's record keeping is broken.
+func keyRewriter(next http.Handler, rewrite func(r *http.Request, key string) (string, func())) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		keys := r.Header.Values("Idempotency-Key")
+		if len(keys) != 1 {
+			next.ServeHTTP(w, r) // missing or repeated: the engine answers
+			return
+		}
+		key := keys[0]
+		newKey, done := rewrite(r, key)
+		defer done()
+		r.Header.Set("Idempotency-Key", newKey)
+		next.ServeHTTP(&echoWriter{ResponseWriter: w, key: key}, r)
+	})
+}
+
+type echoWriter struct {
+	http.ResponseWriter
+	key string
+}
+
+func (e *echoWriter) WriteHeader(status int) {
+	if e.Header().Get("Idempotency-Key") != "" {
+		e.Header().Set("Idempotency-Key", e.key)
+	}
+	e.ResponseWriter.WriteHeader(status)
+}
+
+// newKeyEveryTime runs every request under a key of its own: nothing is
+// ever replayed.
+func newKeyEveryTime(next http.Handler) http.Handler {
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		if _, err := uuid.Parse(strings.Trim(key, `"`)); err != nil {
+			return key, func() {} // keep the key errors as they are
+		}
+		return uuid.NewString(), func() {}
+	})
+}
+
+// duplicatesInFlightRun gives a request whose key is already in flight a key
+// of its own: sequential retries replay, concurrent duplicates all run.
+func duplicatesInFlightRun(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	inFlight := map[string]int{}
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		mu.Lock()
+		defer mu.Unlock()
+		inFlight[key]++
+		done := func() {
+			mu.Lock()
+			inFlight[key]--
+			mu.Unlock()
+		}
+		if inFlight[key] > 1 {
+			return uuid.NewString(), done
+		}
+		return key, done
+	})
+}
+
+// firstBodyWins answers every request under a key with the first body that
+// key was sent with: no fingerprint.
+func firstBodyWins(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	first := map[string][]byte{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		body, _ := io.ReadAll(r.Body)
+		mu.Lock()
+		if b, ok := first[key]; ok && key != "" {
+			body = b
+		} else {
+			first[key] = body
+		}
+		mu.Unlock()
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		r.ContentLength = int64(len(body))
+		r.Header.Set("Content-Length", strconv.Itoa(len(body)))
+		next.ServeHTTP(w, r)
+	})
+}
+
+// dropKeyEcho removes the key from every response.
+func dropKeyEcho(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&noEchoWriter{w}, r)
+	})
+}
+
+type noEchoWriter struct{ http.ResponseWriter }
+
+func (n *noEchoWriter) WriteHeader(status int) {
+	n.Header().Del("Idempotency-Key")
+	n.ResponseWriter.WriteHeader(status)
+}

@@ -1,0 +1,225 @@
+package e2e
+
+import (
+	"encoding/json"
+	"fmt"
+	"io"
+	"net"
+	"net/http"
+	"net/url"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+// TestNoInternalsInResponses runs the service as a process whose gateway
+// address nobody listens on, and whose database connection goes through a
+// proxy the test cuts: the 502 and the failing /healthz are problem+json
+// that name neither addresses nor driver messages, and the causes are in
+// the service's log.
+func TestNoInternalsInResponses(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
+	proxy := newTCPProxy(t, db.URL)
+	deadGateway, err := harness.FreeAddr()
+	if err != nil {
+		t.Fatal(err)
+	}
+	svc := startService(t, proxy.dbURL, "http://"+deadGateway)
+	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
+	_, gwPort, _ := net.SplitHostPort(deadGateway)
+	_, proxyPort, _ := net.SplitHostPort(proxy.addr)
+	u, _ := url.Parse(db.URL)
+	leaks := []string{gwPort, proxyPort, "dial", "refused", "127.0.0.1", "Post ", u.User.Username(), db.Schema, "pgx", "SQLSTATE"}
+
+	ex := mustDo(t, c, "POST", "/payments", harness.NewKey(), newPayment(1999))
+	p, ok := ex.Problem()
+	// The gateway client cannot tell a refused connection from a lost
+	// answer, so it reports a timeout; either code is right.
+	if ex.Status != 502 || !ok || (p.Code != "gateway_unavailable" && p.Code != "gateway_timeout") || p.Status != 502 {
+		t.Fatalf("dead gateway: got %s, want a 502 problem+json with a gateway code", ex.Format())
+	}
+	for _, leak := range leaks {
+		if leak != "" && strings.Contains(string(ex.RespBody), leak) {
+			t.Errorf("the 502 body shows %q: %s", leak, ex.RespBody)
+		}
+	}
+	waitFor(t, 10*time.Second, "the gateway's error in the service log", func() bool {
+		return strings.Contains(svc.proc.Logs(), "connection refused")
+	})
+
+	proxy.cut()
+	resp, err := http.Get(svc.url() + "/healthz")
+	if err != nil {
+		t.Fatal(err)
+	}
+	body, _ := io.ReadAll(resp.Body)
+	resp.Body.Close()
+	if resp.StatusCode != 503 || !strings.HasPrefix(resp.Header.Get("Content-Type"), "application/problem+json") {
+		t.Fatalf("database cut: /healthz %d %s %s, want 503 problem+json", resp.StatusCode, resp.Header.Get("Content-Type"), body)
+	}
+	var hp harness.Problem
+	if err := json.Unmarshal(body, &hp); err != nil || hp.Status != 503 {
+		t.Fatalf("/healthz body is not a 503 problem: %q", body)
+	}
+	// What the driver said is in the log, and not in the body.
+	waitFor(t, 10*time.Second, "the failed ping in the service log", func() bool {
+		return strings.Contains(svc.proc.Logs(), "healthz: database ping")
+	})
+	logs := svc.proc.Logs()
+	cause := logs[strings.Index(logs, "healthz: database ping"):]
+	cause = cause[strings.Index(cause, "err=")+len("err="):]
+	cause = strings.Trim(strings.SplitN(cause, "\n", 2)[0], `"`)
+	if cause == "" || strings.Contains(string(body), cause) {
+		t.Errorf("/healthz shows the cause %q: %s", cause, body)
+	}
+	for _, leak := range leaks {
+		if leak != "" && strings.Contains(string(body), leak) {
+			t.Errorf("/healthz shows %q: %s", leak, body)
+		}
+	}
+}
+
+// TestSlowClientsAreCutOff: a client that trickles its body is disconnected
+// once the read timeout passes, a header block over the limit gets 431, a
+// body over the limit 413, and the service keeps serving others meanwhile.
+func TestSlowClientsAreCutOff(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
+	svc := startService(t, db.URL, "", "HTTP_READ_TIMEOUT=1s", "HTTP_READ_HEADER_TIMEOUT=1s")
+	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
+
+	t.Run("trickled body", func(t *testing.T) {
+		conn, err := net.Dial("tcp", svc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "POST /payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n{", harness.NewKey(), 1<<20)
+		// Trickle a byte a second until the server hangs up (or 30 s pass,
+		// which fails the test).
+		closed := make(chan string, 1)
+		go func() {
+			b, _ := io.ReadAll(conn) // returns when the server closes
+			closed <- string(b)
+		}()
+		var answer string
+	trickle:
+		for i := 0; ; i++ {
+			select {
+			case answer = <-closed:
+				break trickle
+			case <-time.After(time.Second):
+				if i == 30 {
+					t.Fatal("the server kept a trickling upload open for 30 s with HTTP_READ_TIMEOUT=1s")
+				}
+				_, _ = conn.Write([]byte(" "))
+			}
+		}
+		if answer != "" && !strings.HasPrefix(answer, "HTTP/1.1 408 ") {
+			t.Errorf("the answer to a timed-out upload is not a 408: %q", answer)
+		}
+		for _, leak := range []string{"i/o timeout", "127.0.0.1", "read tcp"} {
+			if strings.Contains(answer, leak) {
+				t.Errorf("the answer to a timed-out upload shows %q: %q", leak, answer)
+			}
+		}
+		// Meanwhile and afterwards the service serves.
+		wantStatus(t, mustDo(t, c, "POST", "/payments", harness.NewKey(), newPayment(100)), 201)
+	})
+
+	t.Run("headers over the limit", func(t *testing.T) {
+		req, _ := http.NewRequest("GET", svc.url()+"/payments", nil)
+		req.Header.Set("X-Padding", strings.Repeat("a", 64<<10))
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("64 KiB header: %d, want 431", resp.StatusCode)
+		}
+	})
+
+	t.Run("body over the limit", func(t *testing.T) {
+		k := harness.NewKey()
+		big := map[string]any{"amount": 100, "currency": "EUR", "description": strings.Repeat("x", 80<<10)}
+		ex := mustDo(t, c, "POST", "/payments", k, big)
+		if p, ok := ex.Problem(); ex.Status != 413 || !ok {
+			t.Fatalf("80 KiB body: got %d %+v, want a 413 problem", ex.Status, p)
+		}
+		// No record: the key is free for a request that fits.
+		wantStatus(t, mustDo(t, c, "POST", "/payments", k, newPayment(100)), 201)
+		// The same bound holds on a route the engine does not serve.
+		ex = mustDo(t, c, "POST", "/payments/quote", "", map[string]any{"amount": 1, "currency": "EUR", "pad": strings.Repeat("x", 80<<10)})
+		if ex.Status != 413 && ex.Status != 400 {
+			t.Fatalf("80 KiB body on /payments/quote: %d, want it refused", ex.Status)
+		}
+	})
+}
+
+// tcpProxy forwards connections to a PostgreSQL server until cut, after
+// which it refuses new ones and has closed the old ones.
+type tcpProxy struct {
+	addr  string
+	dbURL string // the database URL rewritten to go through the proxy
+	ln    net.Listener
+	mu    sync.Mutex
+	conns []net.Conn
+	dead  bool
+}
+
+func newTCPProxy(t *testing.T, dbURL string) *tcpProxy {
+	t.Helper()
+	u, err := url.Parse(dbURL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	target := u.Host
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	p := &tcpProxy{addr: ln.Addr().String(), ln: ln}
+	u.Host = p.addr
+	p.dbURL = u.String()
+	go func() {
+		for {
+			in, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			out, err := net.Dial("tcp", target)
+			if err != nil {
+				in.Close()
+				continue
+			}
+			p.mu.Lock()
+			if p.dead {
+				in.Close()
+				out.Close()
+			} else {
+				p.conns = append(p.conns, in, out)
+			}
+			p.mu.Unlock()
+			go func() { _, _ = io.Copy(out, in); out.Close() }()
+			go func() { _, _ = io.Copy(in, out); in.Close() }()
+		}
+	}()
+	t.Cleanup(p.cut)
+	return p
+}
+
+func (p *tcpProxy) cut() {
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	p.dead = true
+	p.ln.Close()
+	for _, c := range p.conns {
+		c.Close()
+	}
+	p.conns = nil
+}

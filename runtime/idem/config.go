@@ -1,0 +1,170 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
+const DefaultMaxBodyBytes = 1 << 20
+
+// DefaultLockTimeout bounds how long an atomic-mode duplicate waits on the
+// first request's uncommitted record when the policy's inFlight is reject.
+const DefaultLockTimeout = 50 * time.Millisecond
+
+// DefaultStoredHeaders are the response headers stored and replayed. Config
+// may add names; credentials and cookies are never stored (see neverStored).
+var DefaultStoredHeaders = []string{
+	"Content-Type", "Content-Language", "Content-Location", "Location",
+	"ETag", "Cache-Control", "Expires", "Vary",
+}
+
+// neverStored are response headers that are not stored even when listed.
+var neverStored = map[string]bool{
+	"Set-Cookie": true, "Cookie": true, "Authorization": true, "Proxy-Authorization": true,
+	"Www-Authenticate": true, "Proxy-Authenticate": true,
+	// Recomputed or set by the replay itself.
+	"Content-Length": true, "Last-Modified": true, "Date": true, "Idempotent-Replayed": true,
+	"Content-Digest": true, "Transfer-Encoding": true, "Connection": true,
+}
+
+// Config configures an Engine. The zero value is usable.
+type Config struct {
+	// Scope resolves the tenant of a request; nil means one tenant, "". An
+	// error is a 401 problem, unless it is (or wraps) a *Problem.
+	Scope ScopeFunc
+	// MaxBodyBytes bounds the request body; larger bodies get 413 and no
+	// record. Zero means 1 MiB.
+	MaxBodyBytes int64
+	// LockTimeout bounds how long an atomic-mode duplicate waits for the
+	// first request to commit before it gets 409 in flight, when the
+	// operation's inFlight is reject (with wait, Policy.Wait bounds it). Zero
+	// means DefaultLockTimeout.
+	LockTimeout time.Duration
+	// StoredHeaders are response headers stored and replayed in addition to
+	// DefaultStoredHeaders. Cookies and credentials are never stored.
+	StoredHeaders []string
+	// Operations are validated by New (see Register).
+	Operations []*Operation
+	// Recover holds lease-mode recovery hooks by operation ID. When a request
+	// takes over a stale claim (its holder died, or an earlier hook said
+	// Unknown), the hook decides before the handler runs again. Without a
+	// hook the handler simply runs again.
+	Recover map[string]RecoverFunc
+	// Hooks observe the engine.
+	Hooks Hooks
+	// Observers see each request and its phases from inside the engine
+	// (trace spans, latency histograms); see Observer.
+	Observers []Observer
+	// Logger receives the engine's log lines: one per request (Debug for
+	// routine outcomes, Info for a takeover, Warn for a conflict, a lost
+	// lease or an unknown outcome, Error for an internal error) and one per
+	// error the client does not see in full when Hooks.OnError is nil. Each
+	// names the operation, the outcome, the key's hash and the attempt;
+	// none holds a key, a body or a header value. Nil means slog.Default().
+	Logger *slog.Logger
+}
+
+// Hooks are optional observer callbacks. They run synchronously on the
+// request's goroutine and must not block.
+type Hooks struct {
+	// OnOutcome is called once per Serve, after the response is written.
+	OnOutcome func(ctx context.Context, op *Operation, o Outcome)
+	// OnError receives errors the client does not see in full: 5xx causes,
+	// failed bookkeeping statements, recovered panics. Nil logs them with
+	// Config.Logger.
+	OnError func(ctx context.Context, op *Operation, err error)
+	// OnAudit is called for every replay of a stored response and every
+	// refused reuse of a key (a conflict), after the response is written.
+	OnAudit func(ctx context.Context, a Audit)
+}
+
+// Engine runs idempotent operations against PostgreSQL. It holds no state of
+// its own beyond validated operations; it is safe for concurrent use.
+type Engine struct {
+	db        DB
+	q         *store.Queries
+	cfg       Config
+	obs       observer
+	stored    map[string]bool
+	validated sync.Map // *Operation -> error
+	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
+	headerN   atomic.Int32
+	atomicPre []string // see claimPre
+}
+
+// New returns an engine over db. It validates cfg.Operations; an invalid
+// policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
+// start-up, not on a request.
+func New(db DB, cfg Config) (*Engine, error) {
+	if db == nil {
+		return nil, errors.New("idem: nil DB")
+	}
+	if cfg.MaxBodyBytes < 0 {
+		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)
+	}
+	if cfg.MaxBodyBytes == 0 {
+		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.LockTimeout < 0 {
+		return nil, fmt.Errorf("idem: LockTimeout %v is negative", cfg.LockTimeout)
+	}
+	if cfg.LockTimeout == 0 {
+		cfg.LockTimeout = DefaultLockTimeout
+	}
+	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{}}
+	e.atomicPre = []string{beginRC, setLockTimeout(cfg.LockTimeout)}
+	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {
+		h = http.CanonicalHeaderKey(h)
+		if !neverStored[h] {
+			e.stored[h] = true
+		}
+	}
+	if len(cfg.Observers) > 0 {
+		e.obs = observers(cfg.Observers)
+	}
+	if err := e.Register(cfg.Operations...); err != nil {
+		return nil, err
+	}
+	return e, nil
+}
+
+// Register validates operations before they serve requests. Serve validates
+// an unregistered operation on first use and answers 500 while it is
+// invalid; registering at start-up turns that into an error at start-up.
+func (e *Engine) Register(ops ...*Operation) error {
+	var errs []error
+	for _, op := range ops {
+		err := op.Validate()
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		e.validated.Store(op, nil)
+	}
+	return errors.Join(errs...)
+}
+
+func (e *Engine) check(op *Operation) error {
+	if v, ok := e.validated.Load(op); ok {
+		if v == nil {
+			return nil
+		}
+		return v.(error)
+	}
+	err := op.Validate()
+	if err != nil {
+		e.validated.Store(op, err)
+		return err
+	}
+	e.validated.Store(op, nil)
+	return nil
+}

@@ -1,0 +1,113 @@
+package idem
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// serveLease commits an IN_PROGRESS claim with a lease first, then runs the
+// business transaction, which stores the outcome only while the claim's
+// fencing token still holds.
+func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
+	ctx := rq.r.Context()
+	pol := &rq.op.Policy
+	leaseMs := max(pol.Lease.Milliseconds(), 1)
+	var deadline time.Time
+	if pol.InFlight == InFlightWait {
+		deadline = time.Now().Add(pol.Wait)
+	}
+	backoff := 10 * time.Millisecond
+	for attempt := 0; ; attempt++ {
+		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
+		claim, err := st.claimLease(cctx, e.claimParams(rq, leaseMs))
+		done(err)
+		if err == nil {
+			rq.claimed(claim.Attempts, claim.Fence)
+			return e.runLease(rq, claim, h, st)
+		}
+		if !errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("idem: claim: %w", err)
+		}
+		rec, found, err := st.read(ctx, rq.key)
+		if err != nil {
+			return fmt.Errorf("idem: read record: %w", err)
+		}
+		act, aerr := actClaim, error(nil)
+		if found {
+			act, aerr = e.classify(rq, &rec)
+		}
+		switch act {
+		case actReplay:
+			st.release()
+			return e.replay(rq, &rec)
+		case actError:
+			return aerr
+		case actClaim:
+			if attempt < maxClaimAttempts {
+				continue
+			}
+			aerr = withRetryAfter(ErrInFlight, time.Second)
+		}
+		// In flight.
+		if deadline.IsZero() || time.Now().Add(backoff).After(deadline) {
+			return aerr
+		}
+		// Hold no connection while waiting.
+		st.release()
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-time.After(backoff):
+		}
+		backoff = min(backoff*2, 250*time.Millisecond)
+		attempt = 0
+	}
+}
+
+// runLease runs the handler under a committed claim.
+func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler, st recordStore) error {
+	ctx := rq.r.Context()
+	bk, cancel := bookkeepingContext(ctx)
+	defer cancel()
+	pol := &rq.op.Policy
+	key := rq.key
+	key.Since = claim.CreatedAt.Time
+	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease}
+	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
+	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
+	x := &execution{rq: rq, mode: ModeLease, claim: claim, st: st}
+
+	if claim.TakenOver {
+		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
+			// The hook and its bookkeeping use the pool: hold no connection.
+			st.release()
+			done, err := e.runRecovery(hctx, bk, x, rs, hook)
+			if done || err != nil {
+				return err
+			}
+		}
+	}
+
+	hctx, stop := rs.keepAlive(hctx)
+	tx, err := st.begin(hctx)
+	if err != nil {
+		stop()
+		st.release()
+		e.markRetryable(bk, x)
+		return fmt.Errorf("idem: begin: %w", err)
+	}
+	x.tx = tx
+	resp, herr := e.runHandler(hctx, rq, h, tx)
+	if lost := stop(); lost {
+		rollback(bk, tx)
+		rq.outcome = Outcome{Result: ResultFailed}
+		return withRetryAfter(ErrLeaseLost, time.Second)
+	}
+	return e.finish(ctx, bk, x, resp, herr)
+}

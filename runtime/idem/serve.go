@@ -1,0 +1,286 @@
+package idem
+
+import (
+	"context"
+	"crypto/sha256"
+	"encoding/base64"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"runtime/debug"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+)
+
+// request is one Serve call's state.
+type request struct {
+	op      *Operation
+	r       *http.Request
+	w       http.ResponseWriter
+	key     Key
+	rawKey  string
+	fp      []byte
+	digest  string
+	start   time.Time
+	outcome Outcome
+	// What report adds to the outcome: the claim's attempt and fence, a
+	// record that had expired, a replayed response's time, the body size.
+	attempt  int
+	fence    int64
+	expired  bool
+	storedAt time.Time
+	bytes    int
+}
+
+// claimed notes the claim rq runs under.
+func (rq *request) claimed(attempts int32, fence int64) {
+	rq.attempt, rq.fence = int(attempts), fence
+}
+
+// Serve runs one idempotent request from key parsing to the response: it
+// resolves the tenant, parses the key, reads the body (bounded), calls
+// prepare, fingerprints, claims the record, runs the handler in a
+// transaction, stores the outcome and writes the response, or replays a
+// stored one. Every error becomes problem+json through ProblemFor.
+//
+// A handler that panics is recovered: its transaction rolls back, the key is
+// left FAILED_RETRYABLE (so the same request may retry) and the client gets
+// a 500 problem; http.ErrAbortHandler is re-panicked after that clean-up.
+func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
+	rq := &request{op: op, r: r, w: w, start: time.Now()}
+	var observed func(Outcome)
+	if len(e.cfg.Observers) > 0 && op != nil {
+		var ctx context.Context
+		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
+		rq.r = r.WithContext(ctx)
+	}
+	err := e.serve(rq, prepare)
+	var pe *PanicError
+	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
+	if err != nil && !abort {
+		p := ProblemFor(err, op.Policy.Profile)
+		if p.Status >= 500 && !isProblem(err) && e.cfg.Hooks.OnError != nil {
+			// Without the hook, report logs the cause with the request.
+			e.cfg.Hooks.OnError(rq.r.Context(), op, err)
+		}
+		writeProblem(w, p)
+		rq.outcome.Status = p.Status
+		rq.outcome.Err = err
+		if rq.outcome.Result == "" {
+			if p.Status >= 500 {
+				rq.outcome.Result = ResultFailed
+			} else {
+				rq.outcome.Result = ResultRejected
+			}
+		}
+	}
+	if op != nil {
+		e.report(rq.r.Context(), rq)
+	}
+	if observed != nil {
+		observed(rq.outcome)
+	}
+	if h := e.cfg.Hooks.OnOutcome; h != nil {
+		h(rq.r.Context(), op, rq.outcome)
+	}
+	if abort {
+		panic(pe.Value) // the handler asked net/http to abort the response
+	}
+}
+
+func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
+	op, r := rq.op, rq.r
+	if op == nil {
+		return errors.New("idem: Serve called with a nil operation")
+	}
+	if err := e.check(op); err != nil {
+		return err
+	}
+	tenant := ""
+	if e.cfg.Scope != nil {
+		t, err := e.cfg.Scope(r)
+		if err != nil {
+			if isProblem(err) {
+				return err
+			}
+			return fmt.Errorf("%w: %w", ErrUnauthenticated, err)
+		}
+		tenant = t
+	}
+
+	pol := &op.Policy
+	vals := r.Header.Values(pol.Header)
+	var keyValue string
+	switch len(vals) {
+	case 0:
+	case 1:
+		k, err := ParseKey(vals[0], pol.KeyFormat)
+		if err != nil {
+			return err
+		}
+		keyValue, rq.rawKey = k, vals[0]
+	default:
+		return fmt.Errorf("%w: header %s given %d times", ErrKeyMalformed, pol.Header, len(vals))
+	}
+	if keyValue == "" && pol.Required {
+		return ErrKeyRequired
+	}
+
+	rbody := r.Body
+	if rbody == nil {
+		rbody = http.NoBody
+	}
+	body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
+	if err != nil {
+		var mbe *http.MaxBytesError
+		if errors.As(err, &mbe) {
+			return fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+		}
+		return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+	}
+	prep, err := prepare(body)
+	if err != nil {
+		if isProblem(err) || IsRequestError(err) {
+			return err
+		}
+		return InvalidRequest("body", err)
+	}
+	handler := prep.Handler
+	if handler == nil {
+		return errors.New("idem: prepare returned a nil handler")
+	}
+	sum := sha256.Sum256(body)
+	rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+
+	if keyValue == "" {
+		return e.serveWithoutKey(rq, handler)
+	}
+	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
+
+	fp, err := requestFingerprint(r, op, body, prep.Canonical)
+	if err != nil {
+		return err
+	}
+	rq.fp = fp[:]
+	return e.serveKeyed(rq, handler)
+}
+
+// serveKeyed serves a request with a key: the replay fast path, then the
+// operation's mode.
+func (e *Engine) serveKeyed(rq *request, h Handler) error {
+	// The request runs on one connection when the DB can lend one (see
+	// pipeline.go).
+	st := e.newStore()
+	defer st.release()
+	ctx := rq.r.Context()
+
+	// Replay fast path: one read, no transaction. A read, not a
+	// check-and-set: claims stay INSERT ... ON CONFLICT.
+	rctx, done := e.obs.enter(ctx, rq, phaseRead)
+	rec, found, err := st.read(rctx, rq.key)
+	done(err)
+	if err != nil {
+		return fmt.Errorf("idem: read record: %w", err)
+	}
+	if found {
+		act, aerr := e.classify(rq, &rec)
+		switch act {
+		case actReplay:
+			st.release()
+			return e.replay(rq, &rec)
+		case actError:
+			if errors.Is(aerr, ErrFingerprintMismatch) || errors.Is(aerr, ErrExpired) {
+				return aerr
+			}
+		}
+	}
+	if rq.op.Policy.Mode == ModeLease {
+		return e.serveLease(rq, h, st)
+	}
+	return e.serveAtomic(rq, h, st)
+}
+
+// serveWithoutKey runs an operation whose key is optional and absent: a plain
+// transaction, no record. Writes commit for outcomes that would be kept.
+func (e *Engine) serveWithoutKey(rq *request, h Handler) error {
+	ctx := rq.r.Context()
+	tx, err := e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+	if err != nil {
+		return fmt.Errorf("idem: begin: %w", err)
+	}
+	resp, herr := callHandler(ctx, h, tx)
+	if outcomeOf(rq.op, resp, herr) != outcomeKept {
+		rollback(ctx, tx)
+		if herr != nil {
+			return herr
+		}
+		rq.outcome = Outcome{Result: ResultFailed, Status: resp.Status}
+		if resp.Status < 500 {
+			rq.outcome.Result = ResultExecuted
+		}
+		e.writeResponse(rq, resp, nil)
+		return nil
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("idem: commit: %w", err)
+	}
+	rq.outcome = Outcome{Result: ResultExecuted, Status: resp.Status}
+	e.writeResponse(rq, resp, nil)
+	return nil
+}
+
+type replayInfo struct{ completedAt time.Time }
+
+// writeResponse answers the client with resp, as a replay when rp is set.
+func (e *Engine) writeResponse(rq *request, resp *Response, rp *replayInfo) {
+	h := rq.w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	if rq.rawKey != "" {
+		h.Set(rq.op.Policy.Header, rq.rawKey)
+	}
+	if rq.digest != "" {
+		h.Set("Content-Digest", rq.digest)
+	}
+	if rp != nil {
+		h.Set("Last-Modified", rp.completedAt.UTC().Format(http.TimeFormat))
+		h.Set("Idempotent-Replayed", "true")
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	rq.bytes = len(resp.Body)
+	rq.w.WriteHeader(resp.Status)
+	_, _ = rq.w.Write(resp.Body)
+}
+
+// callHandler runs h, turning a panic into a *PanicError and a nil or
+// invalid response into an error.
+func callHandler(ctx context.Context, h Handler, tx pgx.Tx) (resp *Response, err error) {
+	defer func() {
+		if v := recover(); v != nil {
+			resp, err = nil, &PanicError{Value: v, Stack: debug.Stack()}
+		}
+	}()
+	resp, err = h(ctx, tx)
+	if err == nil && (resp == nil || resp.Status < 100 || resp.Status > 999) {
+		return nil, errors.New("idem: handler returned no response or an invalid status")
+	}
+	return resp, err
+}
+
+// bookkeepingContext is for the statements that record an outcome after the
+// handler: they must run even when the client has gone away.
+func bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
+	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+}
+
+// rollback ends tx (nil: nothing began) whatever became of the request.
+func rollback(ctx context.Context, tx pgx.Tx) {
+	if tx == nil {
+		return
+	}
+	_ = tx.Rollback(context.WithoutCancel(ctx))
+}

@@ -1,0 +1,401 @@
+package idemimpl
+
+import (
+	"bytes"
+	"errors"
+	"fmt"
+	"io"
+	"sort"
+	"strconv"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/go-json-experiment/json/jsontext"
+)
+
+// Kind is the JSON kind of a Value.
+type Kind uint8
+
+const (
+	KindNull Kind = iota
+	KindBool
+	KindNumber
+	KindString
+	KindArray
+	KindObject
+)
+
+// Value is a decoded request value: the body, or a structured parameter, as
+// one tree, whatever media type it came in. Generated decoders validate it
+// against the operation's schema, encode it canonically for the fingerprint
+// and unmarshal the typed request from that same encoding, so two requests
+// with equal canonical forms decode to equal typed requests.
+type Value struct {
+	Kind    Kind
+	Bool    bool     // KindBool
+	Num     Number   // KindNumber
+	Str     string   // KindString: valid UTF-8
+	Items   []Value  // KindArray
+	Members []Member // KindObject, names unique, sorted (see SortMembers)
+}
+
+// Member is one member of an object Value.
+type Member struct {
+	Name  string
+	Value Value
+}
+
+// Number is a JSON number in canonical form. An integral value that fits an
+// int64 is kept exactly (Int, and Text its decimal digits), whatever its
+// spelling (`2`, `2.0`, `0.2e1`); any other value is the nearest float64,
+// Text its RFC 8785 (ECMAScript) spelling. Numbers are never rounded
+// through a float64 when an int64 holds them: 9007199254740993 stays itself.
+type Number struct {
+	Text  string
+	IsInt bool
+	Int   int64
+	Float float64 // the value as a float64, also for integers
+}
+
+// maxNumberLen bounds the spelling of a number: exact arithmetic on
+// thousands of digits would let one request burn CPU.
+const maxNumberLen = 400
+
+var errNumberRange = errors.New("number is outside the range of a 64-bit float")
+
+// ParseNumber parses a JSON number literal into its canonical form.
+func ParseNumber(lit string) (Number, error) {
+	if len(lit) > maxNumberLen {
+		return Number{}, fmt.Errorf("number has more than %d characters", maxNumberLen)
+	}
+	s := lit
+	neg := strings.HasPrefix(s, "-")
+	if neg {
+		s = s[1:]
+	}
+	mant, exp := s, 0
+	if i := strings.IndexAny(s, "eE"); i >= 0 {
+		mant = s[:i]
+		es := s[i+1:]
+		if es != "" && (es[0] == '+' || es[0] == '-') {
+			es = es[1:]
+		}
+		if es == "" || !allDigits(es) {
+			return Number{}, fmt.Errorf("%q is not a JSON number", lit)
+		}
+		e, err := strconv.Atoi(s[i+1:])
+		if err != nil || e > 1000 || e < -1000 {
+			exp = 2000 // beyond any float64; decided below
+		} else {
+			exp = e
+		}
+	}
+	intPart, frac, dot := strings.Cut(mant, ".")
+	if intPart == "" || dot && frac == "" || !allDigits(intPart) || !allDigits(frac) ||
+		len(intPart) > 1 && intPart[0] == '0' {
+		return Number{}, fmt.Errorf("%q is not a JSON number", lit)
+	}
+	digits := strings.TrimLeft(intPart+frac, "0")
+	if digits == "" {
+		return Number{Text: "0", IsInt: true}, nil
+	}
+	if exp == 2000 {
+		return Number{}, errNumberRange
+	}
+	exp -= len(frac)
+	trimmed := strings.TrimRight(digits, "0")
+	exp += len(digits) - len(trimmed)
+	digits = trimmed
+	if exp >= 0 && len(digits)+exp <= 19 {
+		text := digits + strings.Repeat("0", exp)
+		if neg {
+			text = "-" + text
+		}
+		if n, err := strconv.ParseInt(text, 10, 64); err == nil {
+			return Number{Text: text, IsInt: true, Int: n, Float: float64(n)}, nil
+		}
+	}
+	f, err := strconv.ParseFloat(lit, 64)
+	if err != nil || f == 0 {
+		// Overflow, or a non-zero value too small to tell from zero.
+		return Number{}, errNumberRange
+	}
+	return Number{Text: string(jsontext.AppendFloat(nil, f, 64)), Float: f}, nil
+}
+
+func allDigits(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if s[i] < '0' || s[i] > '9' {
+			return false
+		}
+	}
+	return true
+}
+
+// maxDepth bounds the nesting of a request value.
+const maxDepth = 64
+
+// SyntaxError is a body that does not parse as its media type says, with
+// where (an RFC 6901 pointer) and what.
+type SyntaxError struct {
+	Pointer string // "" for the whole body
+	Offset  int64  // byte offset, -1 when unknown
+	Msg     string
+}
+
+func (e *SyntaxError) Error() string {
+	s := e.Msg
+	if e.Pointer != "" {
+		s = "at " + e.Pointer + ": " + s
+	}
+	if e.Offset >= 0 {
+		s += " (byte " + strconv.FormatInt(e.Offset, 10) + ")"
+	}
+	return s
+}
+
+// ParseJSON decodes one JSON text strictly: valid UTF-8, no duplicate member
+// names, nesting at most 64 deep, nothing after the value. Members are
+// sorted (SortMembers).
+func ParseJSON(body []byte) (Value, error) {
+	dec := jsontext.NewDecoder(bytes.NewReader(body))
+	v, err := parseValue(dec, 0)
+	if err != nil {
+		return Value{}, jsonError(dec, err)
+	}
+	if _, err := dec.ReadToken(); err != io.EOF {
+		if err == nil {
+			err = errors.New("unexpected data after the JSON value")
+		}
+		return Value{}, jsonError(dec, err)
+	}
+	return v, nil
+}
+
+func jsonError(dec *jsontext.Decoder, err error) error {
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		return se
+	}
+	out := &SyntaxError{Offset: dec.InputOffset()}
+	var syn *jsontext.SyntacticError
+	switch {
+	case errors.As(err, &syn):
+		out.Offset = syn.ByteOffset
+		out.Pointer = string(syn.JSONPointer)
+		msg := syn.Err
+		if msg == nil {
+			msg = err
+		}
+		out.Msg = strings.TrimPrefix(msg.Error(), "jsontext: ")
+		if errors.Is(err, io.ErrUnexpectedEOF) {
+			out.Msg = "unexpected end of JSON input"
+		}
+		if errors.Is(err, jsontext.ErrDuplicateName) {
+			out.Msg = "duplicate member " + strconv.Quote(syn.JSONPointer.LastToken())
+			out.Pointer = string(syn.JSONPointer.Parent())
+		}
+	case err == io.EOF || errors.Is(err, io.ErrUnexpectedEOF):
+		out.Msg = "unexpected end of JSON input"
+	default:
+		out.Msg = strings.TrimPrefix(err.Error(), "jsontext: ")
+	}
+	return out
+}
+
+func parseValue(dec *jsontext.Decoder, depth int) (Value, error) {
+	tok, err := dec.ReadToken()
+	if err != nil {
+		return Value{}, err
+	}
+	switch tok.Kind() {
+	case 'n':
+		return Value{Kind: KindNull}, nil
+	case 't', 'f':
+		return Value{Kind: KindBool, Bool: tok.Bool()}, nil
+	case '"':
+		return Value{Kind: KindString, Str: tok.String()}, nil
+	case '0':
+		n, err := ParseNumber(tok.String())
+		if err != nil {
+			return Value{}, &SyntaxError{Pointer: string(dec.StackPointer()), Offset: dec.InputOffset(), Msg: err.Error()}
+		}
+		return Value{Kind: KindNumber, Num: n}, nil
+	case '[', '{':
+		if depth >= maxDepth {
+			return Value{}, &SyntaxError{Pointer: string(dec.StackPointer()), Offset: dec.InputOffset(),
+				Msg: fmt.Sprintf("nested more than %d levels deep", maxDepth)}
+		}
+	}
+	if tok.Kind() == '[' {
+		v := Value{Kind: KindArray, Items: []Value{}}
+		for dec.PeekKind() != ']' {
+			item, err := parseValue(dec, depth+1)
+			if err != nil {
+				return Value{}, err
+			}
+			v.Items = append(v.Items, item)
+		}
+		_, err := dec.ReadToken()
+		return v, err
+	}
+	v := Value{Kind: KindObject, Members: []Member{}}
+	for dec.PeekKind() != '}' {
+		tok, err := dec.ReadToken()
+		if err != nil {
+			return Value{}, err
+		}
+		name := tok.String() // before the next read voids tok
+		item, err := parseValue(dec, depth+1)
+		if err != nil {
+			return Value{}, err
+		}
+		v.Members = append(v.Members, Member{Name: name, Value: item})
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return Value{}, err
+	}
+	v.SortMembers()
+	return v, nil
+}
+
+// SortMembers sorts an object's members by name in the order of RFC 8785
+// (UTF-16 code units).
+func (v *Value) SortMembers() {
+	sort.Slice(v.Members, func(i, j int) bool { return lessUTF16(v.Members[i].Name, v.Members[j].Name) })
+}
+
+// Member returns the member named name, or nil.
+func (v *Value) Member(name string) *Value {
+	ms := v.Members
+	i := sort.Search(len(ms), func(i int) bool { return !lessUTF16(ms[i].Name, name) })
+	if i < len(ms) && ms[i].Name == name {
+		return &ms[i].Value
+	}
+	return nil
+}
+
+// lessUTF16 orders valid UTF-8 strings by their UTF-16 code units.
+func lessUTF16(a, b string) bool {
+	for a != "" && b != "" {
+		ra, na := utf8.DecodeRuneInString(a)
+		rb, nb := utf8.DecodeRuneInString(b)
+		if ra != rb {
+			return utf16First(ra) < utf16First(rb) || utf16First(ra) == utf16First(rb) && ra < rb
+		}
+		a, b = a[na:], b[nb:]
+	}
+	return a == "" && b != ""
+}
+
+// utf16First is the first UTF-16 code unit of r.
+func utf16First(r rune) rune {
+	if r >= 0x10000 {
+		return 0xD800 + (r-0x10000)>>10
+	}
+	return r
+}
+
+// AppendJSON appends the canonical JSON encoding of v to dst: no white
+// space, members sorted, strings in RFC 8785's minimal form, numbers as
+// Number.Text. Members at the RFC 6901 pointers in exclude (parsed by
+// ParsePointers) are left out.
+func AppendJSON(dst []byte, v *Value, exclude [][]string) []byte {
+	return appendJSON(dst, v, exclude, 0)
+}
+
+func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
+	switch v.Kind {
+	case KindNull:
+		return append(dst, "null"...)
+	case KindBool:
+		return strconv.AppendBool(dst, v.Bool)
+	case KindNumber:
+		return append(dst, v.Num.Text...)
+	case KindString:
+		dst, _ = jsontext.AppendQuote(dst, v.Str) // valid UTF-8 by construction
+		return dst
+	case KindArray:
+		dst = append(dst, '[')
+		first := true
+		for i := range v.Items {
+			sub, skip := descend(exclude, depth, strconv.Itoa(i))
+			if skip {
+				continue
+			}
+			if !first {
+				dst = append(dst, ',')
+			}
+			first = false
+			dst = appendJSON(dst, &v.Items[i], sub, depth+1)
+		}
+		return append(dst, ']')
+	}
+	dst = append(dst, '{')
+	first := true
+	for i := range v.Members {
+		m := &v.Members[i]
+		sub, skip := descend(exclude, depth, m.Name)
+		if skip {
+			continue
+		}
+		if !first {
+			dst = append(dst, ',')
+		}
+		first = false
+		dst, _ = jsontext.AppendQuote(dst, m.Name)
+		dst = append(dst, ':')
+		dst = appendJSON(dst, &m.Value, sub, depth+1)
+	}
+	return append(dst, '}')
+}
+
+// descend returns the exclusions that continue below the member tok at
+// depth, and whether one of them ends there (the member is left out).
+func descend(exclude [][]string, depth int, tok string) ([][]string, bool) {
+	if len(exclude) == 0 {
+		return nil, false
+	}
+	var sub [][]string
+	for _, p := range exclude {
+		if len(p) <= depth || p[depth] != tok {
+			continue
+		}
+		if len(p) == depth+1 {
+			return nil, true
+		}
+		sub = append(sub, p)
+	}
+	return sub, false
+}
+
+// ParsePointers parses RFC 6901 JSON pointers into their unescaped
+// reference tokens. The empty pointer (the whole document) is refused.
+func ParsePointers(ps ...string) ([][]string, error) {
+	out := make([][]string, 0, len(ps))
+	for _, p := range ps {
+		if p == "" || p[0] != '/' {
+			return nil, fmt.Errorf("JSON pointer %q must start with /", p)
+		}
+		toks := strings.Split(p[1:], "/")
+		for i, t := range toks {
+			for j := 0; j < len(t); j++ {
+				if t[j] == '~' && (j+1 >= len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
+					return nil, fmt.Errorf("JSON pointer %q: ~ must be followed by 0 or 1", p)
+				}
+			}
+			toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		}
+		out = append(out, toks)
+	}
+	return out, nil
+}
+
+// MustParsePointers is ParsePointers for pointers the generator checked.
+func MustParsePointers(ps ...string) [][]string {
+	out, err := ParsePointers(ps...)
+	if err != nil {
+		panic("idemimpl: " + err.Error())
+	}
+	return out
+}
