@@ -21,7 +21,10 @@ type Model struct {
 	// WebhookSource is the CloudEvents source of the events the webhook
 	// senders enqueue, from the config (webhookSource).
 	WebhookSource string
-	Warnings      []Warning
+	// Client says whether and how client.gen.go is rendered (the config's
+	// client section).
+	Client   ClientModel
+	Warnings []Warning
 }
 
 // IdempotentOperations returns the operations that go through the engine.
@@ -298,7 +301,14 @@ type Header struct {
 	// not nil). idemimpl.HeaderValue formats it.
 	Type     GoType
 	Required bool
+	// Parse is the idemimpl function that parses the header's value (its
+	// element's, when Type is a pointer): ParseString, ParseInt64,
+	// ParseEnum[Status]; a client decodes the header with it.
+	Parse string
 }
+
+// Pointer reports whether the header's field is a pointer (optional, not a string).
+func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 
 type builder struct {
 	doc      *openapi3.T
@@ -328,7 +338,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
 		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc)}
-	b.names.pkg.reserve(reservedNames...)
+	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
 	b.methods = b.names.scope("methods of Server")
 
 	// Component schemas first so that refs find their types.

@@ -159,6 +159,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 					}
 				}
 			}
+			h.Parse, _ = b.scalarParse(h.Type)
 			if !h.Required && !(h.Type.Kind == GoBuiltin && h.Type.Name == "string") {
 				h.Type = ptr(h.Type)
 			}
@@ -299,6 +300,17 @@ func finishParams(ops []*Operation) {
 		for _, p := range o.Params {
 			if p.Parse == "ParseEnum[]" {
 				p.Parse = "ParseEnum[" + enumOf(p.Type).Name + "]"
+			}
+		}
+		for _, r := range o.Responses {
+			for _, h := range r.Headers {
+				if h.Parse == "ParseEnum[]" {
+					t := h.Type
+					if t.Kind == GoPointer {
+						t = *t.Elem
+					}
+					h.Parse = "ParseEnum[" + enumOf(t).Name + "]"
+				}
 			}
 		}
 	}

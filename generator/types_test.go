@@ -249,12 +249,30 @@ func TestResponses(t *testing.T) {
 	}
 }
 
+// TestClientHeaders: the generated client parses typed headers back.
+func TestClientHeaders(t *testing.T) {
+	srv := httptest.NewServer(NewHandler(srv{}, nil))
+	defer srv.Close()
+	c, err := NewClient(srv.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	res, err := c.ListPets(context.Background(), ListPetsRequest{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ok, isOK := res.Response.(ListPets200Response)
+	if !isOK || ok.XRateLimit != 42 || ok.XNextDate == nil || ok.XNextDate.Day != 2 || ok.XCursor != "" {
+		t.Errorf("response %+v", res.Response)
+	}
+}
+
 func ptrTo[T any](v T) *T { return &v }
 `
 
 // TestGeneratedTypes generates typesSpec and runs typesTest against it.
 func TestGeneratedTypes(t *testing.T) {
-	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(typesSpec), Package: "api", Output: "out"}
+	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(typesSpec), Package: "api", Output: "out", Client: ClientConfig{Enabled: true}}
 	files, _, err := Generate(cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"fmt"
+	"net/http"
 	"reflect"
 	"slices"
 	"strconv"
@@ -193,6 +194,34 @@ func HeaderValue(v any) string {
 		return rv.String() // an enum type
 	}
 	return fmt.Sprint(v)
+}
+
+// ParseHeader parses the typed response header name into *dst (a
+// generated client's decoder); an absent header leaves *dst alone.
+func ParseHeader[T any](h http.Header, name string, dst *T, parse func(string) (T, error)) error {
+	s := h.Get(name)
+	if s == "" {
+		return nil
+	}
+	v, err := parse(s)
+	if err != nil {
+		return fmt.Errorf("response header %s: %w", name, err)
+	}
+	*dst = v
+	return nil
+}
+
+// ParseHeaderPointer is ParseHeader for an optional header's field.
+func ParseHeaderPointer[T any](h http.Header, name string, dst **T, parse func(string) (T, error)) error {
+	if h.Get(name) == "" {
+		return nil
+	}
+	v := new(T)
+	if err := ParseHeader(h, name, v, parse); err != nil {
+		return err
+	}
+	*dst = v
+	return nil
 }
 
 // ParseDate parses a date parameter (RFC 3339 full-date).
