@@ -122,6 +122,12 @@ type Response struct {
 
 // Handler runs the operation's business logic. Its writes must go through tx,
 // which also stores the idempotency record, so both commit or neither does.
+//
+// In atomic mode ctx is the request's: a client that goes away cancels the
+// handler and its transaction rolls back. In lease mode it is not cancelled
+// when the client goes away, only when the lease is lost (context.Cause is
+// then ErrLeaseLost), so that an external effect is not cut off from its
+// record.
 type Handler func(ctx context.Context, tx pgx.Tx) (*Response, error)
 
 // PrepareFunc decodes and validates a request whose body the engine has

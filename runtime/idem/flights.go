@@ -72,23 +72,17 @@ func (f *flights) tryLead(k Key) (leave func(), busy <-chan struct{}) {
 	}, nil
 }
 
-// lead waits until the caller leads k, up to wait; busy is what tryLead
-// returned. waited reports that another flight of k ended meanwhile. A
-// timeout is ErrInFlight.
-func (f *flights) lead(ctx context.Context, k Key, wait time.Duration, busy <-chan struct{}) (leave func(), waited bool, err error) {
-	timer := time.NewTimer(wait)
+// await waits until busy (from tryLead) closes, or deadline passes: then
+// the request is in flight elsewhere, ErrInFlight.
+func (f *flights) await(ctx context.Context, busy <-chan struct{}, deadline time.Time) error {
+	timer := time.NewTimer(time.Until(deadline))
 	defer timer.Stop()
-	for {
-		select {
-		case <-busy:
-			waited = true
-		case <-timer.C:
-			return nil, waited, withRetryAfter(ErrInFlight, time.Second)
-		case <-ctx.Done():
-			return nil, waited, ctx.Err()
-		}
-		if leave, busy = f.tryLead(k); leave != nil {
-			return leave, waited, nil
-		}
+	select {
+	case <-busy:
+		return nil
+	case <-timer.C:
+		return withRetryAfter(ErrInFlight, time.Second)
+	case <-ctx.Done():
+		return ctx.Err()
 	}
 }

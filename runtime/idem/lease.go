@@ -96,7 +96,10 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	key.Since = claim.CreatedAt.Time
 	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease, renewed: claimed}
 	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
-	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
+	// The handler acts outside the database: a client that goes away must
+	// not cut it off between an external effect and the record of it (the
+	// retry would find the effect ambiguous). Only a lost lease cancels it.
+	hctx := context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs)
 	x := &execution{rq: rq, mode: ModeLease, claim: claim, st: st}
 
 	if claim.TakenOver {
@@ -125,5 +128,5 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 		rq.outcome = Outcome{Result: ResultFailed}
 		return withRetryAfter(ErrLeaseLost, time.Second)
 	}
-	return e.finish(ctx, bk, x, resp, herr)
+	return e.finish(bk, bk, x, resp, herr)
 }

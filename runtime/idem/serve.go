@@ -197,27 +197,40 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 		return e.serveLease(rq, h, st)
 	}
 
-	// One execution of a key at a time in this process (see flights).
+	// One execution of a key at a time in this process (see flights). A
+	// duplicate waits for the one running, then reads again: without
+	// leading, so that all the waiters' reads (replays, mostly) run at once.
 	wait := e.cfg.LockTimeout
 	if pol.InFlight == InFlightWait {
 		wait = pol.Wait
 	}
-	cctx, done := e.obs.enter(ctx, rq, phaseClaim)
-	leave, busy := e.flights.tryLead(rq.key)
-	waited := false
-	if leave == nil {
-		st.release() // hold no connection while waiting
-		leave, waited, err = e.flights.lead(cctx, rq.key, wait, busy)
-	}
-	done(err)
-	if err != nil {
-		return err
-	}
-	defer leave()
-	if waited || e.flights.epoch(rq.key) != epoch {
-		// A flight of this key may have ended since the read: read again.
+	deadline := time.Now().Add(wait)
+	for {
+		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
+		leave, busy := e.flights.tryLead(rq.key)
+		if leave == nil {
+			st.release() // hold no connection while waiting
+			err = e.flights.await(cctx, busy, deadline)
+		}
+		done(err)
+		if err != nil {
+			return err
+		}
+		if leave != nil {
+			defer leave()
+			if e.flights.epoch(rq.key) == epoch {
+				break
+			}
+		}
+		// A flight of this key ended since the read: read again.
+		if leave == nil {
+			epoch = e.flights.epoch(rq.key)
+		}
 		if prev, answered, err = e.preRead(ctx, rq, st); answered {
 			return err
+		}
+		if leave != nil {
+			break
 		}
 	}
 	return e.serveAtomic(rq, h, st, prev)
