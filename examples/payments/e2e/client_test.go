@@ -190,7 +190,7 @@ func TestClientKilledMidCall(t *testing.T) {
 			replayed++
 		}
 	}
-	checkBooks(t, l, s.gw.Charges(), want)
+	checkBooks(t, l, s.gw, want)
 	t.Logf("%d intents, %d client processes killed mid-call (%d after their call reached the gateway); %d final calls answered by a replay",
 		intents, killedInCall, charged, replayed)
 	if killedInCall < intents || charged == 0 {
@@ -302,7 +302,7 @@ func TestClientThroughDroppedConnections(t *testing.T) {
 		}
 	}
 	l := readLedger(t, s.db)
-	checkBooks(t, l, s.gw.Charges(), want)
+	checkBooks(t, l, s.gw, want)
 	t.Logf("%d intents over %d connections, %d responses dropped after the request ran: %d calls retried, %d answered by a replay",
 		intents, proxy.n.Load(), proxy.dropped.Load(), retried, replayed)
 	if proxy.dropped.Load() == 0 || replayed == 0 {

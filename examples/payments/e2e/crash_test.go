@@ -230,6 +230,6 @@ func TestProcessCrash(t *testing.T) {
 		}
 	})
 
-	checkBooks(t, readLedger(t, pool), gw.Charges(), want)
+	checkBooks(t, readLedger(t, pool), gw, want)
 	t.Logf("service started %d times; %d payments recorded with the charge of a killed attempt", svc.starts, svc.recoveries())
 }

@@ -359,7 +359,7 @@ func TestPaymentEventsBookedOnce(t *testing.T) {
 	bk.wg.Wait()
 
 	// The payments themselves: one per key, one charge per key.
-	checkBooks(t, readLedger(t, db.Pool), gw.Charges(), want)
+	checkBooks(t, readLedger(t, db.Pool), gw, want)
 	for key, ids := range st2.paymentOf {
 		if len(ids) != 1 {
 			t.Errorf("key %s: clients got %d different payments", key, len(ids))

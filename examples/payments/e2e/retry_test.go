@@ -145,7 +145,7 @@ func TestRetryingClients(t *testing.T) {
 	}
 	s.gw.Set(gateway.Switches{})
 
-	checkBooks(t, readLedger(t, s.db), s.gw.Charges(), want)
+	checkBooks(t, readLedger(t, s.db), s.gw, want)
 	for key, ids := range st.paymentOf {
 		if len(ids) != 1 {
 			t.Errorf("key %s: clients got %d different payments", key, len(ids))

@@ -59,5 +59,5 @@ func TestPoolSaturation(t *testing.T) {
 	if statuses[201] != n {
 		t.Fatalf("want %d × 201", n)
 	}
-	checkBooks(t, readLedger(t, db), gw.Charges(), want)
+	checkBooks(t, readLedger(t, db), gw, want)
 }

@@ -80,22 +80,48 @@ type Stats struct {
 	Calls   int   `json:"calls"`   // Charge calls, failed ones included
 	Charges int   `json:"charges"` // distinct charges (one per key)
 	Amount  int64 `json:"amount"`  // sum of the charges' amounts
+	// RawCharges counts the calls that reached the charging step: the
+	// charges a gateway without idempotency of its own would have made.
+	RawCharges int `json:"rawCharges"`
+	// Overlaps counts the Charge calls that began while another call with
+	// the same key was still in flight.
+	Overlaps int `json:"overlaps"`
+}
+
+// KeyAudit is what the gateway saw of one key. It tells what the caller did
+// apart from the gateway's own deduplication, which hides a caller that
+// charges twice.
+type KeyAudit struct {
+	Calls int // Charge calls
+	// Raw counts the calls that reached the charging step: without the
+	// gateway's idempotency, each would have been a charge.
+	Raw int
+	// Ambiguous counts the raw calls whose caller was not told the charge
+	// happened (ErrTimeout, injected or because the caller gave up): the
+	// calls that explain a caller charging again.
+	Ambiguous int
+	// MaxInFlight is the most Charge calls with the key in flight at once.
+	MaxInFlight int
 }
 
 // Simulator is an in-memory gateway. It is safe for concurrent use.
 type Simulator struct {
-	mu      sync.Mutex
-	sw      Switches
-	charges map[string]Charge
-	calls   map[string]int
-	total   int
+	mu       sync.Mutex
+	sw       Switches
+	charges  map[string]Charge
+	calls    map[string]int
+	total    int
+	audit    map[string]*KeyAudit
+	inFlight map[string]int
+	overlaps int
 }
 
 var _ Gateway = (*Simulator)(nil)
 
 // New returns a simulator with no charges and no failures switched on.
 func New() *Simulator {
-	return &Simulator{charges: map[string]Charge{}, calls: map[string]int{}}
+	return &Simulator{charges: map[string]Charge{}, calls: map[string]int{},
+		audit: map[string]*KeyAudit{}, inFlight: map[string]int{}}
 }
 
 // Set replaces the switches.
@@ -128,6 +154,22 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 	s.mu.Lock()
 	s.calls[key]++
 	s.total++
+	a := s.audit[key]
+	if a == nil {
+		a = &KeyAudit{}
+		s.audit[key] = a
+	}
+	a.Calls++
+	if s.inFlight[key] > 0 {
+		s.overlaps++
+	}
+	s.inFlight[key]++
+	a.MaxInFlight = max(a.MaxInFlight, s.inFlight[key])
+	defer func() {
+		s.mu.Lock()
+		s.inFlight[key]--
+		s.mu.Unlock()
+	}()
 	fail := failNone
 	switch {
 	case s.sw.FailBeforeCharge > 0:
@@ -164,13 +206,20 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 		ch = Charge{ID: newID("ch_"), Key: key, Amount: amount, Currency: currency, Created: time.Now().UTC()}
 		s.charges[key] = ch
 	}
+	a.Raw++
 	s.mu.Unlock()
 
-	if err := sleep(ctx, half); err != nil {
-		return Charge{}, fmt.Errorf("%w: %w", ErrTimeout, err)
+	err := sleep(ctx, half)
+	if err != nil {
+		err = fmt.Errorf("%w: %w", ErrTimeout, err)
+	} else if fail == failAfter {
+		err = ErrTimeout
 	}
-	if fail == failAfter {
-		return Charge{}, ErrTimeout
+	if err != nil {
+		s.mu.Lock()
+		a.Ambiguous++
+		s.mu.Unlock()
+		return Charge{}, err
 	}
 	return ch, nil
 }
@@ -210,13 +259,27 @@ func (s *Simulator) Calls(key string) int {
 	return s.calls[key]
 }
 
+// Audit returns what the gateway saw of each key it was asked to charge.
+func (s *Simulator) Audit() map[string]KeyAudit {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := make(map[string]KeyAudit, len(s.audit))
+	for k, a := range s.audit {
+		out[k] = *a
+	}
+	return out
+}
+
 // Stats returns the totals.
 func (s *Simulator) Stats() Stats {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	st := Stats{Calls: s.total, Charges: len(s.charges)}
+	st := Stats{Calls: s.total, Charges: len(s.charges), Overlaps: s.overlaps}
 	for _, ch := range s.charges {
 		st.Amount += ch.Amount
+	}
+	for _, a := range s.audit {
+		st.RawCharges += a.Raw
 	}
 	return st
 }
