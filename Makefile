@@ -62,8 +62,11 @@ bench:
 
 # bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
 # load tool (bench/cmd/benchload) against the generated bench server on a
-# PostgreSQL with durable commits. Results: bench/results.md, docs/bench-latency.svg.
-BENCH_FLAGS ?= -duration 3s -rounds 3 -concurrency 1,8,32 -storm-keys 20
+# PostgreSQL with durable commits: idemgen and its peers (a naive middleware,
+# Fiber's), duplicate storms, the reused-key check, then the cost with 10 k,
+# 1 M and 10 M records in the table (about 6 GB of disk) and the sweeper
+# under traffic. Results: bench/results.md, docs/bench-latency.svg.
+BENCH_FLAGS ?= -duration 3s -rounds 3 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
 bench-in-db:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
 	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload

@@ -10,8 +10,17 @@
 //
 //	benchload -server ./benchserver -database-url $DATABASE_URL -out results.md -svg latency.svg
 //
-// -scenarios runs a subset (e.g. "atomic,replay"; "storm" names the storm)
-// and -profile DIR saves a server CPU profile of every run, for pprof.
+// Besides idemgen's scenarios it measures two peers on the same operation in
+// the same run (benchserver's peers.go): "naive", a SELECT-then-INSERT
+// middleware, and "fiber", Fiber v3's middleware/idempotency with its
+// PostgreSQL storage. Every system also gets a duplicate storm with one and
+// two server processes (handler runs and committed effects per key), and a
+// reused-key check (same key, another body). -scale and -sweep add the
+// record-count curve and the sweeper under traffic (scale.go).
+//
+// -scenarios runs a subset (e.g. "atomic,replay"; "storm", "mismatch",
+// "scale" and "sweep" name the other parts) and -profile DIR saves a
+// server CPU profile of every run, for pprof.
 //
 // It never fails on a slow result: it prints numbers, not verdicts. It exits
 // non-zero only when the server misbehaves (a storm executing a key twice,
@@ -37,14 +46,15 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-	"github.com/jackc/pgx/v5"
 )
 
 type scenario struct {
 	name string
-	// path is the operation's route; key says how a request picks its key.
-	path string
-	key  func(w *worker) string
+	// path is the operation's route (on the Fiber listener when fiber);
+	// key says how a request picks its key.
+	path  string
+	fiber bool
+	key   func(w *worker) string
 	// want is the status every request must get.
 	want []int
 }
@@ -70,6 +80,8 @@ func main() {
 		pool      = flag.Int("pool", 40, "server connection pool size")
 		only      = flag.String("scenarios", "", "comma-separated scenarios to run (default all; \"storm\" names the storm)")
 		profDir   = flag.String("profile", "", "write a server CPU profile of every run into this directory")
+		scaleFlag = flag.String("scale", "", "record counts for the scale curve, e.g. 10000,1000000,10000000 (none: skip)")
+		sweepRows = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -95,11 +107,11 @@ func main() {
 			want[n] = true
 		}
 	}
-	base, stop, err := startServer(ctx, *serverBin, *dbURL, *pool)
+	srv, err := startServer(ctx, *serverBin, *dbURL, *pool)
 	if err != nil {
 		fatalf("%v", err)
 	}
-	defer stop()
+	defer srv.stop()
 
 	client := &http.Client{
 		Timeout: 30 * time.Second,
@@ -109,12 +121,15 @@ func main() {
 			IdleConnTimeout:     time.Minute,
 		},
 	}
-	b := &bench{client: client, base: base, db: *dbURL, profDir: *profDir}
+	b := &bench{client: client, srv: srv, db: *dbURL, profDir: *profDir,
+		start: func() (*server, error) { return startServer(ctx, *serverBin, *dbURL, *pool) }}
+	defer b.stopExtra()
 
 	replayKeys, err := b.prepareReplayKeys(2000)
 	if err != nil {
 		fatalf("preparing replay keys: %v", err)
 	}
+	b.replayKeys = replayKeys
 
 	scenarios := []scenario{
 		{name: "baseline", path: "/baseline", want: []int{201}},
@@ -124,6 +139,8 @@ func main() {
 			k := w.keys[w.n%len(w.keys)]
 			return k
 		}, want: []int{201}},
+		{name: "naive", path: "/naive", key: newKey, want: []int{201}},
+		{name: "fiber", path: "/fiber", fiber: true, key: newKey, want: []int{201}},
 	}
 	if len(want) > 0 {
 		var keep []scenario
@@ -152,16 +169,46 @@ func main() {
 		}
 	}
 
-	storm := stormResult{statuses: map[int]int{}, minExec: 1, maxExec: 1}
+	var storms []stormResult
 	if len(want) == 0 || want["storm"] {
-		storm, err = b.storm(*stormKeys, *stormSize, *rounds)
-		if err != nil {
-			fatalf("storm: %v", err)
+		for _, procs := range []int{1, 2} {
+			for _, tg := range stormTargets {
+				res, err := b.storm(tg, procs, *stormKeys, *stormSize, *rounds)
+				if err != nil {
+					fatalf("storm %s, %d processes: %v", tg.name, procs, err)
+				}
+				fmt.Fprintf(os.Stderr, "storm %-8s %d process(es): effects per key %d..%d, handler runs per key %.2f, p99 %.2fms\n",
+					tg.name, procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
+				storms = append(storms, res)
+			}
+		}
+	}
+	var mismatches []mismatchResult
+	if len(want) == 0 || want["mismatch"] {
+		for _, tg := range stormTargets {
+			m, err := b.mismatch(tg)
+			if err != nil {
+				fatalf("reused key, %s: %v", tg.name, err)
+			}
+			mismatches = append(mismatches, m)
+		}
+	}
+	var scale []scalePoint
+	if sizes, _ := parseInts(*scaleFlag); len(sizes) > 0 && (len(want) == 0 || want["scale"]) {
+		if scale, err = b.scaleCurve(sizes, *duration); err != nil {
+			fatalf("scale: %v", err)
+		}
+	}
+	var sweep *sweepResult
+	if *sweepRows > 0 && (len(want) == 0 || want["sweep"]) {
+		if sweep, err = b.sweepUnderTraffic(*sweepRows, *duration); err != nil {
+			fatalf("sweep: %v", err)
 		}
 	}
 
 	var md strings.Builder
-	writeTable(&md, scenarios, concs, results, storm)
+	writeTable(&md, scenarios, concs, results, storms, mismatches)
+	writeScale(&md, scale, sweep)
 	fmt.Print(md.String())
 	if *outPath != "" {
 		if err := os.WriteFile(*outPath, []byte(md.String()), 0o644); err != nil {
@@ -169,12 +216,14 @@ func main() {
 		}
 	}
 	if *svgPath != "" {
-		if err := os.WriteFile(*svgPath, []byte(chart(scenarios, concs, results, storm)), 0o644); err != nil {
+		if err := os.WriteFile(*svgPath, []byte(chart(scenarios, concs, results, storms)), 0o644); err != nil {
 			fatalf("%v", err)
 		}
 	}
-	if storm.maxExec != 1 || storm.minExec != 1 {
-		fatalf("storm: executions per key ranged %d..%d, want exactly 1", storm.minExec, storm.maxExec)
+	for _, st := range storms {
+		if st.target.idemgen && (st.maxEff != 1 || st.minEff != 1) {
+			fatalf("storm (%d processes): idemgen committed %d..%d effects per key, want exactly 1", st.procs, st.minEff, st.maxEff)
+		}
 	}
 }
 
@@ -201,20 +250,28 @@ func newKey(*worker) string { return uuid.Must(uuid.NewV7()).String() }
 
 func ms(d time.Duration) float64 { return float64(d) / float64(time.Millisecond) }
 
-// startServer runs the server binary on a free loopback port and waits until
+// server is one benchserver process: its net/http and Fiber listeners.
+type server struct {
+	base, fiber string
+	stop        func()
+}
+
+// startServer runs the server binary on free loopback ports and waits until
 // it answers.
-func startServer(ctx context.Context, bin, dbURL string, pool int) (string, func(), error) {
-	l, err := net.Listen("tcp", "127.0.0.1:0")
+func startServer(ctx context.Context, bin, dbURL string, pool int) (*server, error) {
+	addr, err := freeAddr()
 	if err != nil {
-		return "", nil, err
+		return nil, err
 	}
-	addr := l.Addr().String()
-	l.Close()
+	fiberAddr, err := freeAddr()
+	if err != nil {
+		return nil, err
+	}
 	cmd := exec.CommandContext(ctx, bin)
-	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ADDR="+addr, fmt.Sprintf("POOL_SIZE=%d", pool))
+	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ADDR="+addr, "FIBER_ADDR="+fiberAddr, fmt.Sprintf("POOL_SIZE=%d", pool))
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
-		return "", nil, fmt.Errorf("start %s: %w", bin, err)
+		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
 	stop := func() {
 		_ = cmd.Process.Signal(os.Interrupt)
@@ -226,29 +283,58 @@ func startServer(ctx context.Context, bin, dbURL string, pool int) (string, func
 			_ = cmd.Process.Kill()
 		}
 	}
-	base := "http://" + addr
+	s := &server{base: "http://" + addr, fiber: "http://" + fiberAddr, stop: stop}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
-		resp, err := http.Get(base + "/_stats")
+		resp, err := http.Get(s.base + "/_stats")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
-				return base, stop, nil
+				return s, nil
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
 	stop()
-	return "", nil, errors.New("server did not answer /_stats within 30s")
+	return nil, errors.New("server did not answer /_stats within 30s")
+}
+
+func freeAddr() (string, error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return "", err
+	}
+	defer l.Close()
+	return l.Addr().String(), nil
 }
 
 type bench struct {
 	client *http.Client
-	base   string
+	srv    *server
 	db     string
 	seq    atomic.Int64
 	// profDir, when set, receives a server CPU profile of every run.
 	profDir string
+	// start starts another server process (storms with two processes);
+	// extra is the one it started.
+	start func() (*server, error)
+	extra *server
+	// replayKeys are completed keys with their bodies in replayBodies.
+	replayKeys []string
+}
+
+func (b *bench) stopExtra() {
+	if b.extra != nil {
+		b.extra.stop()
+	}
+}
+
+// url is where a request of s goes.
+func (s scenario) url(srv *server) string {
+	if s.fiber {
+		return srv.fiber + s.path
+	}
+	return srv.base + s.path
 }
 
 type run struct {
@@ -282,11 +368,25 @@ func (b *bench) body() []byte {
 	return []byte(fmt.Sprintf(`{"amount":%d,"currency":"EUR","reference":"bench-%d"}`, 100+n%900, n))
 }
 
-// post sends one request and checks its status.
-func (b *bench) post(path, key string, body []byte, want []int) (int, error) {
-	req, err := http.NewRequest(http.MethodPost, b.base+path, bytes.NewReader(body))
+// post sends one request to url and checks its status.
+func (b *bench) post(url, key string, body []byte, want []int) (int, error) {
+	status, _, err := b.exchange(url, key, body)
 	if err != nil {
 		return 0, err
+	}
+	for _, w := range want {
+		if status == w {
+			return status, nil
+		}
+	}
+	return status, fmt.Errorf("POST %s: status %d, want %v", url, status, want)
+}
+
+// exchange sends one request to url and returns the status and body.
+func (b *bench) exchange(url, key string, body []byte) (int, []byte, error) {
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(body))
+	if err != nil {
+		return 0, nil, err
 	}
 	req.Header.Set("Content-Type", "application/json")
 	if key != "" {
@@ -294,29 +394,33 @@ func (b *bench) post(path, key string, body []byte, want []int) (int, error) {
 	}
 	resp, err := b.client.Do(req)
 	if err != nil {
-		return 0, err
+		return 0, nil, err
 	}
-	_, _ = io.Copy(io.Discard, resp.Body)
-	resp.Body.Close()
-	for _, w := range want {
-		if resp.StatusCode == w {
-			return resp.StatusCode, nil
-		}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	return resp.StatusCode, data, err
+}
+
+// serverStats is what benchserver's /_stats reports.
+type serverStats struct {
+	Mallocs     uint64
+	Invocations map[string]int64
+}
+
+func (b *bench) stats(srv *server) (serverStats, error) {
+	var s serverStats
+	resp, err := b.client.Get(srv.base + "/_stats")
+	if err != nil {
+		return s, err
 	}
-	return resp.StatusCode, fmt.Errorf("POST %s: status %d, want %v", path, resp.StatusCode, want)
+	defer resp.Body.Close()
+	err = json.NewDecoder(resp.Body).Decode(&s)
+	return s, err
 }
 
 func (b *bench) serverMallocs() (uint64, error) {
-	resp, err := b.client.Get(b.base + "/_stats")
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	var s struct{ Mallocs uint64 }
-	if err := json.NewDecoder(resp.Body).Decode(&s); err != nil {
-		return 0, err
-	}
-	return s.Mallocs, nil
+	s, err := b.stats(b.srv)
+	return s.Mallocs, err
 }
 
 // replayBodies holds the body each replay key was first sent with, so a
@@ -329,7 +433,7 @@ func (b *bench) prepareReplayKeys(n int) ([]string, error) {
 		keys[i] = uuid.Must(uuid.NewV7()).String()
 		body := []byte(fmt.Sprintf(`{"amount":%d,"currency":"EUR","reference":"replay-%d"}`, 100+i, i))
 		replayBodies.Store(keys[i], body)
-		if _, err := b.post("/atomic", keys[i], body, []int{201}); err != nil {
+		if _, err := b.post(b.srv.base+"/atomic", keys[i], body, []int{201}); err != nil {
 			return nil, err
 		}
 	}
@@ -348,7 +452,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 		go func() {
 			defer close(profDone)
 			secs := max(int(d/time.Second)-1, 1)
-			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.base, secs))
+			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.srv.base, secs))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "profile: %v\n", err)
 				return
@@ -361,6 +465,24 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 			}
 		}()
 	}
+	deadline := time.Now().Add(d)
+	res, err := b.drive(s, conc, replayKeys, func() bool { return time.Now().Before(deadline) })
+	<-profDone
+	if err != nil {
+		return run{}, err
+	}
+	after, err := b.serverMallocs()
+	if err != nil {
+		return run{}, err
+	}
+	// The two /_stats calls allocate too; they are noise next to thousands
+	// of requests and are not subtracted.
+	res.allocs = after - before
+	return res, nil
+}
+
+// drive sends s's requests from conc clients while more() holds.
+func (b *bench) drive(s scenario, conc int, replayKeys []string, more func() bool) (run, error) {
 	var (
 		mu      sync.Mutex
 		lat     []time.Duration
@@ -368,14 +490,13 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 		wg      sync.WaitGroup
 	)
 	start := time.Now()
-	deadline := start.Add(d)
 	for i := 0; i < conc; i++ {
 		wg.Add(1)
 		go func(id int) {
 			defer wg.Done()
 			w := &worker{id: id, n: id * 7919, keys: replayKeys}
 			local := make([]time.Duration, 0, 4096)
-			for time.Now().Before(deadline) {
+			for more() {
 				key := ""
 				if s.key != nil {
 					key = s.key(w)
@@ -386,7 +507,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 					body = v.([]byte)
 				}
 				t0 := time.Now()
-				_, err := b.post(s.path, key, body, s.want)
+				_, err := b.post(s.url(b.srv), key, body, s.want)
 				local = append(local, time.Since(t0))
 				w.n++
 				if err != nil {
@@ -405,76 +526,9 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	}
 	wg.Wait()
 	elapsed := time.Since(start)
-	<-profDone
 	if firstEr != nil {
 		return run{}, firstEr
 	}
-	after, err := b.serverMallocs()
-	if err != nil {
-		return run{}, err
-	}
 	sort.Slice(lat, func(i, j int) bool { return lat[i] < lat[j] })
-	// The two /_stats calls allocate too; they are noise next to thousands
-	// of requests and are not subtracted.
-	return run{n: len(lat), elapsed: elapsed, lat: lat, allocs: after - before}, nil
-}
-
-type stormResult struct {
-	keys             int
-	lat              []time.Duration
-	statuses         map[int]int
-	minExec, maxExec int
-}
-
-// storm sends size concurrent requests with one key, for keys keys per
-// round, and counts the business executions of every key in the database.
-func (b *bench) storm(keys, size, rounds int) (stormResult, error) {
-	res := stormResult{statuses: map[int]int{}, minExec: 1 << 30}
-	ctx := context.Background()
-	conn, err := pgx.Connect(ctx, b.db)
-	if err != nil {
-		return res, err
-	}
-	defer conn.Close(ctx)
-	var mu sync.Mutex
-	for r := 0; r < rounds; r++ {
-		for k := 0; k < keys; k++ {
-			key := uuid.Must(uuid.NewV7()).String()
-			body := b.body()
-			var wg sync.WaitGroup
-			gate := make(chan struct{})
-			var firstErr error
-			for i := 0; i < size; i++ {
-				wg.Add(1)
-				go func() {
-					defer wg.Done()
-					<-gate
-					t0 := time.Now()
-					status, err := b.post("/atomic", key, body, []int{201, 409})
-					d := time.Since(t0)
-					mu.Lock()
-					defer mu.Unlock()
-					res.lat = append(res.lat, d)
-					res.statuses[status]++
-					if err != nil && firstErr == nil {
-						firstErr = err
-					}
-				}()
-			}
-			close(gate)
-			wg.Wait()
-			if firstErr != nil {
-				return res, firstErr
-			}
-			var n int
-			if err := conn.QueryRow(ctx, "SELECT count(*) FROM bench_payments WHERE idempotency_key = $1", key).Scan(&n); err != nil {
-				return res, err
-			}
-			res.minExec = min(res.minExec, n)
-			res.maxExec = max(res.maxExec, n)
-			res.keys++
-		}
-	}
-	sort.Slice(res.lat, func(i, j int) bool { return res.lat[i] < res.lat[j] })
-	return res, nil
+	return run{n: len(lat), elapsed: elapsed, lat: lat}, nil
 }

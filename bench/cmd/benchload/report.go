@@ -44,7 +44,7 @@ func ratio(results map[string][]run, name string, c int) float64 {
 	return median(rs)
 }
 
-func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storm stormResult) {
+func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storms []stormResult, mismatches []mismatchResult) {
 	fmt.Fprintln(w, "| scenario | concurrency | req/s (median) | × baseline | p50 ms | p90 ms | p99 ms | allocs/req (server) |")
 	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
 	for _, c := range concs {
@@ -61,22 +61,68 @@ func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[stri
 				ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), median(allocs))
 		}
 	}
-	var codes []string
-	for code, n := range storm.statuses {
-		codes = append(codes, fmt.Sprintf("%d×%d", n, code))
+	if len(storms) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| duplicate storm | processes | keys | requests | p50 ms | p99 ms | statuses | committed effects per key | handler runs per key |")
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|---:|")
+		for _, st := range storms {
+			var codes []string
+			for code, n := range st.statuses {
+				codes = append(codes, fmt.Sprintf("%d×%d", n, code))
+			}
+			sort.Strings(codes)
+			fmt.Fprintf(w, "| %s | %d | %d | %d | %.2f | %.2f | %s | %d..%d | %.2f |\n",
+				st.target.name, st.procs, st.keys, len(st.lat), ms(percentile(st.lat, 50)), ms(percentile(st.lat, 99)),
+				strings.Join(codes, ", "), st.minEff, st.maxEff, st.runsPerKey())
+		}
 	}
-	sort.Strings(codes)
-	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| duplicate storm | keys | requests | p50 ms | p90 ms | p99 ms | statuses | executions per key |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---|---|")
-	fmt.Fprintf(w, "| atomic, 200 concurrent per key | %d | %d | %.2f | %.2f | %.2f | %s | %d..%d |\n",
-		storm.keys, len(storm.lat), ms(percentile(storm.lat, 50)), ms(percentile(storm.lat, 90)),
-		ms(percentile(storm.lat, 99)), strings.Join(codes, ", "), storm.minExec, storm.maxExec)
+	if len(mismatches) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| same key, another body | first request | second request gets |")
+		fmt.Fprintln(w, "|---|---:|---|")
+		for _, m := range mismatches {
+			fmt.Fprintf(w, "| %s | %d | %s |\n", m.target.name, m.first, m.verdict())
+		}
+	}
+}
+
+// writeScale writes the scale curve and the sweeper run, when measured.
+func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
+	if len(points) > 0 {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| records in idem_records | baseline req/s | atomic req/s | atomic × baseline | atomic p99 ms | replay req/s | replay × baseline | replay p99 ms |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|---:|---:|")
+		for _, p := range points {
+			res := map[string][]run{rkey("baseline", 32): p.baseline, rkey("atomic", 32): p.atomic, rkey("replay", 32): p.replay}
+			rps := func(runs []run) float64 {
+				var xs []float64
+				for _, r := range runs {
+					xs = append(xs, r.rps())
+				}
+				return median(xs)
+			}
+			fmt.Fprintf(w, "| %d | %.0f | %.0f | %.2f | %.2f | %.0f | %.2f | %.2f |\n", p.records,
+				rps(p.baseline), rps(p.atomic), ratio(res, "atomic", 32), ms(percentile(pooled(p.atomic), 99)),
+				rps(p.replay), ratio(res, "replay", 32), ms(percentile(pooled(p.replay), 99)))
+		}
+	}
+	if sw != nil {
+		fmt.Fprintln(w)
+		fmt.Fprintf(w, "| sweeper, %d expired records, batch %d | rows | seconds | rows/s | traffic req/s | traffic p99 ms | p99 × alone |\n", sw.rows, sw.batch)
+		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
+		fmt.Fprintf(w, "| atomic traffic alone, c=8 | | | | %.0f | %.2f | 1.00 |\n", sw.alone.rps(), ms(sw.alone.pct(99)))
+		row := func(name string, n int64, took time.Duration, tr run) {
+			fmt.Fprintf(w, "| %s | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, n, took.Seconds(),
+				float64(n)/took.Seconds(), tr.rps(), ms(tr.pct(99)), float64(tr.pct(99))/float64(sw.alone.pct(99)))
+		}
+		row("phase 1: expire (drop responses)", sw.expired, sw.expireTime, sw.expiring)
+		row("phase 2: delete tombstones", sw.deleted, sw.deleteTime, sw.deleting)
+	}
 }
 
 // chart draws p50 and p99 latency per scenario and concurrency as horizontal
 // bars: one row each, the storm last.
-func chart(scenarios []scenario, concs []int, results map[string][]run, storm stormResult) string {
+func chart(scenarios []scenario, concs []int, results map[string][]run, storms []stormResult) string {
 	type row struct {
 		label    string
 		p50, p99 float64
@@ -88,7 +134,11 @@ func chart(scenarios []scenario, concs []int, results map[string][]run, storm st
 			rows = append(rows, row{fmt.Sprintf("%s  c=%d", s.name, c), ms(percentile(lat, 50)), ms(percentile(lat, 99))})
 		}
 	}
-	rows = append(rows, row{"storm  200/key", ms(percentile(storm.lat, 50)), ms(percentile(storm.lat, 99))})
+	for _, st := range storms {
+		if st.procs == 1 {
+			rows = append(rows, row{"storm " + st.target.name, ms(percentile(st.lat, 50)), ms(percentile(st.lat, 99))})
+		}
+	}
 	maxv := 0.0
 	for _, r := range rows {
 		maxv = max(maxv, r.p99)

@@ -3,11 +3,14 @@
 // write (insert one payment row in a transaction) — without idempotency, in
 // atomic mode and in lease mode.
 //
-// It reads DATABASE_URL, ADDR, POOL_SIZE and PPROF (non-empty: serve
-// net/http/pprof under /debug/pprof/), applies the runtime's
-// migrations and its own table, and serves until SIGINT or SIGTERM.
+// It reads DATABASE_URL, ADDR, FIBER_ADDR (where the Fiber peer listens;
+// none when empty), POOL_SIZE and PPROF (non-empty: serve net/http/pprof
+// under /debug/pprof/), applies the runtime's migrations and its own
+// tables, and serves until SIGINT or SIGTERM. It also serves the peers
+// (peers.go): POST /naive here, POST /fiber on FIBER_ADDR.
 // GET /_stats reports the process's allocation count, so the load tool can
-// attribute allocations per request to the server alone.
+// attribute allocations per request to the server alone, and how often each
+// operation's handler ran.
 package main
 
 import (
@@ -22,6 +25,7 @@ import (
 	"os/signal"
 	"runtime"
 	"strconv"
+	"sync/atomic"
 	"syscall"
 	"time"
 
@@ -43,6 +47,12 @@ const schema = `CREATE TABLE IF NOT EXISTS bench_payments (
 const insert = `INSERT INTO bench_payments (idempotency_key, amount, currency, reference)
 VALUES ($1, $2, $3, $4) RETURNING id`
 
+// invocations counts the runs of each operation's business handler.
+var invocations = map[string]*atomic.Int64{
+	"baseline": new(atomic.Int64), "atomic": new(atomic.Int64), "lease": new(atomic.Int64),
+	"naive": new(atomic.Int64), "fiber": new(atomic.Int64),
+}
+
 type service struct{ pool *pgxpool.Pool }
 
 var _ api.Server = service{}
@@ -60,6 +70,7 @@ func write(ctx context.Context, tx pgx.Tx, in api.PaymentInput) (api.Payment, er
 
 // CreateBaseline runs the business transaction with no idempotency layer.
 func (s service) CreateBaseline(ctx context.Context, req api.CreateBaselineRequest) (api.CreateBaselineResponse, error) {
+	invocations["baseline"].Add(1)
 	var p api.Payment
 	err := pgx.BeginFunc(ctx, s.pool, func(tx pgx.Tx) (err error) {
 		p, err = write(ctx, tx, req.Body)
@@ -72,6 +83,7 @@ func (s service) CreateBaseline(ctx context.Context, req api.CreateBaselineReque
 }
 
 func (s service) CreateAtomic(ctx context.Context, tx pgx.Tx, req api.CreateAtomicRequest) (api.CreateAtomicResponse, error) {
+	invocations["atomic"].Add(1)
 	p, err := write(ctx, tx, req.Body)
 	if err != nil {
 		return nil, err
@@ -80,6 +92,7 @@ func (s service) CreateAtomic(ctx context.Context, tx pgx.Tx, req api.CreateAtom
 }
 
 func (s service) CreateLease(ctx context.Context, tx pgx.Tx, req api.CreateLeaseRequest) (api.CreateLeaseResponse, error) {
+	invocations["lease"].Add(1)
 	p, err := write(ctx, tx, req.Body)
 	if err != nil {
 		return nil, err
@@ -112,8 +125,10 @@ func run() error {
 	if err := idem.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	if _, err := pool.Exec(ctx, schema); err != nil {
-		return err
+	for _, ddl := range []string{schema, naiveSchema} {
+		if _, err := pool.Exec(ctx, ddl); err != nil {
+			return err
+		}
 	}
 	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations})
 	if err != nil {
@@ -122,12 +137,24 @@ func run() error {
 
 	mux := http.NewServeMux()
 	mux.Handle("/", api.NewHandler(service{pool: pool}, engine))
+	mux.HandleFunc("POST /naive", naive(pool))
 	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
+		inv := map[string]int64{}
+		for k, v := range invocations {
+			inv[k] = v.Load()
+		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]uint64{"Mallocs": m.Mallocs})
+		_ = json.NewEncoder(w).Encode(map[string]any{"Mallocs": m.Mallocs, "Invocations": inv})
 	})
+	if fa := os.Getenv("FIBER_ADDR"); fa != "" {
+		stopFiber, err := startFiber(pool, fa)
+		if err != nil {
+			return fmt.Errorf("fiber: %w", err)
+		}
+		defer stopFiber()
+	}
 	if os.Getenv("PPROF") != "" {
 		// Profiling for benchload -profile; off by default.
 		mux.HandleFunc("GET /debug/pprof/", pprof.Index)
