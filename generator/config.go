@@ -36,6 +36,8 @@ type Config struct {
 	// in a clash error: {"#/components/schemas/nullTime": "NullTimeValue"}.
 	// Clashing names are errors, never silently suffixed; this resolves them.
 	Rename map[string]string `yaml:"rename"`
+	// Validation configures the validation of requests.
+	Validation ValidationConfig `yaml:"validation"`
 	// WebhookSource is the CloudEvents source attribute of the events the
 	// generated webhook senders enqueue; default "urn:idemgen:<package>".
 	WebhookSource string `yaml:"webhookSource"`
@@ -43,6 +45,17 @@ type Config struct {
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
 	SpecData []byte `yaml:"-"`
+}
+
+// ValidationConfig turns request validation off where a service cannot
+// enforce its spec yet. Decoding stays strict (JSON types, duplicate and
+// case-variant members, the fingerprint); the schema's constraints below
+// a skipped location are not checked.
+type ValidationConfig struct {
+	// Skip lists operationIds, and spec locations of schemas or properties
+	// as JSON pointers ("#/components/schemas/NewPayment/properties/note").
+	// An entry that names nothing is an error.
+	Skip []string `yaml:"skip"`
 }
 
 // LoadConfig reads a YAML config file. Unknown keys are errors. Relative

@@ -11,11 +11,14 @@ import (
 // Model is everything the renderers need, decided once: names, order, types
 // and policies. Templates receive *Model (see templates/README.md).
 type Model struct {
-	Package    string       // Go package name
-	Source     string       // spec path relative to the output dir, slash-separated
-	BasePath   string       // prefix of every route pattern, from the config
-	Types      []*Type      // every named type, sorted by name
-	Operations []*Operation // sorted by path, then method
+	Package  string  // Go package name
+	Source   string  // spec path relative to the output dir, slash-separated
+	BasePath string  // prefix of every route pattern, from the config
+	Types    []*Type // every named type, sorted by name
+	// RequestSchemas is the table of request schema descriptors the
+	// generated decoders validate against (idemimpl.Schemas).
+	RequestSchemas []*ReqSchema
+	Operations     []*Operation // sorted by path, then method
 	// Webhooks are the OpenAPI 3.1 webhooks, sorted by name.
 	Webhooks []*Webhook
 	// WebhookSource is the CloudEvents source of the events the webhook
@@ -157,6 +160,9 @@ type Operation struct {
 	Body       *Body // nil: no request body
 	Responses  []*Response
 	Location   string // JSON pointer, e.g. #/paths/~1payments/post
+	// ownExclusions: the fingerprint exclusions are the operation's own,
+	// not the root's (which apply where they name something).
+	ownExclusions bool
 }
 
 // RequestType, ResponseType and friends name the operation's Go identifiers.
@@ -165,6 +171,8 @@ func (o *Operation) ResponseType() string { return o.GoName + "Response" }
 func (o *Operation) Handler() string      { return "handle" + o.GoName }
 func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Request" }
 func (o *Operation) OpVar() string        { return "op" + o.GoName }
+func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
+func (o *Operation) BodyVar() string      { return "body" + o.GoName }
 func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
@@ -177,12 +185,17 @@ type Param struct {
 	Field    string // Go field of the request type
 	Type     GoType // element type for lists
 	Required bool
-	List     bool // query array
-	Explode  bool
+	List     bool   // an array, typed []Type
 	Key      string // lookup key: the spec name, or the ServeMux wildcard of a path parameter
-	Parse    string // parse function of package idemimpl, with its type argument: ParseInt32, ParseEnum[Status]
+	// Style is the idemimpl.Style constant of its serialisation
+	// (StyleForm, StyleDeepObject, ...; StyleJSON for content:
+	// application/json), and Explode its explode.
+	Style   string
+	Explode bool
+	Schema  int // index in Model.RequestSchemas
 	// Fingerprint is whether the parameter is part of the idempotency
-	// fingerprint: every parameter but the idempotency key header itself.
+	// fingerprint: every parameter but the idempotency key header and those
+	// x-idempotent.fingerprint.excludeParameters names.
 	Fingerprint bool
 }
 
@@ -191,10 +204,13 @@ func (p *Param) Where() string { return p.In + " parameter " + strconv.Quote(p.N
 
 // Body is the request body.
 type Body struct {
-	MediaType string
-	JSON      bool   // decoded as JSON into Type; otherwise raw bytes
+	MediaType string // the preferred media type: JSON when declared
+	JSON      bool   // the preferred media type is JSON
 	Type      GoType // the field type (pointer when optional JSON)
 	Required  bool
+	// Media are the media types accepted, in order of preference: each
+	// decodes to Type. Others the spec declares are refused with 415.
+	Media []*BodyMedia
 }
 
 // Response is one declared status of an operation.
@@ -222,8 +238,12 @@ type builder struct {
 	building map[string]bool
 	rename   map[string]string
 	byRef    map[string]string
-	warns    []Warning
-	versions *versioner
+	req      *reqTable
+	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
+	// "excludeParameters[1]") that named something in some operation.
+	rootExclUsed map[string]bool
+	warns        []Warning
+	versions     *versioner
 }
 
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
@@ -234,6 +254,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, ns: newNamespace(file, errs, reservedNames...),
 		types: map[string]*Type{}, bySchema: map[*openapi3.Schema]string{}, building: map[string]bool{}, rename: cfg.Rename, byRef: map[string]string{}, versions: newVersioner(doc)}
+	b.req = newReqTable(b, cfg.Validation.Skip)
+	b.rootExclUsed = map[string]bool{}
 
 	// Component schemas first so that refs find their names.
 	if doc.Components != nil {
@@ -289,6 +311,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return a.Method < c.Method
 	})
 	b.checkRoutes(m.Operations)
+	b.req.checkSkip(file)
+	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)
 	m.WebhookSource = cfg.WebhookSource
 	if err := errs.err(); err != nil {
@@ -298,6 +322,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		m.Types = append(m.Types, b.types[name])
 	}
 	m.Warnings = b.warns
+	m.RequestSchemas = b.req.list
 	return m, nil
 }
 

@@ -93,8 +93,10 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		}
 	}
 
+	o.ownExclusions = patch != nil && patch.set["fingerprint"]
 	b.params(o, item, op, where)
 	b.body(o, op, where)
+	b.checkExclusions(o, where)
 	return o
 }
 
@@ -176,136 +178,6 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 		}
 	}
 	return keys[0], c[keys[0]]
-}
-
-func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Operation, where string) {
-	type key struct{ in, name string }
-	merged := map[key]*openapi3.Parameter{}
-	var order []key
-	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
-		for _, pr := range list {
-			if pr == nil || pr.Value == nil {
-				continue
-			}
-			k := key{pr.Value.In, pr.Value.Name}
-			if _, ok := merged[k]; !ok {
-				order = append(order, k)
-			}
-			merged[k] = pr.Value
-		}
-	}
-	sort.Slice(order, func(i, j int) bool {
-		ri, rj := inRank(order[i].in), inRank(order[j].in)
-		if ri != rj {
-			return ri < rj
-		}
-		return order[i].name < order[j].name
-	})
-	fields := map[string]string{"Body": "the request body"}
-	for _, k := range order {
-		p := merged[k]
-		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Field: goName(p.Name), Required: p.Required || p.In == "path", Explode: p.Explode == nil || *p.Explode}
-		loc := fmt.Sprintf("%s parameter %q", p.In, p.Name)
-		if prev, ok := fields[prm.Field]; ok {
-			b.errs.addf("%sGo field %s.%s is generated for both %s and %s", where, o.RequestType(), prm.Field, prev, loc)
-			continue
-		}
-		fields[prm.Field] = loc
-		prm.Fingerprint = !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
-		if p.In == "path" {
-			prm.Key = muxWildcard(p.Name)
-		}
-		var sr *openapi3.SchemaRef
-		if p.Schema != nil {
-			sr = p.Schema
-		}
-		hint := o.GoName + goName(p.Name)
-		b.paramType(prm, sr, hint, o.Location+"/parameters/"+p.Name, where)
-		o.Params = append(o.Params, prm)
-	}
-}
-
-func inRank(in string) int {
-	switch in {
-	case "path":
-		return 0
-	case "query":
-		return 1
-	case "header":
-		return 2
-	}
-	return 3
-}
-
-func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint, loc, where string) {
-	str := GoType{Kind: GoBuiltin, Name: "string"}
-	if sr == nil || sr.Value == nil {
-		p.Type, p.Parse = str, "ParseString"
-		return
-	}
-	s := sr.Value
-	types, _ := typesOf(s)
-	if len(types) == 1 && types[0] == openapi3.TypeArray && p.In != "path" {
-		p.List = true
-		elem := b.goType(s.Items, hint+"Item", loc+"/items")
-		if parse, ok := b.scalarParse(elem); ok {
-			p.Type, p.Parse = elem, parse
-			return
-		}
-	} else {
-		gt := b.goType(sr, hint, loc)
-		if parse, ok := b.scalarParse(gt); ok {
-			p.Type, p.Parse = gt, parse
-			return
-		}
-	}
-	b.warnf(fmt.Sprintf("%s %s", strings.TrimSuffix(where, ": "), p.Where()), "schema is not a scalar or a list of scalars; passed as a raw string")
-	p.List = false
-	p.Type, p.Parse = str, "ParseString"
-}
-
-func (b *builder) scalarParse(t GoType) (string, bool) {
-	switch t.Kind {
-	case GoTime:
-		return "ParseTime", true
-	case GoUUID:
-		return "ParseUUID", true
-	case GoBuiltin:
-		return "Parse" + goName(t.Name), true
-	case GoNamed:
-		nt := b.types[t.Name]
-		if nt == nil {
-			return "", false
-		}
-		switch nt.Kind {
-		case KindEnum:
-			return "ParseEnum[" + nt.Name + "]", true
-		case KindAlias:
-			return b.scalarParse(nt.Alias)
-		}
-	}
-	return "", false
-}
-
-func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
-	if op.RequestBody == nil || op.RequestBody.Value == nil {
-		return
-	}
-	rb := op.RequestBody.Value
-	mt, media := pickMedia(rb.Content)
-	if media == nil {
-		return
-	}
-	body := &Body{MediaType: mt, JSON: isJSON(mt), Required: rb.Required}
-	if body.JSON {
-		body.Type = b.goType(media.Schema, o.GoName+"RequestBody", fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt)))
-		if !body.Required && !body.Type.nilable() {
-			body.Type = ptr(body.Type)
-		}
-	} else {
-		body.Type = GoType{Kind: GoBytes}
-	}
-	o.Body = body
 }
 
 // checkRoutes refuses two operations ServeMux would reject as conflicting.

@@ -22,10 +22,13 @@ type Policy struct {
 	Wait               time.Duration
 	ReplayStatuses     []int
 	FingerprintExclude []string
-	SchemaVersion      string // "auto" until the model resolves it
-	OnSchemaChange     string
-	OnExpired          string
-	Profile            string
+	// FingerprintExcludeParams are the declared parameters left out of
+	// the fingerprint (tracing and request-id headers).
+	FingerprintExcludeParams []ParamRef
+	SchemaVersion            string // "auto" until the model resolves it
+	OnSchemaChange           string
+	OnExpired                string
+	Profile                  string
 }
 
 // DefaultPolicy is what an empty `x-idempotent: {}` means.
@@ -181,6 +184,10 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			sort.Strings(fkeys)
 			for _, fk := range fkeys {
+				if fk == "excludeParameters" {
+					ok = parseExcludeParams(fm[fk], &p.policy, where+path+".fingerprint.excludeParameters", errs) && ok
+					continue
+				}
 				if fk != "exclude" {
 					errs.addf("%s%s.fingerprint.%s: unknown field", where, path, fk)
 					ok = false
@@ -259,6 +266,7 @@ func (p *policyPatch) apply(base Policy) Policy {
 			base.ReplayStatuses = q.ReplayStatuses
 		case "fingerprint":
 			base.FingerprintExclude = q.FingerprintExclude
+			base.FingerprintExcludeParams = q.FingerprintExcludeParams
 		case "schemaVersion":
 			base.SchemaVersion = q.SchemaVersion
 		case "onSchemaChange":
@@ -297,4 +305,31 @@ func contains(list []string, s string) bool {
 		}
 	}
 	return false
+}
+
+// ParamRef names a parameter: its location and name.
+type ParamRef struct{ In, Name string }
+
+// parseExcludeParams reads fingerprint.excludeParameters: a list of
+// {in, name} objects. The model checks that each names a parameter.
+func parseExcludeParams(val any, pol *Policy, path string, errs *errList) bool {
+	list, isList := val.([]any)
+	if !isList {
+		errs.addf("%s: want a list of {in, name} objects, got %s", path, describe(val))
+		return false
+	}
+	ok := true
+	pol.FingerprintExcludeParams = []ParamRef{}
+	for i, item := range list {
+		m, isMap := item.(map[string]any)
+		in, _ := m["in"].(string)
+		name, _ := m["name"].(string)
+		if !isMap || len(m) != 2 || name == "" || (in != "path" && in != "query" && in != "header" && in != "cookie") {
+			errs.addf("%s[%d]: want {in: path|query|header|cookie, name: <parameter>}, got %s", path, i, describe(item))
+			ok = false
+			continue
+		}
+		pol.FingerprintExcludeParams = append(pol.FingerprintExcludeParams, ParamRef{In: in, Name: name})
+	}
+	return ok
 }

@@ -159,12 +159,17 @@ func (h *handler) handleCreateAtomic(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyCreateAtomic describes the request body of createAtomic.
+var bodyCreateAtomic = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeCreateAtomicRequest decodes and validates the request of createAtomic; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreateAtomic, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleCreateBaseline serves createBaseline (POST /baseline).
@@ -187,12 +192,17 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// bodyCreateBaseline describes the request body of createBaseline.
+var bodyCreateBaseline = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeCreateBaselineRequest decodes and validates the request of createBaseline; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateBaselineRequest(r *http.Request, body []byte) (req CreateBaselineRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreateBaseline, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleCreateLease serves createLease (POST /lease) through the idempotency engine.
@@ -212,13 +222,27 @@ func (h *handler) handleCreateLease(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyCreateLease describes the request body of createLease.
+var bodyCreateLease = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeCreateLeaseRequest decodes and validates the request of createLease; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateLeaseRequest(r *http.Request, body []byte) (req CreateLeaseRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreateLease, &req.Body)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "currency", Schema: 3, Required: true}, {Name: "reference", Schema: 3, Required: true}}}, // 1: #/components/schemas/PaymentInput
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"}, // 2: #/components/schemas/PaymentInput/properties/amount
+	{Types: idemimpl.TypeString},                                          // 3: #/components/schemas/PaymentInput/properties/currency
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.

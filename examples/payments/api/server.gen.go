@@ -194,15 +194,17 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsListPayments describes the parameters of listPayments.
+var paramsListPayments = [...]idemimpl.Param{
+	{In: "query", Name: "limit", Key: "limit", Schema: 4, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+}
+
 // decodeListPaymentsRequest decodes and validates the request of listPayments; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "limit")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsListPayments[0], &req.Limit)
+	return req, q, q.Err()
 }
 
 // handleCreatePayment serves createPayment (POST /payments) through the idempotency engine.
@@ -222,15 +224,23 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsCreatePayment describes the parameters of createPayment.
+var paramsCreatePayment = [...]idemimpl.Param{
+	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
+}
+
+// bodyCreatePayment describes the request body of createPayment.
+var bodyCreatePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 6},
+}}
+
 // decodeCreatePaymentRequest decodes and validates the request of createPayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCreatePayment[0], &req.IdempotencyKey)
+	q.Body(body, &bodyCreatePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleQuotePayment serves quotePayment (POST /payments/quote).
@@ -253,12 +263,17 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// bodyQuotePayment describes the request body of quotePayment.
+var bodyQuotePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeQuotePaymentRequest decodes and validates the request of quotePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyQuotePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleGetPayment serves getPayment (GET /payments/{paymentId}).
@@ -276,15 +291,17 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsGetPayment describes the parameters of getPayment.
+var paramsGetPayment = [...]idemimpl.Param{
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeGetPaymentRequest decodes and validates the request of getPayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "paymentId")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsGetPayment[0], &req.PaymentID)
+	return req, q, q.Err()
 }
 
 // handleCapturePayment serves capturePayment (PATCH /payments/{paymentId}) through the idempotency engine.
@@ -304,19 +321,25 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsCapturePayment describes the parameters of capturePayment.
+var paramsCapturePayment = [...]idemimpl.Param{
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
+}
+
+// bodyCapturePayment describes the request body of capturePayment.
+var bodyCapturePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 13},
+}}
+
 // decodeCapturePaymentRequest decodes and validates the request of capturePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "paymentId")
-	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCapturePayment[0], &req.PaymentID)
+	q.Param(&paramsCapturePayment[1], &req.IdempotencyKey)
+	q.Body(body, &bodyCapturePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleCreateRefund serves createRefund (POST /payments/{paymentId}/refunds) through the idempotency engine.
@@ -336,20 +359,45 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsCreateRefund describes the parameters of createRefund.
+var paramsCreateRefund = [...]idemimpl.Param{
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
+}
+
+// bodyCreateRefund describes the request body of createRefund.
+var bodyCreateRefund = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 12},
+}}
+
 // decodeCreateRefundRequest decodes and validates the request of createRefund; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateRefundRequest(r *http.Request, body []byte) (req CreateRefundRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.PaymentID, err = idemimpl.ParamRequired(r, "path", "paymentId", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "paymentId")
-	if req.IdempotencyKey, err = idemimpl.ParamOptional(r, "header", "Idempotency-Key", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCreateRefund[0], &req.PaymentID)
+	q.Param(&paramsCreateRefund[1], &req.IdempotencyKey)
+	q.Body(body, &bodyCreateRefund, &req.Body)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "currency", Schema: 3, Required: true}}}, // 1: #/components/schemas/QuoteRequest
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"},                                                                            // 2: #/components/schemas/QuoteRequest/properties/amount
+	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{3}$"},                                                                                              // 3: #/components/schemas/QuoteRequest/properties/currency
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "100"},        // 4: #/paths/~1payments/get/parameters/limit/schema
+	{Types: idemimpl.TypeString}, // 5: #/paths/~1payments/post/parameters/Idempotency-Key/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 7, Required: true}, {Name: "currency", Schema: 3, Required: true}, {Name: "description", Schema: 8}, {Name: "metadata", Schema: 9}}, AdditionalProperties: idemimpl.NoAdditional}, // 6: #/components/schemas/NewPayment
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Minimum: "1", Maximum: "100000000"},                                                                                                                                              // 7: #/components/schemas/NewPayment/properties/amount
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 200},                                                                                                                                                                                       // 8: #/components/schemas/NewPayment/properties/description
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "clientSentAt", Schema: 10}, {Name: "orderId", Schema: 11}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                           // 9: #/components/schemas/Metadata
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime},                                                                                                                                                                                                  // 10: #/components/schemas/Metadata/properties/clientSentAt
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 100},                                                                                                                                                                                       // 11: #/components/schemas/Metadata/properties/orderId
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "reason", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                    // 12: #/components/schemas/NewRefund
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                                                                 // 13: #/components/schemas/Capture
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.

@@ -130,13 +130,27 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyCreateNote describes the request body of createNote.
+var bodyCreateNote = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeCreateNoteRequest decodes and validates the request of createNote; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreateNote, &req.Body)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "id", Schema: 2, Required: true}, {Name: "text", Schema: 3, Required: true}}}, // 1: #/components/schemas/Note
+	{Types: idemimpl.TypeString}, // 2: #/components/schemas/Note/properties/id
+	{Types: idemimpl.TypeString, Enum: []string{"\"hello\"", "\"fail\"", "\"other\"", "\"twice\""}}, // 3: #/components/schemas/Note/properties/text
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.

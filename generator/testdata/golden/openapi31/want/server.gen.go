@@ -138,12 +138,17 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyCreateNote describes the request body of createNote.
+var bodyCreateNote = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 1},
+}}
+
 // decodeCreateNoteRequest decodes and validates the request of createNote; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreateNote, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleGetNote serves getNote (GET /notes/{note-id}).
@@ -161,20 +166,33 @@ func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsGetNote describes the parameters of getNote.
+var paramsGetNote = [...]idemimpl.Param{
+	{In: "path", Name: "note-id", Key: "noteID", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "query", Name: "at", Key: "at", Schema: 7, Style: idemimpl.StyleForm, Explode: true, Required: true, Fingerprint: true},
+}
+
 // decodeGetNoteRequest decodes and validates the request of getNote; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeGetNoteRequest(r *http.Request, body []byte) (req GetNoteRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.NoteID, err = idemimpl.ParamRequired(r, "path", "noteID", idemimpl.ParseInt64); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "noteID")
-	if req.At, err = idemimpl.ParamRequired(r, "query", "at", idemimpl.ParseTime); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "at")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsGetNote[0], &req.NoteID)
+	q.Param(&paramsGetNote[1], &req.At)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "attachments", Schema: 2}, {Name: "color", Schema: 6}, {Name: "text", Schema: 4, Required: true}}}, // 1: #/paths/~1notes~1/post/requestBody/content/application~1json/schema
+	{Types: idemimpl.TypeArray, Items: 3},                         // 2: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments
+	{AnyOf: []int{4, 5}},                                          // 3: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items
+	{Types: idemimpl.TypeString},                                  // 4: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items/anyOf/0
+	{Types: idemimpl.TypeInteger},                                 // 5: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items/anyOf/1
+	{Types: idemimpl.TypeString | idemimpl.TypeNull},              // 6: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/color
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime}, // 7: #/paths/~1notes~1{note-id}/get/parameters/at/schema
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.

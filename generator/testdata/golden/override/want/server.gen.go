@@ -153,19 +153,19 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsFindPets describes the parameters of findPets.
+var paramsFindPets = [...]idemimpl.Param{
+	{In: "query", Name: "limit", Key: "limit", Schema: 1, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "tags", Key: "tags", Schema: 2, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+}
+
 // decodeFindPetsRequest decodes and validates the request of findPets; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeFindPetsRequest(r *http.Request, body []byte) (req FindPetsRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "limit")
-	if req.Tags, err = idemimpl.ParamList(r, "query", "tags", false, true, idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "tags")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsFindPets[0], &req.Limit)
+	q.Param(&paramsFindPets[1], &req.Tags)
+	return req, q, q.Err()
 }
 
 // handleAddPet serves addPet (POST /pets) through the idempotency engine.
@@ -186,12 +186,17 @@ func (h *handler) handleAddPet(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyAddPet describes the request body of addPet.
+var bodyAddPet = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 4},
+}}
+
 // decodeAddPetRequest decodes and validates the request of addPet; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyAddPet, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleDeletePet serves deletePet (DELETE /pets/{id}).
@@ -210,15 +215,17 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsDeletePet describes the parameters of deletePet.
+var paramsDeletePet = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeDeletePetRequest decodes and validates the request of deletePet; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsDeletePet[0], &req.ID)
+	return req, q, q.Err()
 }
 
 // handleFindPetByID serves find pet by id (GET /pets/{id}).
@@ -237,16 +244,29 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsFindPetByID describes the parameters of find pet by id.
+var paramsFindPetByID = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeFindPetByIDRequest decodes and validates the request of find pet by id; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeFindPetByIDRequest(r *http.Request, body []byte) (req FindPetByIDRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseInt64); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsFindPetByID[0], &req.ID)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32}, // 1: #/paths/~1pets/get/parameters/limit/schema
+	{Types: idemimpl.TypeArray, Items: 3},                       // 2: #/paths/~1pets/get/parameters/tags/schema
+	{Types: idemimpl.TypeString},                                // 3: #/paths/~1pets/get/parameters/tags/schema/items
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "name", Schema: 3, Required: true}, {Name: "tag", Schema: 3}}}, // 4: #/components/schemas/NewPet
+	{Types: idemimpl.TypeInteger}, // 5: #/paths/~1pets~1{id}/delete/parameters/id/schema
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.

@@ -223,31 +223,25 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsListPayments describes the parameters of listPayments.
+var paramsListPayments = [...]idemimpl.Param{
+	{In: "query", Name: "limit", Key: "limit", Schema: 1, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "status", Key: "status", Schema: 2, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "tag", Key: "tag", Schema: 3, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "header", Name: "X-Trace-ID", Key: "X-Trace-ID", Schema: 4, Style: idemimpl.StyleSimple, Fingerprint: true},
+	{In: "cookie", Name: "session", Key: "session", Schema: 4, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+}
+
 // decodeListPaymentsRequest decodes and validates the request of listPayments; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeListPaymentsRequest(r *http.Request, body []byte) (req ListPaymentsRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.Limit, err = idemimpl.ParamOptional(r, "query", "limit", idemimpl.ParseInt32); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "limit")
-	if req.Status, err = idemimpl.ParamOptional(r, "query", "status", idemimpl.ParseEnum[PaymentStatus]); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "status")
-	if req.Tag, err = idemimpl.ParamList(r, "query", "tag", false, true, idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("query", "tag")
-	if req.XTraceID, err = idemimpl.ParamOptional(r, "header", "X-Trace-ID", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("header", "X-Trace-ID")
-	if req.Session, err = idemimpl.ParamOptional(r, "cookie", "session", idemimpl.ParseString); err != nil {
-		return req, q, err
-	}
-	q.Param("cookie", "session")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsListPayments[0], &req.Limit)
+	q.Param(&paramsListPayments[1], &req.Status)
+	q.Param(&paramsListPayments[2], &req.Tag)
+	q.Param(&paramsListPayments[3], &req.XTraceID)
+	q.Param(&paramsListPayments[4], &req.Session)
+	return req, q, q.Err()
 }
 
 // handleCreatePayment serves createPayment (POST /payments) through the idempotency engine.
@@ -267,12 +261,17 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// bodyCreatePayment describes the request body of createPayment.
+var bodyCreatePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 5},
+}}
+
 // decodeCreatePaymentRequest decodes and validates the request of createPayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Body(body, &bodyCreatePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleDeletePayment serves deletePayment (DELETE /payments/{id}).
@@ -290,15 +289,17 @@ func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsDeletePayment describes the parameters of deletePayment.
+var paramsDeletePayment = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeDeletePaymentRequest decodes and validates the request of deletePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsDeletePayment[0], &req.ID)
+	return req, q, q.Err()
 }
 
 // handleGetPayment serves getPayment (GET /payments/{id}).
@@ -316,15 +317,17 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsGetPayment describes the parameters of getPayment.
+var paramsGetPayment = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeGetPaymentRequest decodes and validates the request of getPayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeGetPaymentRequest(r *http.Request, body []byte) (req GetPaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsGetPayment[0], &req.ID)
+	return req, q, q.Err()
 }
 
 // handleUpdatePayment serves updatePayment (PATCH /payments/{id}) through the idempotency engine.
@@ -344,16 +347,23 @@ func (h *handler) handleUpdatePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsUpdatePayment describes the parameters of updatePayment.
+var paramsUpdatePayment = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// bodyUpdatePayment describes the request body of updatePayment.
+var bodyUpdatePayment = idemimpl.Body{Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 15},
+}}
+
 // decodeUpdatePaymentRequest decodes and validates the request of updatePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeUpdatePaymentRequest(r *http.Request, body []byte) (req UpdatePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	err = q.JSONBody(body, &req.Body, false)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsUpdatePayment[0], &req.ID)
+	q.Body(body, &bodyUpdatePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleReplacePayment serves replacePayment (PUT /payments/{id}) through the idempotency engine.
@@ -373,16 +383,23 @@ func (h *handler) handleReplacePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsReplacePayment describes the parameters of replacePayment.
+var paramsReplacePayment = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// bodyReplacePayment describes the request body of replacePayment.
+var bodyReplacePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 5},
+}}
+
 // decodeReplacePaymentRequest decodes and validates the request of replacePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	err = q.JSONBody(body, &req.Body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsReplacePayment[0], &req.ID)
+	q.Body(body, &bodyReplacePayment, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleCapturePayment serves capturePayment (POST /payments/{id}/capture).
@@ -400,15 +417,17 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 	writeResponse(w, r, resp)
 }
 
+// paramsCapturePayment describes the parameters of capturePayment.
+var paramsCapturePayment = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
 // decodeCapturePaymentRequest decodes and validates the request of capturePayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCapturePayment[0], &req.ID)
+	return req, q, q.Err()
 }
 
 // handleUploadReceipt serves uploadReceipt (PUT /payments/{id}/receipt) through the idempotency engine.
@@ -428,17 +447,46 @@ func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
+// paramsUploadReceipt describes the parameters of uploadReceipt.
+var paramsUploadReceipt = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 14, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// bodyUploadReceipt describes the request body of uploadReceipt.
+var bodyUploadReceipt = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "application/octet-stream", Decode: idemimpl.AsBytes},
+}}
+
 // decodeUploadReceiptRequest decodes and validates the request of uploadReceipt; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
-	q = idemimpl.NewRequest(r)
-	if req.ID, err = idemimpl.ParamRequired(r, "path", "id", idemimpl.ParseUUID); err != nil {
-		return req, q, err
-	}
-	q.Param("path", "id")
-	req.Body, err = q.RawBody(body, true)
-	return req, q, err
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsUploadReceipt[0], &req.ID)
+	q.Body(body, &bodyUploadReceipt, &req.Body)
+	return req, q, q.Err()
 }
+
+// requestSchemas describes the schemas of request bodies and parameters that
+// the decoders validate against; entries refer to each other by index.
+var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
+	{}, // 0: any value
+	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32},                                                   // 1: #/paths/~1payments/get/parameters/limit/schema
+	{Types: idemimpl.TypeString, Enum: []string{"\"pending\"", "\"captured\"", "\"failed\"", "\"3ds-required\""}}, // 2: #/components/schemas/PaymentStatus
+	{Types: idemimpl.TypeArray, Items: 4},                                                                         // 3: #/paths/~1payments/get/parameters/tag/schema
+	{Types: idemimpl.TypeString},                                                                                  // 4: #/paths/~1payments/get/parameters/tag/schema/items
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 6, Required: true}, {Name: "capture", Schema: 8}, {Name: "metadata", Schema: 9}, {Name: "source", Schema: 10, Required: true}}}, // 5: #/components/schemas/NewPayment
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 7, Required: true}, {Name: "currency", Schema: 4, Required: true}}},                                                             // 6: #/components/schemas/Money
+	{Types: idemimpl.TypeInteger},                         // 7: #/components/schemas/Money/properties/amount
+	{Types: idemimpl.TypeBoolean},                         // 8: #/components/schemas/NewPayment/properties/capture
+	{Types: idemimpl.TypeObject, AdditionalProperties: 4}, // 9: #/components/schemas/NewPayment/properties/metadata
+	{OneOf: []int{11, 13, 4}},                             // 10: #/components/schemas/Source
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "kind", Schema: 12}, {Name: "number", Schema: 4, Required: true}}}, // 11: #/components/schemas/Card
+	{Types: idemimpl.TypeString, Enum: []string{"\"visa\"", "\"mastercard\""}},                                                    // 12: #/components/schemas/Card/properties/kind
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "iban", Schema: 4}}},                                               // 13: #/components/schemas/BankAccount
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatUUID},                                                                     // 14: #/paths/~1payments~1{id}~1receipt/put/parameters/id/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "description", Schema: 4}, {Name: "metadata", Schema: 16}}},        // 15: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema
+	{Types: idemimpl.TypeObject, AdditionalProperties: 4},                                                                         // 16: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema/properties/metadata
+}}
 
 // responder is implemented by the response types of every operation; its
 // method is unexported, so a Server returns only the declared responses.
