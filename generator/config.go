@@ -41,6 +41,10 @@ type Config struct {
 	// WebhookSource is the CloudEvents source attribute of the events the
 	// generated webhook senders enqueue; default "urn:idemgen:<package>".
 	WebhookSource string `yaml:"webhookSource"`
+	// Client asks for a typed client as well: `client: true` writes
+	// client.gen.go beside the server; a mapping (output, package) gives it
+	// a package of its own. See ClientConfig.
+	Client ClientConfig `yaml:"client"`
 
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
@@ -72,7 +76,7 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
-	for _, p := range []*string{&cfg.Spec, &cfg.Output, &cfg.Templates} {
+	for _, p := range []*string{&cfg.Spec, &cfg.Output, &cfg.Templates, &cfg.Client.Output} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)
 		}
@@ -99,5 +103,5 @@ func (cfg *Config) normalise() error {
 	if cfg.WebhookSource == "" {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package
 	}
-	return nil
+	return cfg.Client.normalise(cfg.Output)
 }

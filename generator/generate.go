@@ -54,6 +54,7 @@ func Generate(cfg Config) ([]File, []Warning, error) {
 		return nil, warnings, err
 	}
 	m.BasePath = strings.TrimSuffix(cfg.BasePath, "/")
+	m.Client = ClientModel{Enabled: cfg.Client.Enabled}
 	warnings = append(warnings, m.Warnings...)
 
 	var files []File
@@ -69,14 +70,18 @@ func Generate(cfg Config) ([]File, []Warning, error) {
 		if tf.Output == "" {
 			continue
 		}
-		content, err := renderTemplate(set, tf.Template, tf.Output, m)
+		model, name := m, tf.Output
+		if tf.Template == clientTemplate {
+			model, name = clientTarget(&cfg, m)
+		}
+		content, err := renderTemplate(set, tf.Template, name, model)
 		if err != nil {
 			return nil, warnings, err
 		}
 		if content == nil {
 			continue // the template rendered nothing: no file
 		}
-		files = append(files, File{Name: tf.Output, Content: content})
+		files = append(files, File{Name: name, Content: content})
 	}
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, warnings, nil

@@ -24,7 +24,10 @@ type Model struct {
 	// WebhookSource is the CloudEvents source of the events the webhook
 	// senders enqueue, from the config (webhookSource).
 	WebhookSource string
-	Warnings      []Warning
+	// Client says whether and how client.gen.go is rendered (the config's
+	// client section).
+	Client   ClientModel
+	Warnings []Warning
 }
 
 // IdempotentOperations returns the operations that go through the engine.
@@ -252,7 +255,7 @@ var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", 
 func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
-	b := &builder{doc: doc, file: file, errs: errs, ns: newNamespace(file, errs, reservedNames...),
+	b := &builder{doc: doc, file: file, errs: errs, ns: newNamespace(file, errs, append(reservedNames, cfg.Client.clientNames()...)...),
 		types: map[string]*Type{}, bySchema: map[*openapi3.Schema]string{}, building: map[string]bool{}, rename: cfg.Rename, byRef: map[string]string{}, versions: newVersioner(doc)}
 	b.req = newReqTable(b, cfg.Validation.Skip)
 	b.rootExclUsed = map[string]bool{}

@@ -95,3 +95,12 @@ DELETE FROM idem_inbox WHERE (consumer, event_key) IN (
     WHERE k.processed_at < now() - (@keep_ms::bigint) * interval '1 millisecond'
     ORDER BY k.processed_at
     LIMIT @batch_size);
+
+-- name: OutboxStats :one
+-- What an operator watches: events waiting (and since when: the relay's
+-- lag, by the database clock) and dead letters. Pending events are found
+-- through the pending index; dead ones are few, or an alert is due anyway.
+SELECT
+    (SELECT count(*) FROM idem_outbox p WHERE p.state = 'PENDING')::bigint AS pending,
+    coalesce(extract(epoch FROM now() - (SELECT min(p.created_at) FROM idem_outbox p WHERE p.state = 'PENDING')), 0)::float8 AS oldest_pending_seconds,
+    (SELECT count(*) FROM idem_outbox d WHERE d.state = 'DEAD')::bigint AS dead;

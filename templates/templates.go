@@ -18,5 +18,6 @@ var FS embed.FS
 var Files = []struct{ Template, Output string }{
 	{"server.go.tmpl", "server.gen.go"},
 	{"webhooks.go.tmpl", "webhooks.gen.go"},
+	{"client.go.tmpl", "client.gen.go"},
 	{"slots.tmpl", ""},
 }

@@ -31,6 +31,7 @@
 //	basePath: ""                # prefix of every route, e.g. /v1
 //	rename:                     # Go names for schemas whose names clash
 //	  "#/components/schemas/nullTime": NullTimeValue
+//	client: true                # also a typed client, client.gen.go (or output:/package: for its own package)
 //
 // Relative paths are relative to the config file. A JSON Schema for the
 // file is schemas/idemgen.schema.json in the idemgen repository.

@@ -132,6 +132,13 @@ func Enqueue(ctx context.Context, tx pgx.Tx, ev cloudevents.Event, opts ...Optio
 	} else if ev.ID() == "" {
 		return fmt.Errorf("events: enqueue %s: %w", ev.Type(), ErrNoKey)
 	}
+	if f, ok := ctx.Value(extensionsCtx{}).(func(context.Context) map[string]string); ok {
+		for name, v := range f(ctx) {
+			if name != ExtensionIdempotencyKey {
+				ev.SetExtension(name, v)
+			}
+		}
+	}
 	if ev.Time().IsZero() {
 		ev.SetTime(time.Now().UTC())
 	}
@@ -190,4 +197,31 @@ func Requeue(ctx context.Context, db idem.DB, tenant string, ids ...string) (int
 		return 0, fmt.Errorf("events: requeue: %w", err)
 	}
 	return n, nil
+}
+
+type extensionsCtx struct{}
+
+// WithExtensions returns a context under which Enqueue adds the extension
+// attributes f returns (name -> value) to every event it writes, such as
+// the CloudEvents distributed-tracing extension "traceparent" carrying the
+// request's trace (runtime/idemotel installs one). Names must be valid
+// CloudEvents attribute names; f must not set "idempotencykey".
+func WithExtensions(ctx context.Context, f func(context.Context) map[string]string) context.Context {
+	return context.WithValue(ctx, extensionsCtx{}, f)
+}
+
+// OutboxStats is what ReadOutboxStats reports.
+type OutboxStats struct {
+	Pending       int64         // events waiting to be published (backing off included)
+	OldestPending time.Duration // how long the oldest of them has waited: the relay's lag
+	Dead          int64         // dead-lettered events, waiting for Requeue
+}
+
+// ReadOutboxStats reads the outbox's backlog, over every tenant.
+func ReadOutboxStats(ctx context.Context, db idem.DB) (OutboxStats, error) {
+	r, err := eventsdb.New(db).OutboxStats(ctx)
+	if err != nil {
+		return OutboxStats{}, fmt.Errorf("events: outbox stats: %w", err)
+	}
+	return OutboxStats{Pending: r.Pending, OldestPending: time.Duration(r.OldestPendingSeconds * float64(time.Second)), Dead: r.Dead}, nil
 }

@@ -14,6 +14,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -163,7 +164,8 @@ func TestProcessCrash(t *testing.T) {
 		}
 	})
 
-	// Load with kills at random points: clients retry through the outages.
+	// Load with kills at random points: the generated client retries
+	// through the outages, with one key per intent.
 	t.Run("kill -9 under load", func(t *testing.T) {
 		gw.Set(gateway.Switches{Latency: 30 * time.Millisecond})
 		defer gw.Set(gateway.Switches{})
@@ -172,6 +174,7 @@ func TestProcessCrash(t *testing.T) {
 		defer cancel()
 
 		st := newRetryStats()
+		client := newAPIClient(t, svc.url())
 		var wg sync.WaitGroup
 		var failed atomic.Int32
 		keyList := make([]string, keys)
@@ -186,10 +189,15 @@ func TestProcessCrash(t *testing.T) {
 				go func() {
 					defer wg.Done()
 					time.Sleep(time.Duration(i*15) * time.Millisecond)
-					cl := &harness.Client{URL: svc.url(), HTTP: &http.Client{}}
-					if !createUntilDone(ctx, cl, key, want[key], 500*time.Millisecond, st) {
+					res, err := client.CreatePayment(ctx, paymentRequest(want[key]), idemclient.WithIdempotencyKey(key),
+						idemclient.WithAttemptObserver(st.noteAttempt))
+					p, err := createdPayment(res, err)
+					if err != nil {
+						t.Errorf("key %s: %v", key, err)
 						failed.Add(1)
+						return
 					}
+					st.notePayment(key, p.ID, res.Replayed)
 				}()
 			}
 		}
@@ -208,7 +216,7 @@ func TestProcessCrash(t *testing.T) {
 				t.Errorf("key %s: clients got %d different payments", key, len(ids))
 			}
 		}
-		t.Logf("%d keys × %d clients, %d kills: %d attempts, %d transport errors/timeouts, outcomes %v",
+		t.Logf("%d keys × %d clients, %d kills: %d attempts, %d transport errors, attempt statuses %v",
 			keys, clientsPerKey, kills, st.attempts, st.timeouts, st.byOutcome)
 		// Every payment a client was told about is in the ledger (nothing
 		// committed was lost).

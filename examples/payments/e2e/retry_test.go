@@ -5,12 +5,14 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/http"
+	"strconv"
 	"sync"
 	"testing"
 	"time"
 
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
 // retryStats counts what retrying clients saw.
@@ -48,6 +50,31 @@ func (s *retryStats) note(key string, ex *harness.Exchange, err error) {
 	default:
 		p, _ := ex.Problem()
 		s.byOutcome[fmt.Sprintf("%d %s", ex.Status, p.Reason)]++
+	}
+}
+
+// noteAttempt counts an attempt of the generated client.
+func (s *retryStats) noteAttempt(a idemclient.Attempt) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.attempts++
+	if a.Status == 0 {
+		s.timeouts++
+		return
+	}
+	s.byOutcome[strconv.Itoa(a.Status)]++
+}
+
+// notePayment records the payment a call ended with.
+func (s *retryStats) notePayment(key, id string, replayed bool) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.paymentOf[key] == nil {
+		s.paymentOf[key] = map[string]bool{}
+	}
+	s.paymentOf[key][id] = true
+	if replayed {
+		s.byOutcome["201 replayed (final)"]++
 	}
 }
 

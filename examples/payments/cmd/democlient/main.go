@@ -30,10 +30,12 @@ import (
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/api"
 	"github.com/idemgen/idemgen/examples/payments/bookkeeper"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/events"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
 func main() {
@@ -307,6 +309,8 @@ func (d *demo) script() {
 	d.expect(st == 1, "the gateway charged once (%d charge calls, %d charge)", d.gw.Calls(k3), st)
 	d.expect(d.ledgerCount(k3) == 1, "ledger: 1 payment for the key")
 
+	d.generatedClient()
+
 	d.title("Capture, then a refund larger than what was captured: a final 422, replayed")
 	capture := d.send("PATCH", "/payments/"+p1.ID, harness.NewKey(), map[string]any{"amount": 1000})
 	d.expect(capture.Status == 200, "200: 1000 of 1999 captured (atomic mode)")
@@ -332,6 +336,51 @@ func (d *demo) script() {
 	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
 	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
 	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
+}
+
+// generatedClient calls the service through the client idemgen generates
+// (api.Client): it mints one key per call and retries the 502 itself.
+func (d *demo) generatedClient() {
+	d.title("The generated client: one key per call, retried safely")
+	client, err := api.NewClient(d.c.URL, idemclient.WithHTTPClient(d.c.HTTP))
+	if err != nil {
+		d.expect(false, "api.NewClient: %v", err)
+		return
+	}
+	d.gw.Set(gateway.Switches{FailAfterCharge: 1})
+	defer d.gw.Set(gateway.Switches{})
+	desc := "demo order"
+	req := api.CreatePaymentRequest{Body: api.NewPayment{Amount: 4200, Currency: "EUR", Description: &desc}}
+	fmt.Println("  > client.CreatePayment(ctx, 4200 EUR)   (the gateway will charge, then time out)")
+	observe := idemclient.WithAttemptObserver(func(a idemclient.Attempt) {
+		next := "final"
+		if a.Retry {
+			next = fmt.Sprintf("retrying in %s", a.Wait.Round(time.Millisecond))
+		}
+		fmt.Printf("  < attempt %d, Idempotency-Key %s: %d (%s)\n", a.N, a.Key, a.Status, next)
+	})
+	res, err := client.CreatePayment(d.ctx, req, observe)
+	if err != nil {
+		d.expect(false, "CreatePayment: %v", err)
+		return
+	}
+	p, ok := res.Response.(api.CreatePayment201Response)
+	d.expect(ok && res.Attempts == 2, "api.CreatePayment201Response after %d attempts, one key (%s)", res.Attempts, res.Key)
+	st := 0
+	for _, ch := range d.gw.Charges() {
+		if ch.Key == res.Key {
+			st++
+		}
+	}
+	d.expect(st == 1 && p.Body.ChargeID != "", "the gateway charged once (%s)", p.Body.ChargeID)
+	d.expect(d.ledgerCount(res.Key) == 1, "ledger: 1 payment for the key")
+
+	fmt.Println("  > the same key with another amount (idemclient.WithIdempotencyKey)")
+	req.Body.Amount = 4300
+	_, err = client.CreatePayment(d.ctx, req, idemclient.WithIdempotencyKey(res.Key), observe)
+	var e *idemclient.Error
+	d.expect(idemclient.IsConflict(err) && errors.As(err, &e) && e.Attempts == 1,
+		"*idemclient.Error, IsConflict, not retried: %v", err)
 }
 
 // conformance runs `idemgen conformance` against the running service: every

@@ -205,6 +205,29 @@ func (q *Queries) NextOrdinal(ctx context.Context, arg NextOrdinalParams) (int32
 	return next, err
 }
 
+const outboxStats = `-- name: OutboxStats :one
+SELECT
+    (SELECT count(*) FROM idem_outbox p WHERE p.state = 'PENDING')::bigint AS pending,
+    coalesce(extract(epoch FROM now() - (SELECT min(p.created_at) FROM idem_outbox p WHERE p.state = 'PENDING')), 0)::float8 AS oldest_pending_seconds,
+    (SELECT count(*) FROM idem_outbox d WHERE d.state = 'DEAD')::bigint AS dead
+`
+
+type OutboxStatsRow struct {
+	Pending              int64
+	OldestPendingSeconds float64
+	Dead                 int64
+}
+
+// What an operator watches: events waiting (and since when: the relay's
+// lag, by the database clock) and dead letters. Pending events are found
+// through the pending index; dead ones are few, or an alert is due anyway.
+func (q *Queries) OutboxStats(ctx context.Context) (OutboxStatsRow, error) {
+	row := q.db.QueryRow(ctx, outboxStats)
+	var i OutboxStatsRow
+	err := row.Scan(&i.Pending, &i.OldestPendingSeconds, &i.Dead)
+	return i, err
+}
+
 const recordFailure = `-- name: RecordFailure :execrows
 UPDATE idem_outbox SET
     attempts        = attempts + 1,

@@ -1,0 +1,300 @@
+package generator
+
+import (
+	"bufio"
+	"errors"
+	"fmt"
+	"os"
+	"path/filepath"
+	"strconv"
+	"strings"
+
+	"gopkg.in/yaml.v3"
+)
+
+// ClientConfig is the `client` section of the config: whether idemgen also
+// emits a typed client (client.gen.go), and where.
+//
+//	client: true               # client.gen.go in the server's package
+//	client:
+//	  output: ../apiclient     # its own package, importing the server package's types
+//	  package: apiclient
+//
+// In its own package the client refers to the request and response types
+// of the server's package, imported by the path of Output inside its Go
+// module (found from the go.mod above it) unless TypesImport names it.
+type ClientConfig struct {
+	Enabled     bool
+	Output      string `yaml:"output"`      // directory of a client package of its own; "" for the server's package
+	Package     string `yaml:"package"`     // its package name; default the directory's name
+	TypesImport string `yaml:"typesImport"` // import path of the server package; default from go.mod
+}
+
+// UnmarshalYAML accepts `client: true|false` or a mapping.
+func (c *ClientConfig) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		var b bool
+		if err := n.Decode(&b); err != nil {
+			return fmt.Errorf("line %d: client: want true, false or a mapping", n.Line)
+		}
+		*c = ClientConfig{Enabled: b}
+		return nil
+	}
+	if n.Kind == yaml.MappingNode {
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			switch k := n.Content[i]; k.Value {
+			case "output", "package", "typesImport":
+			default:
+				return fmt.Errorf("line %d: client.%s: unknown field (want output, package or typesImport)", k.Line, k.Value)
+			}
+		}
+	}
+	type plain ClientConfig
+	var p plain
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*c = ClientConfig(p)
+	c.Enabled = true
+	return nil
+}
+
+// separate reports whether the client has a package of its own.
+func (c *ClientConfig) separate() bool { return c.Enabled && c.Output != "" }
+
+// normalise fills the client's defaults once Output is known.
+func (c *ClientConfig) normalise(serverOutput string) error {
+	if !c.separate() {
+		return nil
+	}
+	same, err := sameDir(c.Output, serverOutput)
+	if err != nil {
+		return err
+	}
+	if same {
+		// The server's directory: the same package.
+		c.Output, c.Package, c.TypesImport = "", "", ""
+		return nil
+	}
+	if c.Package == "" {
+		abs, err := filepath.Abs(c.Output)
+		if err != nil {
+			return err
+		}
+		c.Package = filepath.Base(abs)
+	}
+	if !isGoIdent(c.Package) {
+		return fmt.Errorf("config: client.package %q is not a Go identifier", c.Package)
+	}
+	if c.TypesImport == "" {
+		p, err := importPath(serverOutput)
+		if err != nil {
+			return fmt.Errorf("config: client: the server package's import path: %w (set client.typesImport)", err)
+		}
+		c.TypesImport = p
+	}
+	return nil
+}
+
+func sameDir(a, b string) (bool, error) {
+	x, err := filepath.Abs(a)
+	if err != nil {
+		return false, err
+	}
+	y, err := filepath.Abs(b)
+	return x == y, err
+}
+
+// importPath is the import path of the package in dir: the module path of
+// the nearest go.mod above it joined with dir's path below the module root.
+func importPath(dir string) (string, error) {
+	abs, err := filepath.Abs(dir)
+	if err != nil {
+		return "", err
+	}
+	for d := abs; ; d = filepath.Dir(d) {
+		mod, err := modulePath(filepath.Join(d, "go.mod"))
+		if err == nil {
+			rel, err := filepath.Rel(d, abs)
+			if err != nil {
+				return "", err
+			}
+			if rel == "." {
+				return mod, nil
+			}
+			return mod + "/" + filepath.ToSlash(rel), nil
+		}
+		if !errors.Is(err, os.ErrNotExist) {
+			return "", err
+		}
+		if filepath.Dir(d) == d {
+			return "", fmt.Errorf("no go.mod above %s", abs)
+		}
+	}
+}
+
+// modulePath reads the module directive of a go.mod file.
+func modulePath(gomod string) (string, error) {
+	f, err := os.Open(gomod)
+	if err != nil {
+		return "", err
+	}
+	defer f.Close()
+	sc := bufio.NewScanner(f)
+	for sc.Scan() {
+		line := strings.TrimSpace(sc.Text())
+		if rest, ok := strings.CutPrefix(line, "module"); ok && (rest == "" || rest[0] == ' ' || rest[0] == '\t') {
+			rest = strings.TrimSpace(rest)
+			if i := strings.Index(rest, "//"); i >= 0 {
+				rest = strings.TrimSpace(rest[:i])
+			}
+			if uq, err := strconv.Unquote(rest); err == nil {
+				rest = uq
+			}
+			if rest != "" {
+				return rest, nil
+			}
+		}
+	}
+	if err := sc.Err(); err != nil {
+		return "", err
+	}
+	return "", fmt.Errorf("%s has no module directive", gomod)
+}
+
+// clientNames are the exported identifiers client.gen.go declares in the
+// server's package; a schema of the same name is a clash.
+func (c *ClientConfig) clientNames() []string {
+	if !c.Enabled || c.separate() {
+		return nil
+	}
+	return []string{"Client", "NewClient"}
+}
+
+// ClientModel is what the client template needs beyond the operations.
+type ClientModel struct {
+	// Enabled: the config asks for a client.
+	Enabled bool
+	// TypesImport is the import path of the package holding the request and
+	// response types when the client has a package of its own; "" when the
+	// client is generated into that package.
+	TypesImport string
+}
+
+// PathPart is a literal piece of an operation's path or a path parameter.
+type PathPart struct {
+	Literal string
+	Param   *Param
+}
+
+// PathParts splits the operation's path (prefixed by basePath) into
+// literals and path parameters, in order: what a client concatenates.
+func (o *Operation) PathParts(basePath string) []PathPart {
+	byName := map[string]*Param{}
+	for _, p := range o.Params {
+		if p.In == "path" {
+			byName[p.Name] = p
+		}
+	}
+	var parts []PathPart
+	lit := basePath
+	rest := o.Path
+	for {
+		i := strings.IndexByte(rest, '{')
+		j := strings.IndexByte(rest, '}')
+		if i < 0 || j < i {
+			break
+		}
+		p := byName[rest[i+1:j]]
+		if p == nil { // undeclared: the model refused it already
+			break
+		}
+		lit += rest[:i]
+		if lit != "" {
+			parts = append(parts, PathPart{Literal: lit})
+		}
+		parts = append(parts, PathPart{Param: p})
+		lit, rest = "", rest[j+1:]
+	}
+	if lit+rest != "" {
+		parts = append(parts, PathPart{Literal: lit + rest})
+	}
+	return parts
+}
+
+// KeyParam is the header parameter that carries the operation's
+// idempotency key, when the spec declares the key header as a parameter;
+// nil otherwise.
+func (o *Operation) KeyParam() *Param {
+	if !o.Idempotent {
+		return nil
+	}
+	for _, p := range o.Params {
+		if p.In == "header" && !p.List && strings.EqualFold(p.Name, o.Policy.Header) {
+			return p
+		}
+	}
+	return nil
+}
+
+// ClientParams are the parameters a client sends itself: all but KeyParam.
+func (o *Operation) ClientParams() []*Param {
+	key := o.KeyParam()
+	var out []*Param
+	for _, p := range o.Params {
+		if p != key {
+			out = append(out, p)
+		}
+	}
+	return out
+}
+
+// ClientOpVar and ClientReader name the client's identifiers of the
+// operation: its idemclient.Operation variable and its response reader.
+func (o *Operation) ClientOpVar() string  { return "clientOp" + o.GoName }
+func (o *Operation) ClientReader() string { return "read" + o.GoName + "Response" }
+
+// Optional reports whether the body may be left out: the client sends none
+// when the field is nil.
+func (b *Body) Optional() bool { return !b.Required && b.Type.nilable() }
+
+// Class is the status class of a range response ("4XX" is 4); 0 for a
+// single status and for default.
+func (r *Response) Class() int {
+	if len(r.Status) == 3 && (r.Status[1:] == "XX" || r.Status[1:] == "xx") && r.Status[0] >= '1' && r.Status[0] <= '5' {
+		return int(r.Status[0] - '0')
+	}
+	return 0
+}
+
+// IsDefault reports whether r is the default response.
+func (r *Response) IsDefault() bool { return r.Status == "default" }
+
+const clientTemplate = "client.go.tmpl"
+
+// clientTarget is the model the client template renders and the file it
+// writes, relative to the server's output directory: the server's model and
+// client.gen.go, or, for a client package of its own, the model under the
+// client's package name and a path into the client's directory.
+func clientTarget(cfg *Config, m *Model) (*Model, string) {
+	if !cfg.Client.separate() {
+		return m, "client.gen.go"
+	}
+	cm := *m
+	cm.Package = cfg.Client.Package
+	cm.Client.TypesImport = cfg.Client.TypesImport
+	c := *cfg
+	c.Output = cfg.Client.Output
+	cm.Source = sourcePath(&c)
+	name := filepath.Join(cfg.Client.Output, "client.gen.go")
+	if rel, err := filepath.Rel(cfg.Output, name); err == nil {
+		name = rel
+	}
+	return &cm, filepath.ToSlash(name)
+}
+
+// IsProblem reports whether the response's media type is
+// application/problem+json.
+func (r *Response) IsProblem() bool {
+	return strings.EqualFold(r.MediaType, "application/problem+json")
+}

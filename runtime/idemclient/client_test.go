@@ -1,0 +1,462 @@
+package idemclient
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/google/uuid"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// script is a server that answers attempt n with steps[n] (the last one
+// repeats) and records what every attempt carried.
+type script struct {
+	mu    sync.Mutex
+	steps []func(w http.ResponseWriter, r *http.Request)
+	seen  []seen
+}
+
+type seen struct {
+	key, body, ctype string
+	keys             int
+}
+
+func (s *script) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	s.mu.Lock()
+	n := len(s.seen)
+	s.seen = append(s.seen, seen{key: r.Header.Get("Idempotency-Key"), body: string(b), ctype: r.Header.Get("Content-Type"), keys: len(r.Header.Values("Idempotency-Key"))})
+	step := s.steps[min(n, len(s.steps)-1)]
+	s.mu.Unlock()
+	step(w, r)
+}
+
+func (s *script) attempts() []seen {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]seen(nil), s.seen...)
+}
+
+func problem(status int, reason string, retryAfter string) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if retryAfter != "" {
+			w.Header().Set("Retry-After", retryAfter)
+		}
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(status)
+		fmt.Fprintf(w, `{"type":"about:blank","title":%q,"status":%d,"code":"C%d","reason":%q,"detail":"d"}`, http.StatusText(status), status, status, reason)
+	}
+}
+
+func created(replayed bool) func(w http.ResponseWriter, r *http.Request) {
+	return func(w http.ResponseWriter, r *http.Request) {
+		if replayed {
+			w.Header().Set("Idempotent-Replayed", "true")
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(201)
+		_, _ = io.WriteString(w, `{"id":"pay_1"}`)
+	}
+}
+
+// hangUp closes the connection without answering: a transport error after
+// the request was sent.
+func hangUp(w http.ResponseWriter, r *http.Request) {
+	conn, _, err := http.NewResponseController(w).Hijack()
+	if err == nil {
+		conn.Close()
+	}
+}
+
+var (
+	createOp = Operation{ID: "createThing", Method: "POST", Idempotent: true, KeyHeader: "Idempotency-Key", KeyFormat: "uuid"}
+	quoteOp  = Operation{ID: "quoteThing", Method: "POST"}
+	getOp    = Operation{ID: "getThing", Method: "GET"}
+)
+
+type thing struct {
+	ID string `json:"id"`
+}
+
+func readThing(r *Response) (thing, error) {
+	var t thing
+	if r.Status == 201 && r.Declared("application/json") {
+		return t, r.DecodeJSON(&t)
+	}
+	return t, r.Error()
+}
+
+// fast is a policy whose backoff does not slow the tests down.
+var fast = RetryPolicy{MaxAttempts: 10, InitialBackoff: time.Millisecond, MaxBackoff: 4 * time.Millisecond}
+
+func doCall(t *testing.T, s *script, op Operation, pol RetryPolicy, opts ...CallOption) (*Result[thing], error, []Attempt) {
+	t.Helper()
+	srv := httptest.NewServer(s)
+	t.Cleanup(srv.Close)
+	// No connection reuse: net/http resends a request with an
+	// Idempotency-Key by itself when a reused connection closes before any
+	// answer, which would hide hangUp from the count.
+	hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: true}}
+	c, err := New(srv.URL+"/api/", WithRetryPolicy(pol), WithHTTPClient(hc))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req := NewRequest("/things")
+	if err := req.JSON("application/json", map[string]any{"amount": 5, "note": "x"}); err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var as []Attempt
+	opts = append(opts, WithAttemptObserver(func(a Attempt) { mu.Lock(); as = append(as, a); mu.Unlock() }))
+	res, err := Do(context.Background(), c, &op, req, readThing, opts...)
+	return res, err, as
+}
+
+func TestRetriesSendOneKeyAndTheSameBytes(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){
+		problem(503, idem.ReasonDatabaseDown, "0"),
+		problem(500, idem.ReasonInternal, ""),
+		hangUp,
+		problem(409, idem.ReasonInProgress, "0"),
+		problem(409, idem.ReasonLeaseLost, "0"),
+		problem(502, "", ""),
+		created(true),
+	}}
+	res, err, as := doCall(t, s, createOp, fast)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got := s.attempts()
+	if res.Attempts != 7 || len(as) != 7 || len(got) != 7 {
+		t.Fatalf("%d attempts seen, result says %d, observer %d; want 7", len(got), res.Attempts, len(as))
+	}
+	u, err := uuid.Parse(res.Key)
+	if err != nil || u.Version() != 7 || u.String() != res.Key {
+		t.Fatalf("key %q is not a canonical UUIDv7 (%v)", res.Key, err)
+	}
+	for i, a := range got {
+		if a.key != res.Key || a.keys != 1 || a.body != got[0].body || a.ctype != "application/json" {
+			t.Errorf("attempt %d carried key %q (%d values), body %q, type %q; want key %q, body %q", i+1, a.key, a.keys, a.body, a.ctype, res.Key, got[0].body)
+		}
+	}
+	if !res.Replayed || res.Status != 201 || res.Response.ID != "pay_1" {
+		t.Errorf("result %+v", res)
+	}
+	for i, a := range as[:6] {
+		if !a.Retry || a.N != i+1 || a.Key != res.Key {
+			t.Errorf("attempt %+v: want a retry", a)
+		}
+	}
+	transport := 0
+	for _, a := range as {
+		if a.Status == 0 && a.Err != nil {
+			transport++
+		}
+	}
+	if transport != 1 {
+		t.Errorf("%d transport errors among the attempts %+v, want 1 (the hang-up)", transport, as)
+	}
+}
+
+func TestNeverRetried(t *testing.T) {
+	cases := []struct {
+		name  string
+		step  func(http.ResponseWriter, *http.Request)
+		check func(error) bool
+	}{
+		{"409 conflict", problem(409, idem.ReasonConflict, "1"), IsConflict},
+		{"422 conflict (ietf)", problem(422, idem.ReasonConflict, ""), IsConflict},
+		{"400 malformed key", problem(400, idem.ReasonKeyMalformed, ""), IsKeyError},
+		{"409 schema changed", problem(409, idem.ReasonSchemaChanged, ""), func(err error) bool { return !IsRetryable(err) }},
+		{"404", problem(404, "", ""), func(err error) bool { return StatusOf(err) == 404 }},
+		{"501", problem(501, "", ""), func(err error) bool { return !IsRetryable(err) }},
+	}
+	for _, tc := range cases {
+		t.Run(tc.name, func(t *testing.T) {
+			s := &script{steps: []func(http.ResponseWriter, *http.Request){tc.step, created(false)}}
+			_, err, _ := doCall(t, s, createOp, fast)
+			if n := len(s.attempts()); n != 1 {
+				t.Fatalf("%d attempts, want 1", n)
+			}
+			var e *Error
+			if !errors.As(err, &e) || !tc.check(err) || e.Attempts != 1 || e.Key == "" || e.Problem == nil || e.Problem.Detail != "d" {
+				t.Fatalf("err = %#v", err)
+			}
+			if IsRetryable(err) && tc.name != "404" {
+				t.Errorf("IsRetryable(%v) = true", err)
+			}
+		})
+	}
+}
+
+func TestNonIdempotentPostIsNotRetriedUnlessAsked(t *testing.T) {
+	for _, step := range []func(http.ResponseWriter, *http.Request){problem(503, "", "0"), hangUp} {
+		s := &script{steps: []func(http.ResponseWriter, *http.Request){step, created(false)}}
+		_, err, _ := doCall(t, s, quoteOp, fast)
+		if n := len(s.attempts()); n != 1 || err == nil {
+			t.Fatalf("%d attempts, err %v; want 1 and an error", n, err)
+		}
+		if s.attempts()[0].key != "" {
+			t.Errorf("a non-idempotent operation sent a key %q", s.attempts()[0].key)
+		}
+		s = &script{steps: []func(http.ResponseWriter, *http.Request){step, created(false)}}
+		res, err, _ := doCall(t, s, quoteOp, fast, WithRetryUnsafe())
+		if err != nil || res.Attempts != 2 || res.Key != "" {
+			t.Fatalf("WithRetryUnsafe: %+v, %v; want 2 attempts and no key", res, err)
+		}
+	}
+	// GET is idempotent by HTTP's definition: retried without a key.
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){hangUp, problem(503, "", "0"), created(false)}}
+	res, err, _ := doCall(t, s, getOp, fast)
+	if err != nil || res.Attempts != 3 {
+		t.Fatalf("GET: %+v, %v; want 3 attempts", res, err)
+	}
+}
+
+func TestRetryAfterIsHonoured(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(409, idem.ReasonInProgress, "1"), created(true)}}
+	res, err, as := doCall(t, s, createOp, fast)
+	if err != nil || res.Attempts != 2 {
+		t.Fatalf("%+v, %v", res, err)
+	}
+	if as[0].Wait < time.Second || as[0].Wait > 1200*time.Millisecond {
+		t.Fatalf("waited %s after Retry-After: 1, want 1s plus at most 10%% jitter", as[0].Wait)
+	}
+	// Longer than MaxRetryAfter: the call ends with the response.
+	s = &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "3600"), created(true)}}
+	_, err, _ = doCall(t, s, createOp, fast)
+	if StatusOf(err) != 503 || len(s.attempts()) != 1 || !IsRetryable(err) {
+		t.Fatalf("err %v after %d attempts; want the 503 after 1", err, len(s.attempts()))
+	}
+	var e *Error
+	if errors.As(err, &e); e.RetryAfter != time.Hour {
+		t.Errorf("RetryAfter = %s, want 1h", e.RetryAfter)
+	}
+}
+
+func TestTheContextIsTheBudget(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, idem.ReasonOutcomeUnknown, "5"), created(true)}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	c, _ := New(srv.URL)
+	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Second)
+	defer cancel()
+	var as []Attempt
+	_, err := Do(ctx, c, &createOp, NewRequest("/things"), readThing, WithAttemptObserver(func(a Attempt) { as = append(as, a) }))
+	// A 5s wait cannot fit a 2s budget: the call answers with the 503 at
+	// once rather than sleeping into the deadline.
+	if StatusOf(err) != 503 || len(as) != 1 || as[0].Retry || !IsRetryable(err) || ctx.Err() != nil {
+		t.Fatalf("err %v, attempts %+v, ctx %v", err, as, ctx.Err())
+	}
+
+	// A context ending during a wait ends the call with its error and the key.
+	s = &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "")}}
+	srv2 := httptest.NewServer(s)
+	defer srv2.Close()
+	c2, _ := New(srv2.URL, WithRetryPolicy(RetryPolicy{InitialBackoff: time.Hour, MaxBackoff: time.Hour}))
+	ctx2, cancel2 := context.WithCancel(context.Background())
+	go func() {
+		for len(s.attempts()) == 0 {
+			time.Sleep(time.Millisecond)
+		}
+		cancel2()
+	}()
+	_, err = Do(ctx2, c2, &createOp, NewRequest("/things"), readThing)
+	var te *TransportError
+	if !errors.As(err, &te) || !errors.Is(err, context.Canceled) || te.Key == "" || te.Attempts != 1 {
+		t.Fatalf("err = %#v", err)
+	}
+}
+
+func TestMaxAttempts(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "")}}
+	pol := fast
+	pol.MaxAttempts = 3
+	_, err, _ := doCall(t, s, createOp, pol)
+	var e *Error
+	if !errors.As(err, &e) || e.Attempts != 3 || len(s.attempts()) != 3 || !IsRetryable(err) {
+		t.Fatalf("err %v after %d attempts", err, len(s.attempts()))
+	}
+	if !strings.Contains(err.Error(), "after 3 attempts") || !strings.HasPrefix(err.Error(), "createThing: 503") {
+		t.Errorf("message %q", err)
+	}
+	s = &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "")}}
+	if _, err, _ := doCall(t, s, createOp, fast, WithMaxAttempts(1)); StatusOf(err) != 503 || len(s.attempts()) != 1 {
+		t.Fatalf("WithMaxAttempts(1): %v after %d attempts", err, len(s.attempts()))
+	}
+}
+
+func TestAttemptTimeoutRetriesAHungServer(t *testing.T) {
+	release := make(chan struct{})
+	defer close(release)
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){
+		func(w http.ResponseWriter, r *http.Request) {
+			select {
+			case <-r.Context().Done():
+			case <-release:
+			}
+		},
+		created(true),
+	}}
+	res, err, as := doCall(t, s, createOp, fast, WithAttemptTimeout(100*time.Millisecond))
+	if err != nil || res.Attempts != 2 || !errors.Is(as[0].Err, context.DeadlineExceeded) {
+		t.Fatalf("%+v, %v, first attempt %+v", res, err, as[0])
+	}
+	if got := s.attempts(); got[0].key != got[1].key {
+		t.Errorf("keys %q and %q", got[0].key, got[1].key)
+	}
+}
+
+func TestKeys(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){created(false)}}
+	res, _, _ := doCall(t, s, createOp, fast, WithIdempotencyKey("0190a8e2-7c3b-7d4e-8f00-000000000001"))
+	if res.Key != "0190a8e2-7c3b-7d4e-8f00-000000000001" || s.attempts()[0].key != res.Key {
+		t.Fatalf("WithIdempotencyKey: sent %q, result %q", s.attempts()[0].key, res.Key)
+	}
+	v4 := createOp
+	v4.KeyFormat = "uuidv4"
+	s = &script{steps: []func(http.ResponseWriter, *http.Request){created(false)}}
+	res, _, _ = doCall(t, s, v4, fast)
+	if u, err := uuid.Parse(res.Key); err != nil || u.Version() != 4 {
+		t.Fatalf("uuidv4 operation got key %q", res.Key)
+	}
+	for _, f := range []string{"uuid", "uuidv4", "uuidv7", "opaque"} {
+		k, err := NewKey(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := idem.ParseKey(k, idem.KeyFormat(f)); err != nil {
+			t.Errorf("NewKey(%s) = %q, which the server refuses: %v", f, k, err)
+		}
+	}
+	// Two calls, two keys.
+	a, _ := NewKey("uuid")
+	b, _ := NewKey("uuid")
+	if a == b {
+		t.Error("two calls minted the same key")
+	}
+}
+
+func TestRequestEditorErrorEndsTheCall(t *testing.T) {
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){created(false)}}
+	srv := httptest.NewServer(s)
+	defer srv.Close()
+	boom := errors.New("no credentials")
+	c, _ := New(srv.URL, WithRequestEditor(func(*http.Request) error { return boom }))
+	_, err := Do(context.Background(), c, &createOp, NewRequest("/things"), readThing)
+	if !errors.Is(err, boom) || len(s.attempts()) != 0 {
+		t.Fatalf("err %v, %d attempts", err, len(s.attempts()))
+	}
+}
+
+func TestBaseURLAndParameters(t *testing.T) {
+	var got *http.Request
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r
+		created(false)(w, r)
+	}))
+	defer srv.Close()
+	c, err := New(srv.URL+"/prefix/", WithRequestEditor(func(r *http.Request) error { r.Header.Set("Authorization", "Bearer t"); return nil }))
+	if err != nil {
+		t.Fatal(err)
+	}
+	type status string
+	limit := int32(7)
+	r := NewRequest("/things/" + PathParam("a b/c") + "/x")
+	QueryOptional(r, "limit", &limit)
+	QueryOptional[int64](r, "absent", nil)
+	QueryList(r, "tag", []status{"new", "old"}, true)
+	QueryList(r, "ids", []int64{1, 2}, false)
+	Query(r, "at", time.Date(2024, 1, 2, 3, 4, 5, 0, time.UTC))
+	Query(r, "id", uuid.MustParse("0190a8e2-7c3b-7d4e-8f00-000000000001"))
+	Header(r, "X-Flag", true)
+	Cookie(r, "session", "s1")
+	if _, err := Do(context.Background(), c, &getOp, r, readThing); err != nil {
+		t.Fatal(err)
+	}
+	if got.URL.EscapedPath() != "/prefix/things/a%20b%2Fc/x" {
+		t.Errorf("path %q", got.URL.EscapedPath())
+	}
+	q := got.URL.Query()
+	if q.Get("limit") != "7" || q.Has("absent") || strings.Join(q["tag"], "|") != "new|old" || q.Get("ids") != "1,2" ||
+		q.Get("at") != "2024-01-02T03:04:05Z" || q.Get("id") != "0190a8e2-7c3b-7d4e-8f00-000000000001" {
+		t.Errorf("query %v", q)
+	}
+	if got.Header.Get("X-Flag") != "true" || got.Header.Get("Authorization") != "Bearer t" || got.Header.Get("Cookie") != "session=s1" {
+		t.Errorf("headers %v", got.Header)
+	}
+	if _, err := New("localhost:8080"); err == nil {
+		t.Error("a base URL without a scheme was accepted")
+	}
+}
+
+func TestDeclared(t *testing.T) {
+	resp := func(ct, body string) *Response {
+		return &Response{Status: 200, Header: http.Header{"Content-Type": {ct}}, Body: []byte(body)}
+	}
+	for _, tc := range []struct {
+		ct, declared string
+		want, other  bool
+	}{
+		{"application/json; charset=utf-8", "application/json", true, true},
+		{"application/vnd.api+json", "application/json", true, true},
+		{"application/problem+json", "application/json", false, false},
+		{"application/problem+json", "application/problem+json", true, false},
+		{"text/html", "application/json", false, false},
+		{"application/pdf", "application/*", true, true},
+	} {
+		r := resp(tc.ct, "{}")
+		if r.Declared(tc.declared) != tc.want || r.DeclaredOther(tc.declared) != tc.other {
+			t.Errorf("%s as %s: Declared %v, DeclaredOther %v; want %v, %v", tc.ct, tc.declared, r.Declared(tc.declared), r.DeclaredOther(tc.declared), tc.want, tc.other)
+		}
+	}
+	if !resp("", "").Declared("") || resp("application/problem+json", "{}").Declared("") {
+		t.Error("Declared(\"\") for an empty body, or not for a problem")
+	}
+	var d *DecodeError
+	if err := resp("application/json", "{").DecodeJSON(&struct{}{}); !errors.As(err, &d) || d.Status != 200 {
+		t.Errorf("DecodeJSON of a broken body: %v", err)
+	}
+}
+
+func TestBackoff(t *testing.T) {
+	pol := RetryPolicy{InitialBackoff: 100 * time.Millisecond, MaxBackoff: time.Second}
+	for n := 1; n <= 8; n++ {
+		ceiling := min(100*time.Millisecond<<(n-1), time.Second)
+		for range 50 {
+			if d := backoff(n, pol); d < ceiling/2 || d > ceiling {
+				t.Fatalf("backoff(%d) = %s, want within [%s, %s]", n, d, ceiling/2, ceiling)
+			}
+		}
+	}
+}
+
+// The reasons a client acts on are the server's.
+func TestReasonsMatchTheServer(t *testing.T) {
+	for got, want := range map[string]string{
+		ReasonKeyRequired: idem.ReasonKeyRequired, ReasonKeyMalformed: idem.ReasonKeyMalformed,
+		ReasonConflict: idem.ReasonConflict, ReasonInProgress: idem.ReasonInProgress,
+		ReasonSchemaChanged: idem.ReasonSchemaChanged, ReasonExpired: idem.ReasonExpired,
+		ReasonLeaseLost: idem.ReasonLeaseLost, ReasonOutcomeUnknown: idem.ReasonOutcomeUnknown,
+		ReasonDatabaseDown: idem.ReasonDatabaseDown,
+	} {
+		if got != want {
+			t.Errorf("%s, the server says %s", got, want)
+		}
+	}
+	var p Problem
+	b, _ := json.Marshal(&idem.Problem{Type: "about:blank", Title: "Conflict", Status: 409, Code: idem.CodeConflict, Reason: idem.ReasonConflict})
+	if err := json.Unmarshal(b, &p); err != nil || p.Code != idem.CodeConflict || p.Reason != idem.ReasonConflict || p.Status != 409 {
+		t.Errorf("the server's problem %s decodes as %+v (%v)", b, p, err)
+	}
+}

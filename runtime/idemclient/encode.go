@@ -1,0 +1,177 @@
+package idemclient
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/url"
+	"reflect"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// The helpers below encode a generated request's parameters the way the
+// generated server decodes them (runtime/idemimpl): scalars in their
+// canonical text form, lists comma-separated except exploded query lists,
+// which repeat the parameter.
+
+// Format writes a parameter value as the server's parser reads it: time as
+// RFC 3339, numbers in decimal, enums and strings as they are, anything
+// else with fmt.
+func Format(v any) string {
+	switch x := v.(type) {
+	case string:
+		return x
+	case bool:
+		return strconv.FormatBool(x)
+	case int:
+		return strconv.Itoa(x)
+	case int32:
+		return strconv.FormatInt(int64(x), 10)
+	case int64:
+		return strconv.FormatInt(x, 10)
+	case float32:
+		return strconv.FormatFloat(float64(x), 'g', -1, 32)
+	case float64:
+		return strconv.FormatFloat(x, 'g', -1, 64)
+	case time.Time:
+		return x.Format(time.RFC3339Nano)
+	case fmt.Stringer:
+		return x.String()
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.String {
+		return rv.String() // a generated enum
+	}
+	return fmt.Sprint(v)
+}
+
+// PathParam is a path parameter's value, escaped for the URL path.
+func PathParam[T any](v T) string { return url.PathEscape(Format(v)) }
+
+// Query sets a query parameter.
+func Query[T any](r *Request, name string, v T) { r.Query.Set(name, Format(v)) }
+
+// QueryOptional sets a query parameter when v is not nil.
+func QueryOptional[T any](r *Request, name string, v *T) {
+	if v != nil {
+		Query(r, name, *v)
+	}
+}
+
+// QueryList sets a list query parameter: repeated when explode, else
+// comma-separated. An empty list sends nothing.
+func QueryList[T any](r *Request, name string, vs []T, explode bool) {
+	if len(vs) == 0 {
+		return
+	}
+	if !explode {
+		r.Query.Set(name, join(vs))
+		return
+	}
+	for _, v := range vs {
+		r.Query.Add(name, Format(v))
+	}
+}
+
+// Header sets a header parameter.
+func Header[T any](r *Request, name string, v T) { r.Header.Set(name, Format(v)) }
+
+// HeaderOptional sets a header parameter when v is not nil.
+func HeaderOptional[T any](r *Request, name string, v *T) {
+	if v != nil {
+		Header(r, name, *v)
+	}
+}
+
+// HeaderList sets a list header parameter, comma-separated.
+func HeaderList[T any](r *Request, name string, vs []T) {
+	if len(vs) > 0 {
+		r.Header.Set(name, join(vs))
+	}
+}
+
+// Cookie adds a cookie parameter.
+func Cookie[T any](r *Request, name string, v T) {
+	r.Header.Add("Cookie", (&http.Cookie{Name: name, Value: Format(v)}).String())
+}
+
+// CookieOptional adds a cookie parameter when v is not nil.
+func CookieOptional[T any](r *Request, name string, v *T) {
+	if v != nil {
+		Cookie(r, name, *v)
+	}
+}
+
+// CookieList adds a list cookie parameter, comma-separated.
+func CookieList[T any](r *Request, name string, vs []T) {
+	if len(vs) > 0 {
+		r.Header.Add("Cookie", (&http.Cookie{Name: name, Value: join(vs)}).String())
+	}
+}
+
+func join[T any](vs []T) string {
+	parts := make([]string, len(vs))
+	for i, v := range vs {
+		parts[i] = Format(v)
+	}
+	return strings.Join(parts, ",")
+}
+
+// JSON sets the body to v encoded as JSON, with media type mediaType. The
+// bytes are encoded once and sent unchanged on every attempt.
+func (r *Request) JSON(mediaType string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding the request body: %w", err)
+	}
+	r.Body, r.ContentType = b, mediaType
+	return nil
+}
+
+// Raw sets the body to b as it is, with media type mediaType. A nil b sends
+// no body.
+func (r *Request) Raw(mediaType string, b []byte) {
+	r.Body, r.ContentType = b, mediaType
+}
+
+// Declared reports whether the response carries the declared media type
+// (mediaType, or "" for a response declared without content): a
+// problem+json answer to a status declared with another media type is an
+// undeclared response, so that the contract's errors stay errors.
+func (r *Response) Declared(mediaType string) bool {
+	got := essence(r.Header.Get("Content-Type"))
+	if mediaType == "" {
+		return got != "application/problem+json" || len(r.Body) == 0
+	}
+	want := essence(mediaType)
+	switch {
+	case got == want:
+		return true
+	case got == "application/problem+json":
+		return false
+	case want == "*/*" || got == "" && len(r.Body) == 0:
+		return true
+	case strings.HasSuffix(want, "/*"):
+		return strings.HasPrefix(got, strings.TrimSuffix(want, "*"))
+	}
+	return isJSON(want) && isJSON(got)
+}
+
+// DeclaredOther is Declared for a range (4XX) or default response: a
+// problem+json answer is never one, so that the contract's problems (409
+// conflict, 400 malformed key, ...) stay *Error values with their
+// predicates unless the spec declares their status.
+func (r *Response) DeclaredOther(mediaType string) bool {
+	return essence(r.Header.Get("Content-Type")) != "application/problem+json" && r.Declared(mediaType)
+}
+
+func isJSON(mt string) bool { return mt == "application/json" || strings.HasSuffix(mt, "+json") }
+
+// DecodeJSON decodes the response body into v.
+func (r *Response) DecodeJSON(v any) error {
+	if err := json.Unmarshal(r.Body, v); err != nil {
+		return &DecodeError{Operation: r.Operation, Status: r.Status, Body: r.Body, Err: err}
+	}
+	return nil
+}

@@ -1,0 +1,189 @@
+package idemprom_test
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"testing/fstest"
+	"time"
+
+	cloudevents "github.com/cloudevents/sdk-go/v2/event"
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/prometheus/client_golang/prometheus"
+	"github.com/prometheus/client_golang/prometheus/promhttp"
+	"github.com/prometheus/client_golang/prometheus/testutil"
+
+	"github.com/idemgen/idemgen/runtime/events"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+var schema = fstest.MapFS{"9000_things.up.sql": {Data: []byte(`CREATE TABLE things (id serial PRIMARY KEY, n int NOT NULL)`)}}
+
+// service is one engine with a lease-mode operation whose handler blocks
+// while the body says so, served over HTTP with the metrics at /metrics.
+type service struct {
+	t       *testing.T
+	db      *pgtest.DB
+	srv     *httptest.Server
+	started chan struct{}
+	release chan struct{}
+}
+
+func newService(t *testing.T, opts idemprom.Options) (*service, *idemprom.Metrics) {
+	db := pgtest.New(t, pgtest.Options{Migrations: schema})
+	pol := idem.DefaultPolicy()
+	pol.Mode, pol.Lease, pol.SchemaVersion = idem.ModeLease, 5*time.Second, "v1"
+	op := &idem.Operation{ID: "createThing", Method: "POST", Pattern: "/things", Policy: pol}
+	m := idemprom.New(opts)
+	reg := prometheus.NewRegistry()
+	reg.MustRegister(m, idemprom.NewOutboxCollector(db, "", 0))
+	eng, err := idem.New(db, idem.Config{
+		Operations: []*idem.Operation{op},
+		Observers:  []idem.Observer{m},
+		Scope:      func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	s := &service{t: t, db: db, started: make(chan struct{}, 10), release: make(chan struct{})}
+	mux := http.NewServeMux()
+	mux.Handle("GET /metrics", promhttp.HandlerFor(reg, promhttp.HandlerOpts{}))
+	mux.HandleFunc("POST /things", func(w http.ResponseWriter, r *http.Request) {
+		eng.Serve(w, r, op, func(body []byte) (idem.Prepared, error) {
+			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+				if bytes.Contains(body, []byte("block")) {
+					s.started <- struct{}{}
+					<-s.release
+				}
+				var id int
+				if err := tx.QueryRow(ctx, `INSERT INTO things (n) VALUES (1) RETURNING id`).Scan(&id); err != nil {
+					return nil, err
+				}
+				return &idem.Response{Status: 201, Body: []byte(fmt.Sprintf(`{"id":%d}`, id))}, nil
+			}}, nil
+		})
+	})
+	s.srv = httptest.NewServer(mux)
+	t.Cleanup(s.srv.Close)
+	return s, m
+}
+
+func (s *service) post(key, tenant, body string) int {
+	s.t.Helper()
+	req, _ := http.NewRequest("POST", s.srv.URL+"/things", strings.NewReader(body))
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("X-Tenant", tenant)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	resp.Body.Close()
+	return resp.StatusCode
+}
+
+func (s *service) scrape() string {
+	s.t.Helper()
+	resp, err := http.Get(s.srv.URL + "/metrics")
+	if err != nil {
+		s.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return string(b)
+}
+
+// TestMetricsAfterAScriptedSequence runs execute, replay, conflict, in
+// flight and expiry (and an outbox event left pending) and scrapes /metrics
+// over HTTP: every counter has exactly the expected value.
+func TestMetricsAfterAScriptedSequence(t *testing.T) {
+	s, m := newService(t, idemprom.Options{TenantLabel: true, MaxTenants: 1})
+	ctx := context.Background()
+	k1, k2, k3 := uuid.NewString(), uuid.NewString(), uuid.NewString()
+
+	want := func(status, got int, what string) {
+		t.Helper()
+		if got != status {
+			t.Fatalf("%s: %d, want %d", what, got, status)
+		}
+	}
+	want(201, s.post(k1, "acme", `{"n":1}`), "execute")
+	want(201, s.post(k1, "acme", `{"n":1}`), "replay")
+	want(409, s.post(k1, "acme", `{"n":2}`), "conflict")
+	// Another tenant's record under the same key; beyond MaxTenants (1) its
+	// label is "_other".
+	want(201, s.post(k1, "globex", `{"n":1}`), "another tenant")
+	done := make(chan int)
+	go func() { done <- s.post(k2, "acme", `{"block":true}`) }()
+	<-s.started
+	want(409, s.post(k2, "acme", `{"block":true}`), "in flight")
+	close(s.release)
+	want(201, <-done, "the blocked first request")
+	want(201, s.post(k3, "acme", `{"n":3}`), "k3")
+	if _, err := s.db.Exec(ctx, `UPDATE idem_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, k3); err != nil {
+		t.Fatal(err)
+	}
+	want(201, s.post(k3, "acme", `{"n":3}`), "expired, executed again")
+	// One outbox event, pending.
+	tx, _ := s.db.Begin(ctx)
+	kctx := idem.ContextWithKey(ctx, idem.Key{Operation: "createThing", Value: k1})
+	ev := cloudevents.New()
+	ev.SetType("things.created")
+	ev.SetSource("/things")
+	if err := events.Enqueue(kctx, tx, ev); err != nil {
+		t.Fatal(err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		t.Fatal(err)
+	}
+
+	body := s.scrape()
+	exact := []string{
+		`idem_requests_total{operation="createThing",outcome="executed"} 4`,
+		`idem_requests_total{operation="createThing",outcome="replayed"} 1`,
+		`idem_requests_total{operation="createThing",outcome="conflict"} 1`,
+		`idem_requests_total{operation="createThing",outcome="in_flight"} 1`,
+		`idem_requests_total{operation="createThing",outcome="expired_executed"} 1`,
+		`idem_new_keys_total{operation="createThing",tenant="acme"} 4`,
+		`idem_new_keys_total{operation="createThing",tenant="_other"} 1`,
+		`idem_conflicts_total{operation="createThing",tenant="acme"} 1`,
+		`idem_stored_response_bytes_count{operation="createThing"} 5`,
+		`idem_replay_age_seconds_count{operation="createThing"} 1`,
+		`idem_phase_duration_seconds_count{operation="createThing",phase="handler"} 5`,
+		`idem_phase_duration_seconds_count{operation="createThing",phase="replay"} 1`,
+		`idem_requests_in_flight{operation="createThing"} 0`,
+		`idem_outbox_pending 1`,
+		`idem_outbox_dead 0`,
+		`idem_outbox_up 1`,
+	}
+	for _, line := range exact {
+		if !strings.Contains(body, line+"\n") {
+			t.Errorf("/metrics lacks %q", line)
+		}
+	}
+	if t.Failed() {
+		t.Logf("/metrics:\n%s", grep(body, "idem_"))
+	}
+	// The exposition is well formed and follows the naming conventions.
+	if problems, err := testutil.CollectAndLint(m); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
+}
+
+func grep(s, prefix string) string {
+	var b strings.Builder
+	for _, l := range strings.Split(s, "\n") {
+		if strings.HasPrefix(l, prefix) {
+			b.WriteString(l + "\n")
+		}
+	}
+	return b.String()
+}
