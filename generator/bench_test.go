@@ -11,7 +11,7 @@ import (
 func BenchmarkGenerate(b *testing.B) {
 	for _, tc := range realSpecs {
 		b.Run(strings.Split(tc.file, ".")[0], func(b *testing.B) {
-			cfg := realSpecConfig(b, tc.file, tc.rename)
+			cfg := realSpecConfig(b, tc.file)
 			b.ReportAllocs()
 			var files []File
 			for b.Loop() {

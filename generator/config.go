@@ -32,10 +32,10 @@ type Config struct {
 	// servers are not consulted: mount the handler with http.StripPrefix or
 	// set this explicitly.
 	BasePath string `yaml:"basePath"`
-	// Rename sets the Go name of a schema by its spec location, as printed
-	// in a clash error: {"#/components/schemas/nullTime": "NullTimeValue"}.
-	// Clashing names are errors, never silently suffixed; this resolves them.
-	Rename map[string]string `yaml:"rename"`
+	// Rename sets Go names by spec location, as printed in idemgen's clash
+	// warnings: "#/components/schemas/nullTime": NullTimeValue. Without it a
+	// clash is settled by a number (NullTime2) and a warning. See Rename.
+	Rename map[string]Rename `yaml:"rename"`
 	// Validation configures the validation of requests.
 	Validation ValidationConfig `yaml:"validation"`
 	// WebhookSource is the CloudEvents source attribute of the events the
@@ -60,6 +60,43 @@ type ValidationConfig struct {
 	// as JSON pointers ("#/components/schemas/NewPayment/properties/note").
 	// An entry that names nothing is an error.
 	Skip []string `yaml:"skip"`
+}
+
+// Rename is the Go name chosen for what is generated at one spec location.
+// In YAML it is a string (Name) or an object {name: ..., type: ...}.
+//
+// Name is the identifier of the member the location declares: a property's
+// struct field, a union member's field, an enum value's constant, an
+// operation's method (and the prefix of its Request and Response types), a
+// parameter's request field, a response header's field; where the location
+// declares only a type (a component schema, a response), Name is the type's.
+// Type names the type generated for an inline schema at a member's location
+// (the struct of an inline object property, say).
+type Rename struct {
+	Name string `yaml:"name"`
+	Type string `yaml:"type"`
+}
+
+// UnmarshalYAML accepts a string or an object with name and type.
+func (r *Rename) UnmarshalYAML(n *yaml.Node) error {
+	if n.Kind == yaml.ScalarNode {
+		return n.Decode(&r.Name)
+	}
+	type plain Rename
+	var p plain
+	if n.Kind != yaml.MappingNode {
+		return fmt.Errorf("line %d: rename: want a Go name or an object with name and type", n.Line)
+	}
+	for i := 0; i < len(n.Content); i += 2 {
+		if k := n.Content[i].Value; k != "name" && k != "type" {
+			return fmt.Errorf("line %d: rename: unknown field %q (want name or type)", n.Content[i].Line, k)
+		}
+	}
+	if err := n.Decode(&p); err != nil {
+		return err
+	}
+	*r = Rename(p)
+	return nil
 }
 
 // LoadConfig reads a YAML config file. Unknown keys are errors. Relative

@@ -48,7 +48,7 @@ const (
 	KindStruct TypeKind = iota // struct with fields
 	KindAlias                  // type X = <Go type> (primitive, slice, map)
 	KindEnum                   // string type with constants
-	KindUnion                  // oneOf/anyOf: raw JSON with As<Variant> getters
+	KindUnion                  // oneOf/anyOf: struct with one pointer field per member, exactly one set
 )
 
 // Type is one named Go type.
@@ -56,40 +56,91 @@ type Type struct {
 	Name     string
 	Doc      string
 	Location string // JSON pointer in the spec, e.g. #/components/schemas/Pet
-	Kind     TypeKind
-	Fields   []*Field    // KindStruct
-	Alias    GoType      // KindAlias
-	Enum     []EnumValue // KindEnum
-	Variants []Variant   // KindUnion
+	// Schema is the schema the type is generated from (for a union of
+	// deduplicated members, the first use).
+	Schema *openapi3.Schema
+	Kind   TypeKind
+	Fields []*Field // KindStruct
+	// AdditionalProperties, when not nil, is the map field (json:"-") that
+	// keeps the members not declared in properties; the type's MarshalJSON
+	// and UnmarshalJSON move them in and out of it (KindStruct).
+	AdditionalProperties *Field
+	Alias                GoType      // KindAlias
+	Enum                 []EnumValue // KindEnum
+	Variants             []*Variant  // KindUnion
+	// Discriminator is the member property whose value selects the
+	// variant (KindUnion); "" when members are tried in order.
+	Discriminator string
+	// WriteOnly reports that the type reaches a writeOnly member: responses
+	// send a copy without them (its withoutWriteOnly method).
+	WriteOnly bool
+
+	ident    *ident
+	fields   *scope // names of the fields or variants
+	building bool
 }
 
-// Required returns the JSON names of the required fields.
+// Required returns the JSON names of the required fields that every
+// direction must carry (readOnly and writeOnly members are required only in
+// responses and requests respectively; the request validator checks those).
 func (t *Type) Required() []string {
 	var out []string
 	for _, f := range t.Fields {
-		if f.Required {
+		if f.Required && !f.ReadOnly && !f.WriteOnly {
 			out = append(out, f.JSONName)
 		}
 	}
 	return out
 }
 
-// Field is one struct field.
+// Field is one struct field, generated from one property.
 type Field struct {
-	Name     string
-	JSONName string
+	Name     string // Go field
+	JSONName string // the property's name, exactly as in the spec
 	Doc      string
+	// Type is the field's Go type: the property's type T, *T when optional
+	// (or nullable and required), idem.Nullable[T] when optional and
+	// nullable; slices and maps stay as they are when not nullable.
 	Type     GoType
 	Required bool
+	Nullable bool
+	// ReadOnly members are sent only in responses; a request carrying one is
+	// refused by the request validator. WriteOnly members are sent only in
+	// requests: the field is never required in Go, and responses omit it.
+	ReadOnly, WriteOnly bool
+	// Default is the schema's default value, nil when there is none.
+	Default *Default
+	// Schema is the property's schema (with its $ref, when it has one).
+	Schema   *openapi3.SchemaRef
+	Location string // JSON pointer of the property, e.g. #/components/schemas/Pet/properties/name
+
+	baseType     GoType // the property's type before optionality
+	baseNullable bool
+}
+
+// Default is a schema's default value.
+type Default struct {
+	JSON  string // the value as JSON
+	Value any    // the value as the spec's YAML/JSON decoder gave it
+	// Go is a Go expression of the value's type (the field's type without
+	// pointer or Nullable): `int64(10)`, `"eur"`, `PetStatusAvailable`;
+	// "" when the value has none (objects, arrays): decode JSON instead.
+	Go string
 }
 
 // EnumValue is one constant of an enum type.
 type EnumValue struct{ Name, Value string }
 
-// Variant is one member of a union.
+// Variant is one member of a union: a pointer field of the union struct.
 type Variant struct {
-	Name string // suffix of the As<Name> getter and <Union>From<Name> constructor
-	Type GoType
+	Name string // the field
+	Type GoType // the member's type (the field is a pointer to it)
+	// JSON lists the JSON types the member accepts ("object", "array",
+	// "string", "number", "boolean"); nil when it accepts any.
+	JSON []string
+	// Tags are the discriminator values that select the member.
+	Tags     []string
+	Location string
 }
 
 // GoKind enumerates Go type shapes.
@@ -105,13 +156,17 @@ const (
 	GoSlice
 	GoMap
 	GoPointer
+	GoDate     // idem.Date
+	GoNullable // idem.Nullable[Elem]
+	GoOrEmpty  // idem.OrEmpty[Elem]
 )
 
 // GoType is a Go type expression.
 type GoType struct {
-	Kind GoKind
-	Name string  // GoBuiltin, GoNamed
-	Elem *GoType // GoSlice, GoMap, GoPointer
+	Kind  GoKind
+	Name  string  // GoBuiltin
+	Named *Type   // GoNamed
+	Elem  *GoType // GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty
 }
 
 func (t GoType) nilable() bool {
@@ -124,17 +179,31 @@ func (t GoType) nilable() bool {
 
 func ptr(t GoType) GoType { return GoType{Kind: GoPointer, Elem: &t} }
 
+func named(t *Type) GoType { return GoType{Kind: GoNamed, Named: t} }
+
+// TypeName is the name of a GoNamed type ("" for other kinds).
+func (t GoType) TypeName() string {
+	if t.Kind == GoNamed && t.Named != nil {
+		return t.Named.Name
+	}
+	return ""
+}
+
 // String renders the type as Go source (for templates and comments).
 func (t GoType) String() string {
 	switch t.Kind {
 	case GoAny:
 		return "any"
-	case GoBuiltin, GoNamed:
+	case GoBuiltin:
 		return t.Name
+	case GoNamed:
+		return t.TypeName()
 	case GoTime:
 		return "time.Time"
 	case GoUUID:
 		return "uuid.UUID"
+	case GoDate:
+		return "idem.Date"
 	case GoBytes:
 		return "[]byte"
 	case GoSlice:
@@ -143,6 +212,10 @@ func (t GoType) String() string {
 		return "map[string]" + t.Elem.String()
 	case GoPointer:
 		return "*" + t.Elem.String()
+	case GoNullable:
+		return "idem.Nullable[" + t.Elem.String() + "]"
+	case GoOrEmpty:
+		return "idem.OrEmpty[" + t.Elem.String() + "]"
 	}
 	return "any"
 }
@@ -163,14 +236,21 @@ type Operation struct {
 	Body       *Body // nil: no request body
 	Responses  []*Response
 	Location   string // JSON pointer, e.g. #/paths/~1payments/post
+
+	// RequestTypeName and ResponseTypeName are GoName+"Request" and
+	// GoName+"Response" unless a schema of the same name took them first.
+	RequestTypeName, ResponseTypeName string
+
+	ident         *ident
+	requestFields *scope // fields of the request type
 	// ownExclusions: the fingerprint exclusions are the operation's own,
 	// not the root's (which apply where they name something).
 	ownExclusions bool
 }
 
 // RequestType, ResponseType and friends name the operation's Go identifiers.
-func (o *Operation) RequestType() string  { return o.GoName + "Request" }
-func (o *Operation) ResponseType() string { return o.GoName + "Response" }
+func (o *Operation) RequestType() string  { return o.RequestTypeName }
+func (o *Operation) ResponseType() string { return o.ResponseTypeName }
 func (o *Operation) Handler() string      { return "handle" + o.GoName }
 func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Request" }
 func (o *Operation) OpVar() string        { return "op" + o.GoName }
@@ -225,44 +305,68 @@ type Response struct {
 	MediaType   string // "" when there is no body
 	JSON        bool
 	Body        GoType
-	Headers     []Header
+	Headers     []*Header
 }
 
-// Header is a response header field.
-type Header struct{ Name, Field string }
+// Header is a response header field of a response type.
+type Header struct {
+	Name  string // canonical header name: X-Rate-Limit
+	Field string
+	// Type is the Go type of the field: string (sent when not empty), or the
+	// schema's scalar type, a pointer when the header is optional (sent when
+	// not nil). idemimpl.HeaderValue formats it.
+	Type     GoType
+	Required bool
+	// Parse is the idemimpl function that parses the header's value (its
+	// element's, when Type is a pointer): ParseString, ParseInt64,
+	// ParseEnum[Status]; a client decodes the header with it.
+	Parse string
+}
+
+// Pointer reports whether the header's field is a pointer (optional, not a string).
+func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 
 type builder struct {
 	doc      *openapi3.T
 	file     string
 	errs     *errList
-	ns       *namespace
-	types    map[string]*Type // by Go name
-	bySchema map[*openapi3.Schema]string
-	building map[string]bool
-	rename   map[string]string
-	byRef    map[string]string
+	names    *namer
+	types    []*Type
+	bySchema map[*openapi3.Schema]*Type
+	byRef    map[string]*Type // types of schemas outside components, by $ref
+	unions   map[string]*Type // unions of named or scalar members, by members
+	defaults []*Field         // fields whose Default.Go is spelt after naming
+	warns    []Warning
+	versions *versioner
+	methods  *scope // of Server
 	req      *reqTable
 	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
 	// "excludeParameters[1]") that named something in some operation.
 	rootExclUsed map[string]bool
-	warns        []Warning
-	versions     *versioner
 }
 
+// reservedNames are package-level identifiers of the generated server.
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
 	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations"}
+
+// typeMethods are the methods a generated struct or union may have; no
+// field takes their names.
+var typeMethods = []string{"MarshalJSON", "UnmarshalJSON"}
 
 func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
-	b := &builder{doc: doc, file: file, errs: errs, ns: newNamespace(file, errs, append(reservedNames, cfg.Client.clientNames()...)...),
-		types: map[string]*Type{}, bySchema: map[*openapi3.Schema]string{}, building: map[string]bool{}, rename: cfg.Rename, byRef: map[string]string{}, versions: newVersioner(doc)}
+	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
+		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc)}
+	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
+	b.methods = b.names.scope("methods of Server")
 	b.req = newReqTable(b, cfg.Validation.Skip)
 	b.rootExclUsed = map[string]bool{}
 
-	// Component schemas first so that refs find their names.
+	// Component schemas first so that refs find their types.
 	if doc.Components != nil {
 		names := sortedKeys(doc.Components.Schemas)
+		var declared []*Type
 		for _, name := range names {
 			sr := doc.Components.Schemas[name]
 			if sr == nil || sr.Value == nil {
@@ -271,18 +375,15 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 			if _, ok := b.bySchema[sr.Value]; ok {
 				continue // a component that is only a $ref to another
 			}
-			goname := b.name(goName(name), "#/components/schemas/"+name)
-			if b.ns.claim(goname, "#/components/schemas/"+name) {
-				b.bySchema[sr.Value] = goname
-			}
+			loc := "#/components/schemas/" + pointerEscape(name)
+			t := b.newType(sr.Value, loc)
+			want := goName(name)
+			t.ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))
+			declared = append(declared, t)
 		}
-		for _, name := range names {
-			sr := doc.Components.Schemas[name]
-			if sr == nil || sr.Value == nil {
-				continue
-			}
-			if goname, ok := b.bySchema[sr.Value]; ok && b.types[goname] == nil {
-				b.declare(goname, sr.Value, "#/components/schemas/"+name)
+		for _, t := range declared {
+			if t.Kind == kindUndeclared {
+				b.declare(t)
 			}
 		}
 	}
@@ -318,23 +419,28 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)
 	m.WebhookSource = cfg.WebhookSource
+	b.names.resolve()
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	for _, name := range sortedKeys(b.types) {
-		m.Types = append(m.Types, b.types[name])
-	}
-	m.Warnings = b.warns
+	b.spellDefaults()
+	finishParams(m.Operations)
+	markWriteOnly(b.types)
+	m.Types = b.types
+	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
+	m.Warnings = append(b.warns, b.names.warns...)
 	m.RequestSchemas = b.req.list
 	return m, nil
 }
 
-// name applies the config's Rename to the type generated at loc.
-func (b *builder) name(def, loc string) string {
-	if n, ok := b.rename[loc]; ok {
-		return n
+// newType registers the named type generated for schema s.
+func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
+	t := &Type{Location: loc, Schema: s, Doc: firstLine(s.Description), Kind: kindUndeclared}
+	b.types = append(b.types, t)
+	if s != nil {
+		b.bySchema[s] = t
 	}
-	return def
+	return t
 }
 
 func (b *builder) warnf(where, format string, args ...any) {

@@ -1,7 +1,10 @@
 package generator
 
 import (
+	"fmt"
 	"go/token"
+	"sort"
+	"strconv"
 	"strings"
 	"unicode"
 )
@@ -12,9 +15,43 @@ var initialisms = map[string]string{
 	"tls": "TLS", "ttl": "TTL", "xml": "XML",
 }
 
+// symbolWords spell out symbols where they carry the meaning of a name: a
+// value made only of symbols ("+", "*", "/"), a sign before a number ("+1",
+// "reactions--1") and a symbol that starts a name ("-created", "@type").
+var symbolWords = map[rune]string{
+	'+': "Plus", '-': "Minus", '*': "Star", '/': "Slash", '.': "Dot", '@': "At", '#': "Hash",
+	'$': "Dollar", '%': "Percent", '&': "And", '=': "Eq", '<': "Lt", '>': "Gt", '!': "Not",
+	'~': "Tilde", '^': "Caret", '?': "Question", '|': "Pipe", '\\': "Backslash", ':': "Colon",
+	',': "Comma", ';': "Semicolon", '\'': "Quote", '"': "DoubleQuote", '`': "Backquote",
+	'(': "LParen", ')': "RParen", '[': "LBracket", ']': "RBracket", '{': "LBrace", '}': "RBrace",
+	' ': "Space", '_': "Underscore",
+}
+
+func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
+
 // splitWords splits an OpenAPI name into words at non-alphanumerics and at
-// lower-to-upper case changes ("createPayment", "payment_id", "X-Request-ID").
+// lower-to-upper case changes ("createPayment", "payment_id", "X-Request-ID"),
+// spelling out the symbols that symbolWords describes.
 func splitWords(s string) []string {
+	rs := []rune(s)
+	alnum := false
+	for _, r := range rs {
+		alnum = alnum || isAlnum(r)
+	}
+	if !alnum {
+		if s == "/" {
+			return []string{"Root"}
+		}
+		var words []string
+		for _, r := range rs {
+			if w, ok := symbolWords[r]; ok {
+				words = append(words, w)
+			} else {
+				words = append(words, fmt.Sprintf("U%04X", r))
+			}
+		}
+		return words
+	}
 	var words []string
 	var cur []rune
 	flush := func() {
@@ -23,10 +60,15 @@ func splitWords(s string) []string {
 			cur = cur[:0]
 		}
 	}
-	rs := []rune(s)
 	for i, r := range rs {
-		if !unicode.IsLetter(r) && !unicode.IsDigit(r) {
+		if !isAlnum(r) {
 			flush()
+			atStart := i == 0 || !isAlnum(rs[i-1])
+			sign := (r == '+' || r == '-') && atStart && i+1 < len(rs) && unicode.IsDigit(rs[i+1])
+			leading := i == 0 && r != '_' && r != '/' && r != ' '
+			if sign || (leading && symbolWords[r] != "") {
+				words = append(words, symbolWords[r])
+			}
 			continue
 		}
 		if len(cur) > 0 && unicode.IsUpper(r) {
@@ -42,8 +84,12 @@ func splitWords(s string) []string {
 	return words
 }
 
-// goName turns an OpenAPI name into an exported Go identifier.
+// goName turns an OpenAPI name into an exported Go identifier: "+1" ->
+// Plus1, "-created" -> MinusCreated, "/" -> Root, "" -> Empty.
 func goName(s string) string {
+	if s == "" {
+		return "Empty"
+	}
 	var b strings.Builder
 	for _, w := range splitWords(s) {
 		if in, ok := initialisms[strings.ToLower(w)]; ok {
@@ -51,7 +97,6 @@ func goName(s string) string {
 			continue
 		}
 		rs := []rune(w)
-		// keep all-caps words as written (e.g. "XML" handled above, "ABC" kept)
 		b.WriteRune(unicode.ToUpper(rs[0]))
 		b.WriteString(string(rs[1:]))
 	}
@@ -59,8 +104,8 @@ func goName(s string) string {
 	if out == "" {
 		return "X"
 	}
-	if r := []rune(out)[0]; !unicode.IsLetter(r) {
-		out = "X" + out
+	if r := []rune(out)[0]; !unicode.IsLetter(r) || !unicode.IsUpper(r) {
+		out = "X" + out // a leading digit, or a letter without case
 	}
 	return out
 }
@@ -88,28 +133,277 @@ func lowerName(s string) string {
 
 func isGoIdent(s string) bool { return token.IsIdentifier(s) }
 
-// namespace hands out package-level Go identifiers and refuses a second use
-// of the same one, naming both spec locations.
-type namespace struct {
-	owner map[string]string
-	errs  *errList
-	file  string
+func isExportedIdent(s string) bool { return token.IsIdentifier(s) && token.IsExported(s) }
+
+// A scope is one Go namespace of generated identifiers: the package, the
+// fields and methods of one struct, the methods of Server.
+type scope struct {
+	id       int
+	what     string            // for messages: "package", "fields of CreatePaymentRequest"
+	reserved map[string]string // name -> what generates it
 }
 
-func newNamespace(file string, errs *errList, reserved ...string) *namespace {
-	ns := &namespace{owner: map[string]string{}, errs: errs, file: file}
+// An ident is a Go identifier of the model. Its spelling is decided by
+// resolve once every identifier is known, so that a clash is settled the same
+// way whatever the order in which the model met the claimants.
+type ident struct {
+	scope  *scope
+	dst    *string       // where the final spelling goes
+	want   func() string // preferred spelling; may read the final names of deps
+	level  int           // 1 + the highest level of the identifiers want reads
+	loc    string        // spec location: the rename key, named in warnings
+	what   string        // "schema", "property", "enum value", ... for warnings
+	rank   int           // who keeps a contested name: lower first
+	exact  int           // how closely the name follows the spec (exactSpelling...): higher wins a tie
+	member bool          // a field, variant, constant, operation or parameter (not a type)
+}
+
+// How closely a Go name follows the name in the spec.
+const (
+	spelledOut    = 0 // symbols were spelled out ("*" -> Star)
+	exactWords    = 1 // letters, digits and separators only
+	exactSpelling = 2 // the Go name is the spec's name
+)
+
+// closeness returns how closely goName(name) == want follows name.
+func closeness(name, want string) int {
+	switch {
+	case name == want:
+		return exactSpelling
+	case strings.ContainsFunc(name, func(r rune) bool { return !isAlnum(r) && !strings.ContainsRune("_- .", r) }):
+		return spelledOut
+	}
+	return exactWords
+}
+
+// Ranks of claimants within a level: lower keeps a contested name.
+const (
+	rankRenamed   = -1 // set by the config
+	rankOperation = 0  // operation and webhook names and the types named after them
+	rankComponent = 1  // #/components/schemas and properties
+	rankInline    = 2  // types of inline schemas, generated fields
+	rankConstant  = 3  // enum constants
+)
+
+// namer collects identifiers while the model is built and resolves them.
+type namer struct {
+	file   string
+	scopes []*scope
+	idents []*ident
+	pkg    *scope
+	rename map[string]Rename
+	used   map[string]bool // rename keys that matched an identifier
+	warns  []Warning
+	errs   *errList
+}
+
+func newNamer(file string, rename map[string]Rename, errs *errList) *namer {
+	n := &namer{file: file, rename: rename, used: map[string]bool{}, errs: errs}
+	n.pkg = n.scope("package")
+	return n
+}
+
+func (n *namer) scope(what string, reserved ...string) *scope {
+	s := &scope{id: len(n.scopes), what: what, reserved: map[string]string{}}
 	for _, r := range reserved {
-		ns.owner[r] = "idemgen (reserved)"
+		s.reserved[r] = "idemgen"
 	}
-	return ns
+	n.scopes = append(n.scopes, s)
+	return s
 }
 
-// claim records that name is generated for location; a clash is an error.
-func (ns *namespace) claim(name, location string) bool {
-	if prev, ok := ns.owner[name]; ok {
-		ns.errs.addf("%s: Go identifier %s is generated for both %s and %s (set rename in the config)", ns.file, name, prev, location)
-		return false
+// reserve keeps name for idemgen's own use in s.
+func (s *scope) reserve(names ...string) {
+	for _, r := range names {
+		s.reserved[r] = "idemgen"
 	}
-	ns.owner[name] = location
-	return true
+}
+
+// add declares an identifier whose spelling goes to *dst; want computes its
+// preferred spelling from the final names of deps.
+func (n *namer) add(id *ident, deps ...*ident) *ident {
+	for _, d := range deps {
+		if d != nil && d.level >= id.level {
+			id.level = d.level + 1
+		}
+	}
+	n.idents = append(n.idents, id)
+	return id
+}
+
+// fixed declares an identifier whose preferred spelling is known now.
+func (n *namer) fixed(sc *scope, dst *string, name, loc, what string, rank, exact int, member bool) *ident {
+	return n.add(&ident{scope: sc, dst: dst, want: func() string { return name }, loc: loc, what: what, rank: rank, exact: exact, member: member})
+}
+
+// typeIdent declares the package-level name of a type that is not named
+// after another identifier (a component schema). It resolves one level
+// after the operations' names, so that a schema named like an operation's
+// request or response type yields to it: the Server interface keeps its
+// shape (X, XRequest, XResponse) whatever the schemas are called.
+func (n *namer) typeIdent(dst *string, name, loc string, rank, exact int) *ident {
+	id := n.fixed(n.pkg, dst, name, loc, "schema", rank, exact, false)
+	id.level = 1
+	return id
+}
+
+// derived declares an identifier spelt as its parent's final name plus suffix.
+func (n *namer) derived(sc *scope, dst *string, parent *ident, suffix, loc, what string, rank int, member bool) *ident {
+	return n.add(&ident{scope: sc, dst: dst, want: func() string { return *parent.dst + suffix }, loc: loc, what: what, rank: rank, member: member}, parent)
+}
+
+// resolve spells every identifier, level by level. Within a level and scope,
+// claimants of one name are ordered by rank, then exact spelling, then spec
+// location; the first keeps the name, each other gets the name with the
+// lowest free number appended, and a warning names both. A config rename
+// wins its name; two renames to one name, or a rename to a name idemgen
+// reserves or an earlier level took, are errors.
+func (n *namer) resolve() {
+	members := map[string]bool{}
+	for _, id := range n.idents {
+		if id.member {
+			members[id.loc] = true
+		}
+	}
+	renamed := map[*ident]string{}
+	for _, id := range n.idents {
+		r, ok := n.rename[id.loc]
+		if !ok {
+			continue
+		}
+		name := r.Name
+		if !id.member {
+			name = r.Type
+			if name == "" && !members[id.loc] {
+				name = r.Name
+			}
+		}
+		if name == "" {
+			continue
+		}
+		n.used[id.loc] = true
+		if !isExportedIdent(name) {
+			n.errs.addf("%s: rename %q: %q is not an exported Go identifier", n.file, id.loc, name)
+			continue
+		}
+		renamed[id] = name
+	}
+	for _, loc := range sortedKeys(n.rename) {
+		if !n.used[loc] {
+			n.errs.addf("%s: rename %q: no Go identifier is generated at this location (see the locations in idemgen's warnings)", n.file, loc)
+		}
+	}
+
+	byLevel := map[int][]*ident{}
+	maxLevel := 0
+	for _, id := range n.idents {
+		byLevel[id.level] = append(byLevel[id.level], id)
+		maxLevel = max(maxLevel, id.level)
+	}
+	taken := make([]map[string]*ident, len(n.scopes))
+	for i := range taken {
+		taken[i] = map[string]*ident{}
+	}
+	type key struct {
+		scope int
+		name  string
+	}
+	for level := 0; level <= maxLevel; level++ {
+		ids := byLevel[level]
+		groups := map[key][]*ident{}
+		for _, id := range ids {
+			name := id.want()
+			if r, ok := renamed[id]; ok {
+				name = r
+			}
+			k := key{id.scope.id, name}
+			groups[k] = append(groups[k], id)
+		}
+		keys := make([]key, 0, len(groups))
+		for k := range groups {
+			keys = append(keys, k)
+		}
+		sort.Slice(keys, func(i, j int) bool {
+			if keys[i].scope != keys[j].scope {
+				return keys[i].scope < keys[j].scope
+			}
+			return keys[i].name < keys[j].name
+		})
+		order := func(a, b *ident) bool {
+			ra, rb := a.rank, b.rank
+			if _, ok := renamed[a]; ok {
+				ra = rankRenamed
+			}
+			if _, ok := renamed[b]; ok {
+				rb = rankRenamed
+			}
+			if ra != rb {
+				return ra < rb
+			}
+			if a.exact != b.exact {
+				return a.exact > b.exact
+			}
+			return a.loc < b.loc
+		}
+		type loser struct {
+			id     *ident
+			name   string
+			winner string // what holds the name: a location or "idemgen"
+		}
+		var losers []loser
+		for _, k := range keys {
+			g := groups[k]
+			sort.SliceStable(g, func(i, j int) bool { return order(g[i], g[j]) })
+			sc := g[0].scope
+			holder := ""
+			if r, ok := sc.reserved[k.name]; ok {
+				holder = r
+			} else if prev, ok := taken[sc.id][k.name]; ok {
+				holder = prev.describe()
+			} else {
+				taken[sc.id][k.name] = g[0]
+				*g[0].dst = k.name
+				holder = g[0].describe()
+				g = g[1:]
+			}
+			for _, id := range g {
+				if _, ok := renamed[id]; ok {
+					n.errs.addf("%s: rename %q: %s is already generated for %s", n.file, id.loc, k.name, holder)
+				}
+				losers = append(losers, loser{id, k.name, holder})
+			}
+		}
+		for _, l := range losers {
+			sc := l.id.scope
+			sep := ""
+			if r := l.name[len(l.name)-1]; r >= '0' && r <= '9' {
+				sep = "_"
+			}
+			for i := 2; ; i++ {
+				cand := l.name + sep + strconv.Itoa(i)
+				if _, ok := taken[sc.id][cand]; ok {
+					continue
+				}
+				if _, ok := sc.reserved[cand]; ok {
+					continue
+				}
+				if _, ok := groups[key{sc.id, cand}]; ok {
+					continue
+				}
+				taken[sc.id][cand] = l.id
+				*l.id.dst = cand
+				break
+			}
+			n.warns = append(n.warns, Warning{Where: n.file, Message: fmt.Sprintf(
+				"Go identifier %s (%s) is generated for both %s and %s; the latter is named %s (set rename %q in the config to choose another name)",
+				l.name, sc.what, l.winner, l.id.describe(), *l.id.dst, l.id.loc)})
+		}
+	}
+}
+
+func (id *ident) describe() string {
+	if id.what == "" {
+		return id.loc
+	}
+	return id.what + " " + id.loc
 }

@@ -18,23 +18,21 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if id == "" {
 		id = lowerName(strings.ToLower(method) + " " + path)
 	}
-	o := &Operation{ID: id, GoName: goName(id), Method: method, Path: path, Summary: firstLine(op.Summary), Deprecated: op.Deprecated,
+	o := &Operation{ID: id, Method: method, Path: path, Summary: firstLine(op.Summary), Deprecated: op.Deprecated,
 		Location: "#/paths/" + pointerEscape(path) + "/" + strings.ToLower(method)}
 	if o.Summary == "" {
 		o.Summary = firstLine(op.Description)
 	}
 	where := fmt.Sprintf("%s: operation %q: ", b.file, id)
-	for _, suffix := range []string{"Request", "Response"} {
-		b.ns.claim(o.GoName+suffix, fmt.Sprintf("operation %q (%s %s)", id, method, path))
-	}
 
 	// Route pattern.
 	segs := strings.Split(path, "/")
 	for i, seg := range segs {
 		if strings.Contains(seg, "{") {
 			if !strings.HasPrefix(seg, "{") || !strings.HasSuffix(seg, "}") || strings.Count(seg, "{") != 1 {
-				b.errs.addf("%spath segment %q: a parameter must fill a whole segment (net/http.ServeMux)", where, seg)
-				continue
+				// GitHub's compare-commits has /compare/{base}...{head}.
+				b.warnf(fmt.Sprintf("operation %q", id), "path segment %q: a parameter must fill a whole segment (net/http.ServeMux); the operation is not generated: route %s %s yourself", seg, method, path)
+				return nil
 			}
 			name := seg[1 : len(seg)-1]
 			o.PathParams = append(o.PathParams, muxWildcard(name))
@@ -45,6 +43,13 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if strings.HasSuffix(o.Pattern, "/") {
 		o.Pattern += "{$}"
 	}
+
+	want := goName(id)
+	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
+	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
+	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankOperation, false)
+	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankOperation, false)
+	o.requestFields = b.names.scope("fields of the request of "+what, "Body")
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -125,8 +130,8 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 		} else if c, err := strconv.Atoi(status); err == nil {
 			r.Code = c
 		}
-		r.TypeName = o.GoName + label + "Response"
-		b.ns.claim(r.TypeName, fmt.Sprintf("operation %q response %s", o.ID, status))
+		rloc := o.Location + "/responses/" + pointerEscape(status)
+		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankOperation, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
@@ -134,23 +139,53 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.MediaType = mt
 			r.JSON = isJSON(mt)
 			if r.JSON {
-				r.Body = b.goType(media.Schema, r.TypeName+"Body", fmt.Sprintf("%s/responses/%s/content/%s/schema", o.Location, status, pointerEscape(mt)))
+				r.Body = b.goType(media.Schema, nameHint{rid, "Body"}, fmt.Sprintf("%s/content/%s/schema", rloc, pointerEscape(mt)))
 			} else {
 				r.Body = GoType{Kind: GoBytes}
 			}
 		}
-		fields := map[string]bool{"Body": true, "Status": true}
-		for _, h := range sortedKeys(rr.Value.Headers) {
-			f := goName(h)
-			if fields[f] || strings.EqualFold(h, "Content-Type") {
+		fields := b.names.scope("fields of response "+rloc, "Body", "Status")
+		for _, name := range sortedKeys(rr.Value.Headers) {
+			if strings.EqualFold(name, "Content-Type") {
 				continue
 			}
-			fields[f] = true
-			r.Headers = append(r.Headers, Header{Name: http.CanonicalHeaderKey(h), Field: f})
+			h := &Header{Name: http.CanonicalHeaderKey(name), Type: GoType{Kind: GoBuiltin, Name: "string"}}
+			hloc := rloc + "/headers/" + pointerEscape(name)
+			b.names.fixed(fields, &h.Field, goName(name), hloc, "header", rankComponent, closeness(name, goName(name)), true)
+			if hr := rr.Value.Headers[name]; hr != nil && hr.Value != nil {
+				h.Required = hr.Value.Required
+				if hr.Value.Schema != nil {
+					gt := b.goType(hr.Value.Schema, nameHint{rid, goName(name)}, hloc+"/schema")
+					if b.headerScalar(gt) {
+						h.Type = gt
+					}
+				}
+			}
+			h.Parse, _ = b.scalarParse(h.Type)
+			if !h.Required && !(h.Type.Kind == GoBuiltin && h.Type.Name == "string") {
+				h.Type = ptr(h.Type)
+			}
+			r.Headers = append(r.Headers, h)
 		}
 		o.Responses = append(o.Responses, r)
 	}
 	sort.SliceStable(o.Responses, func(i, j int) bool { return statusOrder(o.Responses[i].Status) < statusOrder(o.Responses[j].Status) })
+}
+
+// headerScalar reports whether a header can carry a value of type t.
+func (b *builder) headerScalar(t GoType) bool {
+	switch t.Kind {
+	case GoBuiltin, GoTime, GoUUID, GoDate:
+		return true
+	case GoNamed:
+		switch t.Named.Kind {
+		case KindEnum:
+			return true
+		case KindAlias:
+			return b.headerScalar(t.Named.Alias)
+		}
+	}
+	return false
 }
 
 func statusOrder(s string) string {
@@ -178,6 +213,54 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 		}
 	}
 	return keys[0], c[keys[0]]
+}
+
+// finishParams names the enum type of a response header's ParseEnum once
+// names are decided.
+func finishParams(ops []*Operation) {
+	for _, o := range ops {
+		for _, r := range o.Responses {
+			for _, h := range r.Headers {
+				if h.Parse == "ParseEnum[]" {
+					t := h.Type
+					if t.Kind == GoPointer {
+						t = *t.Elem
+					}
+					h.Parse = "ParseEnum[" + enumOf(t).Name + "]"
+				}
+			}
+		}
+	}
+}
+
+// enumOf returns the enum type t is or aliases.
+func enumOf(t GoType) *Type {
+	for t.Kind == GoNamed && t.Named.Kind == KindAlias {
+		t = t.Named.Alias
+	}
+	return t.Named
+}
+
+func (b *builder) scalarParse(t GoType) (string, bool) {
+	switch t.Kind {
+	case GoTime:
+		return "ParseTime", true
+	case GoUUID:
+		return "ParseUUID", true
+	case GoBuiltin:
+		return "Parse" + goName(t.Name), true
+	case GoDate:
+		return "ParseDate", true
+	case GoNamed:
+		nt := t.Named
+		switch nt.Kind {
+		case KindEnum:
+			return "ParseEnum[]", true // the type's name is filled in once it is decided (finishParams)
+		case KindAlias:
+			return b.scalarParse(nt.Alias)
+		}
+	}
+	return "", false
 }
 
 // checkRoutes refuses two operations ServeMux would reject as conflicting.

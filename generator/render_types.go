@@ -2,6 +2,8 @@ package generator
 
 import (
 	"fmt"
+	"slices"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 )
@@ -14,8 +16,16 @@ const (
 
 func jenType(t GoType) jen.Code {
 	switch t.Kind {
-	case GoBuiltin, GoNamed:
+	case GoBuiltin:
 		return jen.Id(t.Name)
+	case GoNamed:
+		return jen.Id(t.Named.Name)
+	case GoDate:
+		return jen.Qual(idemPkg, "Date")
+	case GoNullable:
+		return jen.Qual(idemPkg, "Nullable").Types(jenType(*t.Elem))
+	case GoOrEmpty:
+		return jen.Qual(idemPkg, "OrEmpty").Types(jenType(*t.Elem))
 	case GoTime:
 		return jen.Qual("time", "Time")
 	case GoUUID:
@@ -60,9 +70,19 @@ func renderTypes(m *Model) *jen.File {
 
 func renderType(f *jen.File, t *Type) {
 	doc := t.Doc
-	if doc == "" {
+	switch {
+	case t.Kind == KindUnion:
+		var names []string
+		for _, v := range t.Variants {
+			names = append(names, v.Name)
+		}
+		doc = "is one of " + strings.Join(names, ", ") + " (" + t.Location + "): set exactly one field."
+		if t.Doc != "" {
+			doc += " " + t.Doc
+		}
+	case doc == "":
 		doc = "is generated from " + t.Location + "."
-	} else {
+	default:
 		doc = "is " + lowerFirst(doc) + " (" + t.Location + ")."
 	}
 	f.Comment(t.Name + " " + doc)
@@ -93,52 +113,245 @@ func renderType(f *jen.File, t *Type) {
 			jen.Return(jen.Qual(implPkg, "UnmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
 		)
 	case KindUnion:
-		f.Type().Id(t.Name).Struct(jen.Id("raw").Qual("encoding/json", "RawMessage"))
-		f.Comment("Raw returns the JSON value as received.")
-		f.Func().Params(jen.Id("u").Id(t.Name)).Id("Raw").Params().Qual("encoding/json", "RawMessage").Block(jen.Return(jen.Id("u").Dot("raw")))
-		f.Comment("MarshalJSON implements json.Marshaler.")
-		f.Func().Params(jen.Id("u").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Return(jen.Qual(implPkg, "RawOrNull").Call(jen.Id("u").Dot("raw")), jen.Nil()))
-		f.Comment("UnmarshalJSON implements json.Unmarshaler.")
-		f.Func().Params(jen.Id("u").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
-			jen.Id("u").Dot("raw").Op("=").Append(jen.Id("u").Dot("raw").Index(jen.Op(":").Lit(0)), jen.Id("b").Op("...")),
-			jen.Return(jen.Nil()))
-		for _, v := range t.Variants {
-			f.Comment(fmt.Sprintf("As%s decodes the value as %s.", v.Name, v.Type))
-			f.Func().Params(jen.Id("u").Id(t.Name)).Id("As"+v.Name).Params().Params(jen.Id("v").Add(jenType(v.Type)), jen.Err().Error()).Block(
-				jen.Err().Op("=").Qual("encoding/json", "Unmarshal").Call(jen.Id("u").Dot("raw"), jen.Op("&").Id("v")),
-				jen.Return())
-			f.Comment(fmt.Sprintf("%sFrom%s encodes v as a %s.", t.Name, v.Name, t.Name))
-			f.Func().Id(t.Name+"From"+v.Name).Params(jen.Id("v").Add(jenType(v.Type))).Params(jen.Id(t.Name), jen.Error()).Block(
-				jen.List(jen.Id("b"), jen.Err()).Op(":=").Qual("encoding/json", "Marshal").Call(jen.Id("v")),
-				jen.Return(jen.Id(t.Name).Values(jen.Id("raw").Op(":").Id("b")), jen.Err()))
-		}
+		renderUnion(f, t)
 	case KindStruct:
-		f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
-			for _, fl := range t.Fields {
-				tag := fl.JSONName
-				if !fl.Required {
-					tag += ",omitempty"
-				}
-				c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(map[string]string{"json": tag})
-				if fl.Doc != "" {
-					c.Comment(fl.Doc)
-				}
+		renderStruct(f, t)
+	}
+	if t.WriteOnly && t.Kind != KindAlias {
+		renderWithoutWriteOnly(f, t)
+	}
+}
+
+// renderStruct emits a struct, and JSON methods when it has required
+// members or keeps additional properties.
+func renderStruct(f *jen.File, t *Type) {
+	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
+		for _, fl := range t.Fields {
+			tag := fl.JSONName
+			if !fl.Required || fl.WriteOnly {
+				tag += ",omitzero"
 			}
-		})
-		if req := t.Required(); len(req) > 0 {
-			f.Comment("UnmarshalJSON refuses a value that lacks a required property.")
-			args := []jen.Code{jen.Id("b")}
-			for _, r := range req {
-				args = append(args, jen.Lit(r))
+			c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(map[string]string{"json": tag})
+			if fl.Doc != "" {
+				c.Comment(fl.Doc)
 			}
-			f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
-				jen.Type().Id("plain").Id(t.Name),
-				jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
-				jen.Return(jen.Qual(implPkg, "CheckRequired").Call(args...)),
-			)
+		}
+		if ap := t.AdditionalProperties; ap != nil {
+			g.Id(ap.Name).Add(jenType(ap.Type)).Tag(map[string]string{"json": "-"}).Comment(ap.Doc)
+		}
+	})
+	req := t.Required()
+	ap := t.AdditionalProperties
+	if len(req) == 0 && ap == nil {
+		return
+	}
+	var declared []jen.Code
+	for _, fl := range t.Fields {
+		declared = append(declared, jen.Lit(fl.JSONName))
+	}
+	if ap != nil {
+		f.Comment("MarshalJSON encodes v with the members of " + ap.Name + " beside the declared ones.")
+		f.Func().Params(jen.Id("v").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+			jen.Type().Id("plain").Id(t.Name),
+			jen.Return(jen.Qual(implPkg, "MarshalAdditional").Call(append([]jen.Code{jen.Id("plain").Call(jen.Id("v")), jen.Id("v").Dot(ap.Name)}, declared...)...)),
+		)
+	}
+	var what []string
+	if len(req) > 0 {
+		what = append(what, "refuses a value that lacks a required property")
+	}
+	if ap != nil {
+		what = append(what, "keeps undeclared members in "+ap.Name)
+	}
+	f.Comment("UnmarshalJSON " + strings.Join(what, " and ") + ".")
+	body := []jen.Code{
+		jen.Type().Id("plain").Id(t.Name),
+		jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+	}
+	if len(req) > 0 {
+		args := []jen.Code{jen.Id("b")}
+		for _, r := range req {
+			args = append(args, jen.Lit(r))
+		}
+		check := jen.Qual(implPkg, "CheckRequired").Call(args...)
+		if ap == nil {
+			body = append(body, jen.Return(check))
+		} else {
+			body = append(body, jen.If(jen.Err().Op(":=").Add(check), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
 		}
 	}
+	if ap != nil {
+		body = append(body, jen.Return(jen.Qual(implPkg, "UnmarshalAdditional").Call(append([]jen.Code{jen.Id("b"), jen.Op("&").Id("v").Dot(ap.Name)}, declared...)...)))
+	}
+	f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(body...)
+}
+
+// renderUnion emits a union: a struct with a pointer field per member, a
+// MarshalJSON that encodes the one set, and an UnmarshalJSON that dispatches
+// on the discriminator or tries the members in order.
+func renderUnion(f *jen.File, t *Type) {
+	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
+		for _, v := range t.Variants {
+			g.Id(v.Name).Op("*").Add(jenType(v.Type))
+		}
+	})
+	f.Comment("MarshalJSON encodes the member that is set; null when none is.")
+	f.Func().Params(jen.Id("u").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
+		jen.Switch().BlockFunc(func(g *jen.Group) {
+			for _, v := range t.Variants {
+				g.Case(jen.Id("u").Dot(v.Name).Op("!=").Nil()).Return(jen.Qual("encoding/json", "Marshal").Call(jen.Id("u").Dot(v.Name)))
+			}
+		}),
+		jen.Return(jen.Index().Byte().Call(jen.Lit("null")), jen.Nil()),
+	)
+	var names []jen.Code
+	for _, v := range t.Variants {
+		names = append(names, jen.Lit(v.Name))
+	}
+	// try decodes into each member whose JSON types hold the value's
+	// (objects too, unless objects is false), in order.
+	try := func(g *jen.Group, objects bool) {
+		for _, v := range t.Variants {
+			var kinds []jen.Code
+			for _, k := range v.JSON {
+				if k != "object" || objects {
+					kinds = append(kinds, jen.Id("kind").Op("==").Lit(k))
+				}
+			}
+			if v.JSON != nil && len(kinds) == 0 {
+				continue
+			}
+			cond := jen.Qual(implPkg, "DecodeVariant").Call(jen.Id("b"), jen.Op("&").Id("u").Dot(v.Name)).Op("==").Nil()
+			if v.JSON != nil {
+				cond = orAll(kinds).Op("&&").Add(cond)
+			}
+			g.If(cond).Block(jen.Return(jen.Nil()))
+		}
+	}
+	if t.Discriminator == "" {
+		f.Comment("UnmarshalJSON decodes the first member, in the order of the spec, that accepts the value's JSON type and decodes without error.")
+		f.Func().Params(jen.Id("u").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().BlockFunc(func(g *jen.Group) {
+			g.Op("*").Id("u").Op("=").Id(t.Name).Values()
+			g.Id("kind").Op(":=").Qual(implPkg, "JSONKind").Call(jen.Id("b"))
+			g.If(jen.Id("kind").Op("==").Lit("null")).Block(jen.Return(jen.Nil()))
+			try(g, true)
+			g.Return(jen.Qual(implPkg, "NoVariant").Call(append([]jen.Code{jen.Id("b")}, names...)...))
+		})
+		return
+	}
+	f.Comment(fmt.Sprintf("UnmarshalJSON decodes the member the %q property names; other values, and values that are not objects, are refused.", t.Discriminator))
+	f.Func().Params(jen.Id("u").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().BlockFunc(func(g *jen.Group) {
+		g.Op("*").Id("u").Op("=").Id(t.Name).Values()
+		nonObject := slices.ContainsFunc(t.Variants, func(v *Variant) bool {
+			return v.JSON != nil && slices.ContainsFunc(v.JSON, func(k string) bool { return k != "object" })
+		})
+		if nonObject {
+			// A member that is not an object (GitHub's directory listing is
+			// an array) cannot carry the property: it is chosen by JSON type.
+			g.If(jen.Id("kind").Op(":=").Qual(implPkg, "JSONKind").Call(jen.Id("b")), jen.Id("kind").Op("!=").Lit("object").Op("&&").Id("kind").Op("!=").Lit("null")).BlockFunc(func(g *jen.Group) {
+				try(g, false)
+				g.Return(jen.Qual(implPkg, "NoVariant").Call(append([]jen.Code{jen.Id("b")}, names...)...))
+			})
+		}
+		g.List(jen.Id("tag"), jen.Id("ok"), jen.Err()).Op(":=").Qual(implPkg, "Discriminator").Call(jen.Id("b"), jen.Lit(t.Discriminator))
+		g.If(jen.Err().Op("!=").Nil().Op("||").Op("!").Id("ok")).Block(jen.Return(jen.Err()))
+		g.Switch(jen.Id("tag")).BlockFunc(func(g *jen.Group) {
+			for _, v := range t.Variants {
+				if len(v.Tags) == 0 {
+					continue
+				}
+				var tags []jen.Code
+				for _, tag := range v.Tags {
+					tags = append(tags, jen.Lit(tag))
+				}
+				g.Case(tags...).Return(jen.Qual(implPkg, "DecodeVariant").Call(jen.Id("b"), jen.Op("&").Id("u").Dot(v.Name)))
+			}
+		})
+		g.Return(jen.Qual(implPkg, "UnknownDiscriminator").Call(jen.Lit(t.Discriminator), jen.Id("tag")))
+	})
+}
+
+func orAll(conds []jen.Code) *jen.Statement {
+	if len(conds) == 1 {
+		return jen.Add(conds[0])
+	}
+	s := jen.Null()
+	for i, c := range conds {
+		if i > 0 {
+			s = s.Op("||")
+		}
+		s = s.Add(c)
+	}
+	return jen.Parens(s)
+}
+
+// renderWithoutWriteOnly emits the method that drops writeOnly members from
+// a copy of v before it is sent in a response.
+func renderWithoutWriteOnly(f *jen.File, t *Type) {
+	recv := "v"
+	if t.Kind == KindUnion {
+		recv = "u"
+	}
+	f.Comment("withoutWriteOnly returns " + recv + " without its writeOnly members, to be sent in a response.")
+	f.Func().Params(jen.Id(recv).Id(t.Name)).Id("withoutWriteOnly").Params().Id(t.Name).BlockFunc(func(g *jen.Group) {
+		for _, fl := range t.Fields {
+			switch {
+			case fl.WriteOnly:
+				g.Id(recv).Dot(fl.Name).Op("=").Add(zeroValue(fl.Type))
+			case reachesWriteOnly(fl.Type):
+				g.Id(recv).Dot(fl.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(fl.Name), fl.Type))
+			}
+		}
+		if ap := t.AdditionalProperties; ap != nil && reachesWriteOnly(ap.Type) {
+			g.Id(recv).Dot(ap.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(ap.Name), ap.Type))
+		}
+		for _, v := range t.Variants {
+			if reachesWriteOnly(v.Type) {
+				vt := ptr(v.Type)
+				g.Id(recv).Dot(v.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(v.Name), vt))
+			}
+		}
+		g.Return(jen.Id(recv))
+	})
+}
+
+func zeroValue(t GoType) jen.Code {
+	switch t.Kind {
+	case GoNullable, GoOrEmpty:
+		return jen.Add(jenType(t)).Values()
+	}
+	return jen.Nil() // writeOnly fields are optional: pointers, slices, maps, any
+}
+
+// stripWriteOnly is an expression of type t: e without writeOnly members.
+func stripWriteOnly(e jen.Code, t GoType) jen.Code {
+	if t.Kind == GoNamed && t.Named.Kind == KindAlias {
+		return stripWriteOnly(e, t.Named.Alias)
+	}
+	if t.Kind == GoNamed {
+		return jen.Add(e).Dot("withoutWriteOnly").Call()
+	}
+	var helper string
+	switch t.Kind {
+	case GoPointer:
+		helper = "StripPointer"
+	case GoSlice:
+		helper = "StripSlice"
+	case GoMap:
+		helper = "StripMap"
+	case GoNullable:
+		helper = "StripNullable"
+	case GoOrEmpty:
+		helper = "StripOrEmpty"
+	default:
+		return e
+	}
+	elem := *t.Elem
+	fn := jen.Func().Params(jen.Id("x").Add(jenType(elem))).Add(jenType(elem)).Block(jen.Return(stripWriteOnly(jen.Id("x"), elem)))
+	if elem.Kind == GoNamed && elem.Named.Kind != KindAlias {
+		fn = jen.Id(elem.Named.Name).Dot("withoutWriteOnly")
+	}
+	return jen.Qual(implPkg, helper).Call(e, fn)
 }
 
 func renderOpTypes(f *jen.File, o *Operation) {
@@ -186,7 +399,14 @@ func renderOpTypes(f *jen.File, o *Operation) {
 				g.Id("Body").Add(jenType(r.Body))
 			}
 			for _, h := range r.Headers {
-				g.Id(h.Field).String().Comment("header " + h.Name + ", sent when not empty")
+				when := "sent when not nil"
+				switch {
+				case h.Type.Kind == GoBuiltin && h.Type.Name == "string":
+					when = "sent when not empty"
+				case h.Required:
+					when = "required"
+				}
+				g.Id(h.Field).Add(jenType(h.Type)).Comment("header " + h.Name + ", " + when)
 			}
 		})
 		f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
@@ -201,13 +421,21 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			call = "EmptyResponse"
 		case r.JSON:
 			call = "JSONResponse"
-			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))
+			body := jen.Id("r").Dot("Body")
+			if reachesWriteOnly(r.Body) {
+				body = jen.Add(stripWriteOnly(body, r.Body))
+			}
+			args = append(args, jen.Lit(r.MediaType), body)
 		default:
 			call = "RawResponse"
 			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))
 		}
 		for _, h := range r.Headers {
-			args = append(args, jen.Lit(h.Name), jen.Id("r").Dot(h.Field))
+			value := jen.Id("r").Dot(h.Field)
+			if !(h.Type.Kind == GoBuiltin && h.Type.Name == "string") {
+				value = jen.Qual(implPkg, "HeaderValue").Call(value)
+			}
+			args = append(args, jen.Lit(h.Name), value)
 		}
 		f.Func().Params(jen.Id("r").Id(r.TypeName)).Id("toResponse").Params().Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
 			jen.Return(jen.Qual(implPkg, call).Call(args...)),

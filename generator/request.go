@@ -53,27 +53,23 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		excluded[k] = true
 	}
 	noValidate := b.req.skipOperation(o.ID)
-	fields := map[string]string{"Body": "the request body"}
 	for _, k := range order {
 		p := merged[k]
-		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Field: goName(p.Name), Required: p.Required || p.In == "path"}
-		loc := fmt.Sprintf("%s parameter %q", p.In, p.Name)
-		if prev, ok := fields[prm.Field]; ok {
-			b.errs.addf("%sGo field %s.%s is generated for both %s and %s", where, o.RequestType(), prm.Field, prev, loc)
-			continue
-		}
-		fields[prm.Field] = loc
+		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
+		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
+		want := goName(p.Name)
+		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
 		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
 		if p.In == "path" {
 			prm.Key = muxWildcard(p.Name)
 		}
 		sr, style := p.Schema, paramStyle(p)
-		schemaLoc := o.Location + "/parameters/" + pointerEscape(p.Name) + "/schema"
+		schemaLoc := ploc + "/schema"
 		if sr == nil && len(p.Content) > 0 {
 			mt, media := pickMedia(p.Content)
 			if media != nil {
 				sr, style = media.Schema, "StyleJSON"
-				schemaLoc = o.Location + "/parameters/" + pointerEscape(p.Name) + "/content/" + pointerEscape(mt) + "/schema"
+				schemaLoc = ploc + "/content/" + pointerEscape(mt) + "/schema"
 				if !isJSON(mt) {
 					b.warnf(strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
 				}
@@ -82,7 +78,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Style = style
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
-		b.paramType(prm, sr, o.GoName+goName(p.Name), schemaLoc)
+		b.paramType(prm, sr, nameHint{o.ident, want}, schemaLoc)
 		o.Params = append(o.Params, prm)
 	}
 }
@@ -111,7 +107,7 @@ func paramStyle(p *openapi3.Parameter) string {
 
 // paramType sets the Go type of a parameter's field: the schema's type, an
 // array's element type for a list, a string when there is no schema.
-func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint, loc string) {
+func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint nameHint, loc string) {
 	if sr == nil || sr.Value == nil {
 		p.Type = GoType{Kind: GoBuiltin, Name: "string"}
 		return
@@ -119,7 +115,7 @@ func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint, loc string) 
 	types, _ := typesOf(sr.Value)
 	if len(types) == 1 && types[0] == openapi3.TypeArray && sr.Value.Items != nil && sr.Ref == "" {
 		p.List = true
-		p.Type = b.goType(sr.Value.Items, hint+"Item", loc+"/items")
+		p.Type = b.goType(sr.Value.Items, hint.plus("Item"), loc+"/items")
 		return
 	}
 	p.Type = b.goType(sr, hint, loc)
@@ -152,12 +148,12 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			if media != nil {
 				sr = media.Schema
 			}
-			gt = b.goType(sr, o.GoName+"RequestBody", loc)
+			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
 		}
 		if body.Media == nil {
 			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
-		} else if gt.String() != body.Type.String() {
-			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): its schema decodes to %s, not to the body's %s", mt, gt, body.Type)
+		} else if !sameType(gt, body.Type) {
+			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): its schema is not the one of %s, which types the body", mt, body.MediaType)
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}
@@ -380,4 +376,13 @@ func (t *reqTable) resolve(idx int, toks []string, seen map[int]bool) bool {
 		}
 	}
 	return false
+}
+
+// sameType reports whether two Go types are the same (names of named types
+// are not decided yet when bodies are built).
+func sameType(a, b GoType) bool {
+	if a.Kind != b.Kind || a.Name != b.Name || a.Named != b.Named || (a.Elem == nil) != (b.Elem == nil) {
+		return false
+	}
+	return a.Elem == nil || sameType(*a.Elem, *b.Elem)
 }

@@ -124,7 +124,7 @@ func TestSchemaVersions(t *testing.T) {
 // shared, recursive schemas made the former inlining hash exponential (it
 // ran for 15 minutes and was killed at 24 GB).
 func TestSchemaVersionsStripe(t *testing.T) {
-	cfg := realSpecConfig(t, "stripe-spec3.yaml", nil)
+	cfg := realSpecConfig(t, "stripe-spec3.yaml")
 	doc, err := loadSpec(&cfg)
 	if err != nil {
 		t.Fatal(err)

@@ -27,11 +27,15 @@ type Webhook struct {
 	// (sorted); the document's root security never applies to webhooks.
 	Security []string
 	Location string // JSON pointer, e.g. #/webhooks/email.sent/post
+
+	// SenderName and TypeConstName are Send<GoName> and
+	// WebhookType<GoName> unless a schema of the same name took them first.
+	SenderName, TypeConstName string
 }
 
 // Sender, TypeConst, Handler name the webhook's Go identifiers.
-func (w *Webhook) Sender() string    { return "Send" + w.GoName }
-func (w *Webhook) TypeConst() string { return "WebhookType" + w.GoName }
+func (w *Webhook) Sender() string    { return w.SenderName }
+func (w *Webhook) TypeConst() string { return w.TypeConstName }
 func (w *Webhook) Handler() string   { return "handleWebhook" + w.GoName }
 
 // webhookNames are generated once a spec has webhooks.
@@ -46,9 +50,8 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 	if len(doc.Webhooks) == 0 {
 		return nil
 	}
-	for _, n := range webhookNames {
-		b.ns.claim(n, "the webhooks (idemgen)")
-	}
+	b.names.pkg.reserve(webhookNames...)
+	receiver := b.names.scope("methods of WebhookReceiver")
 	var out []*Webhook
 	var unsecured []string
 	for _, name := range sortedKeys(doc.Webhooks) {
@@ -73,7 +76,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		if len(ops) > 1 {
 			b.warnf(where, "%d operations; only %s is generated", len(ops), strings.ToUpper(method))
 		}
-		w := &Webhook{Name: name, GoName: goName(name), Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
+		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
 			Location: "#/webhooks/" + pointerEscape(name) + "/" + method}
 		if w.Summary == "" {
@@ -89,10 +92,11 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			continue
 		}
 		w.MediaType, w.Required = mt, op.RequestBody.Value.Required
-		if !b.ns.claim(w.Sender(), where) || !b.ns.claim(w.TypeConst(), where) {
-			continue
-		}
-		w.Payload = b.goType(media.Schema, w.GoName+"Payload", fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
+		want := goName(name)
+		wid := b.names.fixed(receiver, &w.GoName, want, w.Location, "webhook", rankOperation, closeness(name, want), true)
+		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankOperation, false).want = func() string { return "Send" + w.GoName }
+		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankOperation, false).want = func() string { return "WebhookType" + w.GoName }
+		w.Payload = b.goType(media.Schema, nameHint{wid, "Payload"}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}
 			for _, req := range *op.Security {

@@ -9,6 +9,7 @@
 //	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
 //	idemgen lint [-require] SPEC
 //	idemgen templates eject DIR
+//	idemgen records get|list|resolve|stats|reseal ...
 //	idemgen version
 //
 // Run it with `go tool idemgen` after `go get -tool
@@ -59,6 +60,14 @@
 // to be edited and named by `templates:`. See templates/README.md for the
 // data the templates receive, the func map and the slots.
 //
+// # records
+//
+// The on-call tool for idempotency records in DATABASE_URL: inspect a key,
+// list stuck claims and UNKNOWN records, resolve them by hand (recorded with
+// who and why), count records, re-seal stored responses after a key
+// rotation. `idemgen records help` lists the subcommands, flags and exit
+// statuses; docs/runbook.md says when to use which.
+//
 // # version
 //
 // Prints the version of idemgen, from the Go build information.
@@ -96,15 +105,20 @@ const usage = `usage:
 	idemgen lint [-require] SPEC
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
 	idemgen templates eject DIR
+	idemgen records get|list|resolve|stats|reseal ...   (idemgen records help)
 	idemgen version
 `
 
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	var ue usageError
+	var xe interface{ ExitCode() int }
 	switch {
 	case err == nil:
 		return 0
+	case errors.As(err, &xe):
+		fmt.Fprintf(stderr, "idemgen: %v\n", err)
+		return xe.ExitCode()
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stderr, usage)
 		return 2
@@ -130,6 +144,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return generate(args[1:], stdout, stderr)
 	case "lint":
 		return lint(args[1:], stdout, stderr)
+	case "records":
+		return records(args[1:], stdout, stderr)
 	case "conformance":
 		return conformanceCmd(args[1:], stdout, stderr)
 	case "templates":

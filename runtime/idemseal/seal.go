@@ -214,3 +214,6 @@ func split(v []byte) (id string, body []byte, err error) {
 	n := int(rest[0])
 	return string(rest[1 : 1+n]), rest[1+n:], nil
 }
+
+// IsSealed reports whether v is a sealed value (idem.Sealer).
+func (s *Sealer) IsSealed(v []byte) bool { return IsSealed(v) }

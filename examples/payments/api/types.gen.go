@@ -12,7 +12,7 @@ import (
 
 // Capture is generated from #/components/schemas/Capture.
 type Capture struct {
-	Amount *int64 `json:"amount,omitempty"` // Amount to capture; the whole authorized amount when absent.
+	Amount *int64 `json:"amount,omitzero"` // Amount to capture; the whole authorized amount when absent.
 }
 
 // Error is generated from #/components/schemas/Error.
@@ -32,16 +32,16 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 
 // Metadata is generated from #/components/schemas/Metadata.
 type Metadata struct {
-	ClientSentAt *time.Time `json:"clientSentAt,omitempty"`
-	OrderID      *string    `json:"orderId,omitempty"`
+	ClientSentAt *time.Time `json:"clientSentAt,omitzero"`
+	OrderID      *string    `json:"orderId,omitzero"`
 }
 
 // NewPayment is generated from #/components/schemas/NewPayment.
 type NewPayment struct {
 	Amount      int64     `json:"amount"` // Amount in minor units (cents).
 	Currency    string    `json:"currency"`
-	Description *string   `json:"description,omitempty"`
-	Metadata    *Metadata `json:"metadata,omitempty"`
+	Description *string   `json:"description,omitzero"`
+	Metadata    *Metadata `json:"metadata,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -56,7 +56,7 @@ func (v *NewPayment) UnmarshalJSON(b []byte) error {
 // NewRefund is generated from #/components/schemas/NewRefund.
 type NewRefund struct {
 	Amount int64   `json:"amount"`
-	Reason *string `json:"reason,omitempty"`
+	Reason *string `json:"reason,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -75,9 +75,9 @@ type Payment struct {
 	ChargeID       string        `json:"chargeId"` // The gateway's charge.
 	CreatedAt      time.Time     `json:"createdAt"`
 	Currency       string        `json:"currency"`
-	Description    *string       `json:"description,omitempty"`
+	Description    *string       `json:"description,omitzero"`
 	ID             string        `json:"id"`
-	OrderID        *string       `json:"orderId,omitempty"`
+	OrderID        *string       `json:"orderId,omitzero"`
 	RefundedAmount int64         `json:"refundedAmount"`
 	Status         PaymentStatus `json:"status"`
 }
@@ -131,7 +131,7 @@ func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
 // Problem is an RFC 9457 problem detail with the service's error code. (#/components/schemas/Problem).
 type Problem struct {
 	Code   string  `json:"code"`
-	Detail *string `json:"detail,omitempty"`
+	Detail *string `json:"detail,omitzero"`
 	Status int32   `json:"status"`
 	Title  string  `json:"title"`
 	Type   string  `json:"type"`
@@ -184,7 +184,7 @@ type Refund struct {
 	CreatedAt time.Time `json:"createdAt"`
 	ID        string    `json:"id"`
 	PaymentID string    `json:"paymentId"`
-	Reason    *string   `json:"reason,omitempty"`
+	Reason    *string   `json:"reason,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.

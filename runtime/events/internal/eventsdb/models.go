@@ -54,3 +54,18 @@ type IdemRecord struct {
 	CompletedAt     pgtype.Timestamptz
 	ExpiresAt       pgtype.Timestamptz
 }
+
+type IdemResolution struct {
+	ID             int64
+	Tenant         string
+	Operation      string
+	IdempotencyKey string
+	FromState      string
+	ToState        string
+	Fence          int64
+	ResponseStatus pgtype.Int4
+	Forced         bool
+	ResolvedBy     string
+	Reason         string
+	ResolvedAt     pgtype.Timestamptz
+}

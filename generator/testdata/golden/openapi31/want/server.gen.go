@@ -191,7 +191,7 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString},                                  // 4: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items/anyOf/0
 	{Types: idemimpl.TypeInteger},                                 // 5: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items/anyOf/1
 	{Types: idemimpl.TypeString | idemimpl.TypeNull},              // 6: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/color
-	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime}, // 7: #/paths/~1notes~1{note-id}/get/parameters/at/schema
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime}, // 7: #/paths/~1notes~1{note-id}/get/parameters/query/at/schema
 }}
 
 // responder is implemented by the response types of every operation; its

@@ -12,9 +12,9 @@ import (
 
 // CreateNoteRequestBody is generated from #/paths/~1notes~1/post/requestBody/content/application~1json/schema.
 type CreateNoteRequestBody struct {
-	Attachments []CreateNoteRequestBodyAttachmentsItem `json:"attachments,omitempty"`
-	Color       *string                                `json:"color,omitempty"`
-	Text        string                                 `json:"text"`
+	Attachments []StringOrInt64       `json:"attachments,omitzero"`
+	Color       idem.Nullable[string] `json:"color,omitzero"`
+	Text        string                `json:"text"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -26,57 +26,12 @@ func (v *CreateNoteRequestBody) UnmarshalJSON(b []byte) error {
 	return idemimpl.CheckRequired(b, "text")
 }
 
-// CreateNoteRequestBodyAttachmentsItem is generated from #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items.
-type CreateNoteRequestBodyAttachmentsItem struct {
-	raw json.RawMessage
-}
-
-// Raw returns the JSON value as received.
-func (u CreateNoteRequestBodyAttachmentsItem) Raw() json.RawMessage {
-	return u.raw
-}
-
-// MarshalJSON implements json.Marshaler.
-func (u CreateNoteRequestBodyAttachmentsItem) MarshalJSON() ([]byte, error) {
-	return idemimpl.RawOrNull(u.raw), nil
-}
-
-// UnmarshalJSON implements json.Unmarshaler.
-func (u *CreateNoteRequestBodyAttachmentsItem) UnmarshalJSON(b []byte) error {
-	u.raw = append(u.raw[:0], b...)
-	return nil
-}
-
-// AsString decodes the value as string.
-func (u CreateNoteRequestBodyAttachmentsItem) AsString() (v string, err error) {
-	err = json.Unmarshal(u.raw, &v)
-	return
-}
-
-// CreateNoteRequestBodyAttachmentsItemFromString encodes v as a CreateNoteRequestBodyAttachmentsItem.
-func CreateNoteRequestBodyAttachmentsItemFromString(v string) (CreateNoteRequestBodyAttachmentsItem, error) {
-	b, err := json.Marshal(v)
-	return CreateNoteRequestBodyAttachmentsItem{raw: b}, err
-}
-
-// AsInt64 decodes the value as int64.
-func (u CreateNoteRequestBodyAttachmentsItem) AsInt64() (v int64, err error) {
-	err = json.Unmarshal(u.raw, &v)
-	return
-}
-
-// CreateNoteRequestBodyAttachmentsItemFromInt64 encodes v as a CreateNoteRequestBodyAttachmentsItem.
-func CreateNoteRequestBodyAttachmentsItemFromInt64(v int64) (CreateNoteRequestBodyAttachmentsItem, error) {
-	b, err := json.Marshal(v)
-	return CreateNoteRequestBodyAttachmentsItem{raw: b}, err
-}
-
 // Note is generated from ext/common.yaml#/Note.
 type Note struct {
-	Color *string  `json:"color,omitempty"`
-	ID    int64    `json:"id"`
-	Tags  []string `json:"tags,omitempty"`
-	Text  string   `json:"text"`
+	Color idem.Nullable[string] `json:"color,omitzero"`
+	ID    int64                 `json:"id"`
+	Tags  []string              `json:"tags,omitzero"`
+	Text  string                `json:"text"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -86,6 +41,39 @@ func (v *Note) UnmarshalJSON(b []byte) error {
 		return err
 	}
 	return idemimpl.CheckRequired(b, "id", "text")
+}
+
+// StringOrInt64 is one of String, Int64 (#/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items): set exactly one field.
+type StringOrInt64 struct {
+	String *string
+	Int64  *int64
+}
+
+// MarshalJSON encodes the member that is set; null when none is.
+func (u StringOrInt64) MarshalJSON() ([]byte, error) {
+	switch {
+	case u.String != nil:
+		return json.Marshal(u.String)
+	case u.Int64 != nil:
+		return json.Marshal(u.Int64)
+	}
+	return []byte("null"), nil
+}
+
+// UnmarshalJSON decodes the first member, in the order of the spec, that accepts the value's JSON type and decodes without error.
+func (u *StringOrInt64) UnmarshalJSON(b []byte) error {
+	*u = StringOrInt64{}
+	kind := idemimpl.JSONKind(b)
+	if kind == "null" {
+		return nil
+	}
+	if kind == "string" && idemimpl.DecodeVariant(b, &u.String) == nil {
+		return nil
+	}
+	if kind == "number" && idemimpl.DecodeVariant(b, &u.Int64) == nil {
+		return nil
+	}
+	return idemimpl.NoVariant(b, "String", "Int64")
 }
 
 // CreateNoteRequest is the decoded request of operation createNote (POST /notes/).

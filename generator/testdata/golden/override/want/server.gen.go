@@ -261,11 +261,11 @@ func decodeFindPetByIDRequest(r *http.Request, body []byte) (req FindPetByIDRequ
 // the decoders validate against; entries refer to each other by index.
 var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{}, // 0: any value
-	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32}, // 1: #/paths/~1pets/get/parameters/limit/schema
-	{Types: idemimpl.TypeArray, Items: 3},                       // 2: #/paths/~1pets/get/parameters/tags/schema
-	{Types: idemimpl.TypeString},                                // 3: #/paths/~1pets/get/parameters/tags/schema/items
+	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32}, // 1: #/paths/~1pets/get/parameters/query/limit/schema
+	{Types: idemimpl.TypeArray, Items: 3},                       // 2: #/paths/~1pets/get/parameters/query/tags/schema
+	{Types: idemimpl.TypeString},                                // 3: #/paths/~1pets/get/parameters/query/tags/schema/items
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "name", Schema: 3, Required: true}, {Name: "tag", Schema: 3}}}, // 4: #/components/schemas/NewPet
-	{Types: idemimpl.TypeInteger}, // 5: #/paths/~1pets~1{id}/delete/parameters/id/schema
+	{Types: idemimpl.TypeInteger}, // 5: #/paths/~1pets~1{id}/delete/parameters/path/id/schema
 }}
 
 // responder is implemented by the response types of every operation; its

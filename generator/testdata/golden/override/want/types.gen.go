@@ -27,7 +27,7 @@ func (v *Error) UnmarshalJSON(b []byte) error {
 // NewPet is generated from #/components/schemas/NewPet.
 type NewPet struct {
 	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
+	Tag  *string `json:"tag,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -42,7 +42,7 @@ func (v *NewPet) UnmarshalJSON(b []byte) error {
 // Pet is generated from #/components/schemas/Pet.
 type Pet struct {
 	Name string  `json:"name"`
-	Tag  *string `json:"tag,omitempty"`
+	Tag  *string `json:"tag,omitzero"`
 	ID   int64   `json:"id"`
 }
 

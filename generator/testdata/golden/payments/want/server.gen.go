@@ -470,10 +470,10 @@ func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceipt
 // the decoders validate against; entries refer to each other by index.
 var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{}, // 0: any value
-	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32},                                                   // 1: #/paths/~1payments/get/parameters/limit/schema
+	{Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32},                                                   // 1: #/paths/~1payments/get/parameters/query/limit/schema
 	{Types: idemimpl.TypeString, Enum: []string{"\"pending\"", "\"captured\"", "\"failed\"", "\"3ds-required\""}}, // 2: #/components/schemas/PaymentStatus
-	{Types: idemimpl.TypeArray, Items: 4},                                                                         // 3: #/paths/~1payments/get/parameters/tag/schema
-	{Types: idemimpl.TypeString},                                                                                  // 4: #/paths/~1payments/get/parameters/tag/schema/items
+	{Types: idemimpl.TypeArray, Items: 4},                                                                         // 3: #/paths/~1payments/get/parameters/query/tag/schema
+	{Types: idemimpl.TypeString},                                                                                  // 4: #/paths/~1payments/get/parameters/query/tag/schema/items
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 6, Required: true}, {Name: "capture", Schema: 8}, {Name: "metadata", Schema: 9}, {Name: "source", Schema: 10, Required: true}}}, // 5: #/components/schemas/NewPayment
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 7, Required: true}, {Name: "currency", Schema: 4, Required: true}}},                                                             // 6: #/components/schemas/Money
 	{Types: idemimpl.TypeInteger},                         // 7: #/components/schemas/Money/properties/amount
@@ -483,7 +483,7 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "kind", Schema: 12}, {Name: "number", Schema: 4, Required: true}}}, // 11: #/components/schemas/Card
 	{Types: idemimpl.TypeString, Enum: []string{"\"visa\"", "\"mastercard\""}},                                                    // 12: #/components/schemas/Card/properties/kind
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "iban", Schema: 4}}},                                               // 13: #/components/schemas/BankAccount
-	{Types: idemimpl.TypeString, Format: idemimpl.FormatUUID},                                                                     // 14: #/paths/~1payments~1{id}~1receipt/put/parameters/id/schema
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatUUID},                                                                     // 14: #/paths/~1payments~1{id}~1receipt/put/parameters/path/id/schema
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "description", Schema: 4}, {Name: "metadata", Schema: 16}}},        // 15: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema
 	{Types: idemimpl.TypeObject, AdditionalProperties: 4},                                                                         // 16: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema/properties/metadata
 }}

@@ -13,12 +13,12 @@ import (
 
 // BankAccount is generated from #/components/schemas/BankAccount.
 type BankAccount struct {
-	Iban *string `json:"iban,omitempty"`
+	Iban *string `json:"iban,omitzero"`
 }
 
 // Card is generated from #/components/schemas/Card.
 type Card struct {
-	Kind   *CardKind `json:"kind,omitempty"`
+	Kind   *CardKind `json:"kind,omitzero"`
 	Number string    `json:"number"`
 }
 
@@ -56,8 +56,8 @@ func (v *CardKind) UnmarshalJSON(b []byte) error {
 
 // ListPayments200ResponseBody is generated from #/paths/~1payments/get/responses/200/content/application~1json/schema.
 type ListPayments200ResponseBody struct {
-	Items []Payment `json:"items"`
-	Next  *string   `json:"next,omitempty"`
+	Items []Payment             `json:"items"`
+	Next  idem.Nullable[string] `json:"next,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -87,8 +87,8 @@ func (v *Money) UnmarshalJSON(b []byte) error {
 // NewPayment is generated from #/components/schemas/NewPayment.
 type NewPayment struct {
 	Amount   Money             `json:"amount"`
-	Capture  *bool             `json:"capture,omitempty"`
-	Metadata map[string]string `json:"metadata,omitempty"`
+	Capture  *bool             `json:"capture,omitzero"`
+	Metadata map[string]string `json:"metadata,omitzero"`
 	Source   Source            `json:"source"`
 }
 
@@ -103,16 +103,16 @@ func (v *NewPayment) UnmarshalJSON(b []byte) error {
 
 // Payment is generated from #/components/schemas/Payment.
 type Payment struct {
-	Amount     Money             `json:"amount"`
-	Capture    *bool             `json:"capture,omitempty"`
-	Metadata   map[string]string `json:"metadata,omitempty"`
-	Source     Source            `json:"source"`
-	CapturedAt *time.Time        `json:"capturedAt,omitempty"`
-	CreatedAt  time.Time         `json:"createdAt"`
-	Fee        *float64          `json:"fee,omitempty"`
-	ID         uuid.UUID         `json:"id"`
-	Parent     *Payment          `json:"parent,omitempty"`
-	Status     PaymentStatus     `json:"status"`
+	Amount     Money                    `json:"amount"`
+	Capture    *bool                    `json:"capture,omitzero"`
+	Metadata   map[string]string        `json:"metadata,omitzero"`
+	Source     Source                   `json:"source"`
+	CapturedAt idem.Nullable[time.Time] `json:"capturedAt,omitzero"`
+	CreatedAt  time.Time                `json:"createdAt"`
+	Fee        *float64                 `json:"fee,omitzero"`
+	ID         uuid.UUID                `json:"id"`
+	Parent     *Payment                 `json:"parent,omitzero"`
+	Status     PaymentStatus            `json:"status"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -151,74 +151,56 @@ func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
 
 // Problem is generated from #/components/schemas/Problem.
 type Problem struct {
-	Code   *string `json:"code,omitempty"`
-	Reason *string `json:"reason,omitempty"`
-	Status *int64  `json:"status,omitempty"`
-	Title  *string `json:"title,omitempty"`
-	Type   *string `json:"type,omitempty"`
+	Code   *string `json:"code,omitzero"`
+	Reason *string `json:"reason,omitzero"`
+	Status *int64  `json:"status,omitzero"`
+	Title  *string `json:"title,omitzero"`
+	Type   *string `json:"type,omitzero"`
 }
 
-// Source is generated from #/components/schemas/Source.
+// Source is one of Card, BankAccount, String (#/components/schemas/Source): set exactly one field.
 type Source struct {
-	raw json.RawMessage
+	Card        *Card
+	BankAccount *BankAccount
+	String      *string
 }
 
-// Raw returns the JSON value as received.
-func (u Source) Raw() json.RawMessage {
-	return u.raw
-}
-
-// MarshalJSON implements json.Marshaler.
+// MarshalJSON encodes the member that is set; null when none is.
 func (u Source) MarshalJSON() ([]byte, error) {
-	return idemimpl.RawOrNull(u.raw), nil
+	switch {
+	case u.Card != nil:
+		return json.Marshal(u.Card)
+	case u.BankAccount != nil:
+		return json.Marshal(u.BankAccount)
+	case u.String != nil:
+		return json.Marshal(u.String)
+	}
+	return []byte("null"), nil
 }
 
-// UnmarshalJSON implements json.Unmarshaler.
+// UnmarshalJSON decodes the first member, in the order of the spec, that accepts the value's JSON type and decodes without error.
 func (u *Source) UnmarshalJSON(b []byte) error {
-	u.raw = append(u.raw[:0], b...)
-	return nil
-}
-
-// AsCard decodes the value as Card.
-func (u Source) AsCard() (v Card, err error) {
-	err = json.Unmarshal(u.raw, &v)
-	return
-}
-
-// SourceFromCard encodes v as a Source.
-func SourceFromCard(v Card) (Source, error) {
-	b, err := json.Marshal(v)
-	return Source{raw: b}, err
-}
-
-// AsBankAccount decodes the value as BankAccount.
-func (u Source) AsBankAccount() (v BankAccount, err error) {
-	err = json.Unmarshal(u.raw, &v)
-	return
-}
-
-// SourceFromBankAccount encodes v as a Source.
-func SourceFromBankAccount(v BankAccount) (Source, error) {
-	b, err := json.Marshal(v)
-	return Source{raw: b}, err
-}
-
-// AsString decodes the value as string.
-func (u Source) AsString() (v string, err error) {
-	err = json.Unmarshal(u.raw, &v)
-	return
-}
-
-// SourceFromString encodes v as a Source.
-func SourceFromString(v string) (Source, error) {
-	b, err := json.Marshal(v)
-	return Source{raw: b}, err
+	*u = Source{}
+	kind := idemimpl.JSONKind(b)
+	if kind == "null" {
+		return nil
+	}
+	if kind == "object" && idemimpl.DecodeVariant(b, &u.Card) == nil {
+		return nil
+	}
+	if kind == "object" && idemimpl.DecodeVariant(b, &u.BankAccount) == nil {
+		return nil
+	}
+	if kind == "string" && idemimpl.DecodeVariant(b, &u.String) == nil {
+		return nil
+	}
+	return idemimpl.NoVariant(b, "Card", "BankAccount", "String")
 }
 
 // UpdatePaymentRequestBody is generated from #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema.
 type UpdatePaymentRequestBody struct {
-	Description *string           `json:"description,omitempty"`
-	Metadata    map[string]string `json:"metadata,omitempty"`
+	Description *string           `json:"description,omitzero"`
+	Metadata    map[string]string `json:"metadata,omitzero"`
 }
 
 // ListPaymentsRequest is the decoded request of operation listPayments (GET /payments).

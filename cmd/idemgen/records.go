@@ -1,0 +1,232 @@
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"strings"
+	"time"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemseal"
+)
+
+// `idemgen records`: the on-call tool for idempotency records, against the
+// database in DATABASE_URL. See recordsUsage.
+
+const recordsUsage = `usage:
+	idemgen records get [-tenant T] [-operation OP] [-show-body] [-json] KEY
+	idemgen records list [-state S] [-operation OP] [-tenant T] [-older-than D] [-hash H] [-limit N] [-json]
+	idemgen records resolve [-tenant T] [-operation OP] -as completed|retryable|expired
+	        [-status N -body-file F|-body S [-header 'Name: value']...] -reason WHY [-by WHO] [-force] [-json] KEY
+	idemgen records stats [-json]
+	idemgen records reseal [-batch N] [-plaintext] [-dry-run] [-json]
+
+The database is DATABASE_URL. Sealed values are opened (and sealed) with
+the keys in IDEM_SEAL_KEYS, or in the file IDEM_SEAL_KEYS_FILE or -keys-file
+(ID:BASE64, the current key first; see runtime/idemseal).
+
+Exit status: 0 done; 1 failed (database, keys); 2 bad usage;
+3 no such record; 4 refused: the record is not in a state the command
+changes, holds a live lease (use -force), or changed meanwhile.
+`
+
+// Exit statuses beyond 0, 1 and 2, for scripts.
+const (
+	exitNotFound = 3
+	exitRefused  = 4
+)
+
+// exitError ends run with a status of its own.
+type exitError struct {
+	code int
+	err  error
+}
+
+func (e *exitError) Error() string { return e.err.Error() }
+func (e *exitError) Unwrap() error { return e.err }
+func (e *exitError) ExitCode() int { return e.code }
+
+func notFound(format string, args ...any) error {
+	return &exitError{exitNotFound, fmt.Errorf(format, args...)}
+}
+
+func refused(format string, args ...any) error {
+	return &exitError{exitRefused, fmt.Errorf(format, args...)}
+}
+
+func records(args []string, stdout, stderr io.Writer) error {
+	if len(args) == 0 {
+		return usageError{"records: want a subcommand\n" + recordsUsage}
+	}
+	cmds := map[string]func(*recordsCmd, []string) error{
+		"get": (*recordsCmd).get, "list": (*recordsCmd).list, "resolve": (*recordsCmd).resolve,
+		"stats": (*recordsCmd).stats, "reseal": (*recordsCmd).reseal,
+	}
+	f, ok := cmds[args[0]]
+	if !ok {
+		if args[0] == "help" || args[0] == "-h" || args[0] == "-help" {
+			fmt.Fprint(stdout, recordsUsage)
+			return nil
+		}
+		return usageError{fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage)}
+	}
+	c := &recordsCmd{name: "records " + args[0], stdout: stdout, stderr: stderr}
+	return f(c, args[1:])
+}
+
+// recordsCmd is one run of a records subcommand.
+type recordsCmd struct {
+	name           string
+	stdout, stderr io.Writer
+	fs             *flag.FlagSet
+	asJSON         bool
+	keysFile       string
+	conn           *pgx.Conn
+	q              *admindb.Queries
+}
+
+// flags starts the subcommand's flag set with the flags all share.
+func (c *recordsCmd) flags() *flag.FlagSet {
+	c.fs = newFlags(c.name, c.stderr)
+	c.fs.BoolVar(&c.asJSON, "json", false, "print JSON")
+	c.fs.StringVar(&c.keysFile, "keys-file", os.Getenv("IDEM_SEAL_KEYS_FILE"), "sealing keys (default $IDEM_SEAL_KEYS)")
+	return c.fs
+}
+
+func (c *recordsCmd) parse(args []string, nargs int, what string) error {
+	if err := parse(c.fs, args); err != nil {
+		return err
+	}
+	if c.fs.NArg() != nargs {
+		if nargs == 0 {
+			return usageError{c.name + " takes no arguments"}
+		}
+		return usageError{fmt.Sprintf("%s takes %s", c.name, what)}
+	}
+	return nil
+}
+
+// connect opens DATABASE_URL; the caller closes c.conn.
+func (c *recordsCmd) connect(ctx context.Context) error {
+	url := os.Getenv("DATABASE_URL")
+	if url == "" {
+		return usageError{c.name + ": DATABASE_URL is not set"}
+	}
+	conn, err := pgx.Connect(ctx, url)
+	if err != nil {
+		return fmt.Errorf("%s: connect: %w", c.name, err)
+	}
+	c.conn, c.q = conn, admindb.New(conn)
+	return nil
+}
+
+// run connects and runs f with a context that Ctrl-C cancels.
+func (c *recordsCmd) run(f func(ctx context.Context) error) error {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
+	defer stop()
+	if err := c.connect(ctx); err != nil {
+		return err
+	}
+	defer c.conn.Close(context.WithoutCancel(ctx))
+	return f(ctx)
+}
+
+// sealer returns the sealer of the configured keys, or nil (and no error)
+// when none are configured.
+func (c *recordsCmd) sealer() (*idemseal.Sealer, error) {
+	var ring *idemseal.Ring
+	var err error
+	switch {
+	case c.keysFile != "":
+		ring, err = idemseal.RingFromFile(c.keysFile)
+	default:
+		var ok bool
+		ring, ok, err = idemseal.RingFromEnv("IDEM_SEAL_KEYS")
+		if err == nil && !ok {
+			return nil, nil
+		}
+	}
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", c.name, err)
+	}
+	return idemseal.New(ring), nil
+}
+
+func (c *recordsCmd) printJSON(v any) error {
+	enc := json.NewEncoder(c.stdout)
+	enc.SetIndent("", "  ")
+	return enc.Encode(v)
+}
+
+// normalizeKey lower-cases a UUID key, as the engine stores it.
+func normalizeKey(k string) string {
+	if len(k) == 36 {
+		if _, err := uuid.Parse(k); err == nil {
+			return strings.ToLower(k)
+		}
+	}
+	return k
+}
+
+func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
+
+func tsPtr(t pgtype.Timestamptz) *time.Time {
+	if !t.Valid {
+		return nil
+	}
+	u := t.Time.UTC()
+	return &u
+}
+
+// findOne returns the one record KEY names (in -tenant, -operation).
+func (c *recordsCmd) findOne(ctx context.Context, tenant, op, key string) (admindb.FindRecordsRow, error) {
+	rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: tenant, IdempotencyKey: key, Operation: optText(op)})
+	if err != nil {
+		return admindb.FindRecordsRow{}, fmt.Errorf("%s: %w", c.name, missingTable(err))
+	}
+	switch len(rows) {
+	case 0:
+		return admindb.FindRecordsRow{}, notFound("%s: no record for key %q (tenant %q%s)", c.name, key, tenant, opNote(op))
+	case 1:
+		return rows[0], nil
+	}
+	ops := make([]string, len(rows))
+	for i, r := range rows {
+		ops[i] = r.Operation
+	}
+	return admindb.FindRecordsRow{}, usageError{fmt.Sprintf("%s: key %q names %d records (%s): give -operation",
+		c.name, key, len(rows), strings.Join(ops, ", "))}
+}
+
+func opNote(op string) string {
+	if op == "" {
+		return ""
+	}
+	return ", operation " + op
+}
+
+// missingTable explains a missing idem_resolutions or idem_records table.
+func missingTable(err error) error {
+	if err != nil && strings.Contains(err.Error(), "SQLSTATE 42P01") {
+		return fmt.Errorf("%w (the database lacks idemgen's tables or their latest migration: start the service once, or run idem.Migrate)", err)
+	}
+	return err
+}
+
+var errNoKeys = errors.New("sealed values need keys: set IDEM_SEAL_KEYS or IDEM_SEAL_KEYS_FILE, or give -keys-file")
+
+// keyOf is the idem.Key of a record row.
+func keyOf(tenant, op, key string) idem.Key {
+	return idem.Key{Tenant: tenant, Operation: op, Value: key}
+}

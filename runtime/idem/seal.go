@@ -1,0 +1,117 @@
+package idem
+
+import (
+	"context"
+	"encoding/binary"
+	"errors"
+	"fmt"
+)
+
+// Sealer encrypts what a record stores at rest: the response replayed to
+// retries (body and headers) and lease-mode recovery data.
+// runtime/idemseal implements it with AES-256-GCM and rotating keys. Every value is sealed with additional data naming its
+// record (tenant, operation, key) and field, so a value copied into another
+// record, or into another field, does not open.
+type Sealer interface {
+	Seal(ctx context.Context, plaintext, additionalData []byte) ([]byte, error)
+	Open(ctx context.Context, sealed, additionalData []byte) ([]byte, error)
+	// IsSealed reports whether a stored value was sealed, as opposed to
+	// written in plaintext before sealing was turned on (such values are
+	// still read, until they expire or `idemgen records reseal` seals them).
+	IsSealed(value []byte) bool
+}
+
+// ErrSealed is returned (wrapped) when a record holds sealed values and no
+// Sealer was given to open them.
+var ErrSealed = errors.New("idem: the record is sealed and no Sealer is configured")
+
+// Fields of a record that may be sealed, part of the additional data.
+const (
+	sealedResponse = "response"
+	sealedRecovery = "recovery"
+)
+
+// sealAAD is the additional data of field in k's record: NUL-separated,
+// like Key.Hash, since no part can contain NUL.
+func sealAAD(field string, k Key) []byte {
+	b := make([]byte, 0, 24+len(field)+len(k.Tenant)+len(k.Operation)+len(k.Value))
+	b = append(b, "idemgen record v1"...)
+	for _, s := range []string{field, k.Tenant, k.Operation, k.Value} {
+		b = append(b, 0)
+		b = append(b, s...)
+	}
+	return b
+}
+
+// EncodeResponse returns the values of the response_headers and
+// response_body columns for a stored response: headersJSON (a JSON object
+// of name -> values) and body as they are without a Sealer; with one, no
+// headers column (nil) and one sealed value holding both.
+func EncodeResponse(ctx context.Context, s Sealer, k Key, headersJSON, body []byte) (headersCol, bodyCol []byte, err error) {
+	if s == nil {
+		return headersJSON, body, nil
+	}
+	plain := make([]byte, 0, binary.MaxVarintLen64+len(headersJSON)+len(body))
+	plain = binary.AppendUvarint(plain, uint64(len(headersJSON)))
+	plain = append(plain, headersJSON...)
+	plain = append(plain, body...)
+	sealed, err := s.Seal(ctx, plain, sealAAD(sealedResponse, k))
+	if err != nil {
+		return nil, nil, fmt.Errorf("idem: seal stored response: %w", err)
+	}
+	return nil, sealed, nil
+}
+
+// DecodeResponse is EncodeResponse's inverse: the stored headers (JSON) and
+// body of k's record. A plaintext record reads as it is, with or without a
+// Sealer; a sealed one needs the Sealer (ErrSealed otherwise).
+func DecodeResponse(ctx context.Context, s Sealer, k Key, headersCol, bodyCol []byte) (headersJSON, body []byte, err error) {
+	if s == nil || !s.IsSealed(bodyCol) {
+		if s == nil && looksSealed(bodyCol) && len(headersCol) == 0 {
+			return nil, nil, fmt.Errorf("stored response: %w", ErrSealed)
+		}
+		return headersCol, bodyCol, nil
+	}
+	plain, err := s.Open(ctx, bodyCol, sealAAD(sealedResponse, k))
+	if err != nil {
+		return nil, nil, fmt.Errorf("idem: open stored response: %w", err)
+	}
+	n, w := binary.Uvarint(plain)
+	if w <= 0 || uint64(len(plain)-w) < n {
+		return nil, nil, errors.New("idem: open stored response: malformed frame")
+	}
+	return plain[w : w+int(n)], plain[w+int(n):], nil
+}
+
+// EncodeRecoveryData returns the value of the recovery_data column for data.
+func EncodeRecoveryData(ctx context.Context, s Sealer, k Key, data []byte) ([]byte, error) {
+	if s == nil || data == nil {
+		return data, nil
+	}
+	sealed, err := s.Seal(ctx, data, sealAAD(sealedRecovery, k))
+	if err != nil {
+		return nil, fmt.Errorf("idem: seal recovery data: %w", err)
+	}
+	return sealed, nil
+}
+
+// DecodeRecoveryData is EncodeRecoveryData's inverse.
+func DecodeRecoveryData(ctx context.Context, s Sealer, k Key, col []byte) ([]byte, error) {
+	if s == nil || !s.IsSealed(col) {
+		if s == nil && looksSealed(col) {
+			return nil, fmt.Errorf("recovery data: %w", ErrSealed)
+		}
+		return col, nil
+	}
+	data, err := s.Open(ctx, col, sealAAD(sealedRecovery, k))
+	if err != nil {
+		return nil, fmt.Errorf("idem: open recovery data: %w", err)
+	}
+	return data, nil
+}
+
+// looksSealed recognises runtime/idemseal's prefix when no Sealer is
+// configured, so a sealed record is refused rather than sent as garbage.
+func looksSealed(v []byte) bool {
+	return len(v) >= 4 && v[0] == 0 && v[1] == 'I' && v[2] == 'S' && v[3] == 1
+}
