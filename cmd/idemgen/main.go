@@ -30,8 +30,10 @@
 //	requireIdempotent: false    # make `x-idempotent: false` on POST/PATCH an error
 //	allowRemoteRefs: false      # follow http(s) $refs
 //	basePath: ""                # prefix of every route, e.g. /v1
-//	rename:                     # Go names for schemas whose names clash
+//	rename:                     # Go names by spec location (see the clash warnings)
 //	  "#/components/schemas/nullTime": NullTimeValue
+//	  "#/components/schemas/Reactions/properties/+1": ThumbsUp
+//	  "#/components/schemas/Order/properties/status": {name: Status, type: OrderState}
 //	client: true                # also a typed client, client.gen.go (or output:/package: for its own package)
 //
 // Relative paths are relative to the config file. A JSON Schema for the
@@ -42,9 +44,11 @@
 // *.gen.go file it wrote before that is no longer produced (one starting
 // with idemgen's header, such as helpers.gen.go of earlier versions; the
 // code it held is in runtime/idemimpl now). Warnings (spec problems worked
-// around) go to standard error. With -check nothing is written: when the
-// files on disk differ from what would be generated (or one would be
-// removed), the diff is printed and the exit status is 1.
+// around, such as two schemas whose Go names clash: the second is numbered,
+// NullTime2, and the warning gives the rename key) go to standard error.
+// With -check nothing is written: when the files on disk differ from what
+// would be generated (or one would be removed), the diff is printed and the
+// exit status is 1.
 //
 // # lint
 //
