@@ -90,14 +90,7 @@ func (c *checker) missingKey(ctx context.Context) {
 	if d := wantProblem(ex, 400, idem.CodeMalformedHeader, idem.ReasonKeyRequired); d != "" {
 		problems = append(problems, d)
 	}
-	effect := ""
-	if pr != nil {
-		n, note := pr.newItems(ctx, before)
-		effect = "; " + note
-		if n > 0 {
-			problems = append(problems, note+": the request without a key had an effect")
-		}
-	}
+	effect := pr.expect(ctx, before, 0, "the request without a key had an effect", &problems)
 	c.verdict(check, fmt.Sprintf("%s %s without %s: %s%s", q.method, q.path, c.p.keyHeader(), ex.describe(), effect), problems, ex)
 }
 
@@ -174,12 +167,8 @@ func (c *checker) sequence(ctx context.Context) {
 		problems = append(problems, "a first execution carries Last-Modified")
 	}
 	effect := ""
-	if pr != nil && len(problems) == 0 {
-		n, note := pr.newItems(ctx, before)
-		effect = "; " + note
-		if n > 1 {
-			problems = append(problems, note+": one request had several effects")
-		}
+	if len(problems) == 0 {
+		effect = pr.expect(ctx, before, 1, "one request had several effects", &problems)
 		before = pr.list(ctx)
 	}
 	c.verdict(first, fmt.Sprintf("%s %s with a fresh key and %s: %s, %d bytes%s", q.method, q.path, c.p.source, e1.describe(), len(e1.raw), effect), problems, e1)
@@ -211,14 +200,7 @@ func (c *checker) sequence(ctx context.Context) {
 
 	// replay
 	problems = sameResponse(e1, e2)
-	effect = ""
-	if pr != nil {
-		n, note := pr.newItems(ctx, before)
-		effect = "; " + note
-		if n > 0 {
-			problems = append(problems, note+": the replay had an effect")
-		}
-	}
+	effect = pr.expect(ctx, before, 0, "the replay had an effect", &problems)
 	c.verdict("replay", fmt.Sprintf("the same request again: %s, %d bytes identical to the first%s", e2.describe(), len(e2.raw), effect), problems, e1, e2)
 
 	// replay/last-modified
@@ -463,14 +445,7 @@ func (c *checker) concurrent(ctx context.Context) {
 			problems = append(problems, "the retry after the burst: "+strings.Join(d, ", "))
 		}
 	}
-	effect := ""
-	if pr != nil {
-		k, note := pr.newItems(ctx, before)
-		effect = "; " + note
-		if k > 1 {
-			problems = append(problems, note+": the duplicates had several effects")
-		}
-	}
+	effect := pr.expect(ctx, before, 1, "the duplicates had several effects", &problems)
 	all := append(append([]*Exchange(nil), exs...), final)
 	c.verdict(check, fmt.Sprintf("%d identical requests at once: %d executed, %d replayed, %d in flight (409 with Retry-After); then the same request: %s (after %s)%s",
 		n, len(executed), replays, inFlight, describeOrNone(final), plural(tries, "attempt"), effect), problems, all...)

@@ -15,6 +15,8 @@ import (
 	"strings"
 	"time"
 	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
 // Exchange is one request and what came back, as reported in the evidence.
@@ -165,21 +167,9 @@ func (e *Exchange) problemOf() (p problem, ok bool) {
 	return p, json.Unmarshal(e.raw, &p) == nil
 }
 
-// retryAfter is the Retry-After delay (seconds or an HTTP date); ok is
-// false when the header is absent or unreadable.
-func (e *Exchange) retryAfter() (time.Duration, bool) {
-	v := e.header("Retry-After")
-	if v == "" {
-		return 0, false
-	}
-	if s, err := strconv.Atoi(v); err == nil && s >= 0 {
-		return time.Duration(s) * time.Second, true
-	}
-	if t, err := http.ParseTime(v); err == nil {
-		return max(time.Until(t), 0), true
-	}
-	return 0, false
-}
+// retryAfter is the Retry-After delay; ok is false when the header is
+// absent or unreadable.
+func (e *Exchange) retryAfter() (time.Duration, bool) { return idemclient.ParseRetryAfter(e.resp) }
 
 // describe is a short account of the response for evidence lines.
 func (e *Exchange) describe() string {

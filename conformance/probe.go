@@ -188,3 +188,17 @@ func (pr *probe) newItems(ctx context.Context, before map[string]bool) (int, str
 	}
 	return n, fmt.Sprintf("%s lists %s", pr.get.ID, plural(n, "new item"))
 }
+
+// expect counts the items listed since before and adds what to problems
+// when more than allowed appeared. It returns the count as evidence ("; ..."),
+// or "" without a probe.
+func (pr *probe) expect(ctx context.Context, before map[string]bool, allowed int, what string, problems *[]string) string {
+	if pr == nil {
+		return ""
+	}
+	n, note := pr.newItems(ctx, before)
+	if n > allowed {
+		*problems = append(*problems, note+": "+what)
+	}
+	return "; " + note
+}

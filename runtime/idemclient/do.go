@@ -181,7 +181,7 @@ func decideRetry(resp *Response, err error, n int, pol RetryPolicy) (bool, time.
 	default:
 		return false, 0
 	}
-	if ra, ok := retryAfter(resp.Header); ok {
+	if ra, ok := ParseRetryAfter(resp.Header); ok {
 		if ra > pol.MaxRetryAfter {
 			return false, 0
 		}
@@ -210,8 +210,9 @@ func backoff(n int, pol RetryPolicy) time.Duration {
 	return d/2 + rand.N(d/2+1)
 }
 
-// retryAfter reads Retry-After: delay seconds or an HTTP date.
-func retryAfter(h http.Header) (time.Duration, bool) {
+// ParseRetryAfter reads Retry-After: delay seconds or an HTTP date; ok is
+// false when the header is absent or unreadable.
+func ParseRetryAfter(h http.Header) (d time.Duration, ok bool) {
 	v := h.Get("Retry-After")
 	if v == "" {
 		return 0, false

@@ -89,7 +89,7 @@ func (e *Error) Reason() string {
 func (r *Response) Error() error {
 	e := &Error{Operation: r.Operation, Status: r.Status, Header: r.Header, Body: r.Body, Key: r.Key, Attempts: r.Attempts,
 		Problem: problemOf(r)}
-	if ra, ok := retryAfter(r.Header); ok {
+	if ra, ok := ParseRetryAfter(r.Header); ok {
 		e.RetryAfter = ra
 	}
 	return e
