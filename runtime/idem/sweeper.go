@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
@@ -19,14 +20,36 @@ type SweeperConfig struct {
 	// Grace is how long EXPIRED tombstones are kept after expiry, so
 	// onExpired=reject still recognises a key; zero means one hour.
 	Grace time.Duration
-	// OnError receives Run's failed passes; nil logs with log/slog.
+	// OnError receives Run's failed passes; nil logs them with Logger.
 	OnError func(ctx context.Context, err error)
+	// OnPass receives what each of Run's passes did, live records
+	// included when they were counted (runtime/idemprom's ObserveSweep).
+	OnPass func(ctx context.Context, r SweepResult)
+	// LiveInterval is how often a pass also counts live records
+	// (SweepResult.Live): zero means every pass, a negative value never.
+	// Counting walks the table (about 0.35 s per million records on two
+	// cores): with tens of millions of records, count every few minutes.
+	LiveInterval time.Duration
+	// Logger receives failed passes when OnError is nil, and a Debug line
+	// per pass; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // SweepResult counts what one RunOnce did.
 type SweepResult struct {
-	Expired int64 // final records turned into EXPIRED tombstones
-	Deleted int64 // tombstones deleted
+	Expired  int64 // final records turned into EXPIRED tombstones
+	Deleted  int64 // tombstones deleted
+	Duration time.Duration
+	// Live is the count of live records, when this pass took it.
+	Live *LiveRecords
+}
+
+// LiveRecords counts the records a person may have to look at.
+type LiveRecords struct {
+	InProgress int64         // IN_PROGRESS claims: running, or abandoned
+	Abandoned  int64         // of them, those whose lease lapsed
+	Unknown    int64         // UNKNOWN outcomes
+	Oldest     time.Duration // age of the oldest of them
 }
 
 // Sweeper retires idempotency records: final records (COMPLETED,
@@ -35,8 +58,9 @@ type SweepResult struct {
 // are deleted, in bounded batches. IN_PROGRESS and UNKNOWN records are never
 // touched. Several sweepers may run at once (batches skip locked rows).
 type Sweeper struct {
-	q   *store.Queries
-	cfg SweeperConfig
+	q        *store.Queries
+	cfg      SweeperConfig
+	lastLive atomic.Int64 // unix nanoseconds of the last count of live records
 }
 
 // NewSweeper returns a sweeper over db.
@@ -54,8 +78,9 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 }
 
 // RunOnce sweeps until a batch comes back short, first expiring, then deleting.
-func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
-	var res SweepResult
+func (s *Sweeper) RunOnce(ctx context.Context) (res SweepResult, err error) {
+	start := time.Now()
+	defer func() { res.Duration = time.Since(start) }()
 	batch := int32(min(s.cfg.BatchSize, 1<<30))
 	for {
 		n, err := s.q.ExpireRecords(ctx, batch)
@@ -77,7 +102,23 @@ func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 			break
 		}
 	}
+	if last := s.lastLive.Load(); s.cfg.LiveInterval >= 0 && (last == 0 || time.Since(time.Unix(0, last)) >= s.cfg.LiveInterval) {
+		c, err := s.q.CountLive(ctx)
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: count live records: %w", err)
+		}
+		s.lastLive.Store(time.Now().UnixNano())
+		res.Live = &LiveRecords{InProgress: c.InProgress, Abandoned: c.Abandoned, Unknown: c.Unknown,
+			Oldest: time.Duration(c.OldestSeconds * float64(time.Second))}
+	}
 	return res, nil
+}
+
+func (s *Sweeper) logger() *slog.Logger {
+	if s.cfg.Logger != nil {
+		return s.cfg.Logger
+	}
+	return slog.Default()
 }
 
 // Run sweeps at once and then every Interval until ctx is done, when it
@@ -87,11 +128,18 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
-		if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		res, err := s.RunOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			if s.cfg.OnError != nil {
 				s.cfg.OnError(ctx, err)
 			} else {
-				slog.ErrorContext(ctx, "idem: sweeper", "error", err)
+				s.logger().ErrorContext(ctx, "idem: sweeper", "error", err)
+			}
+		case err == nil:
+			s.logger().DebugContext(ctx, "idem: sweep", "expired", res.Expired, "deleted", res.Deleted, "duration", res.Duration)
+			if s.cfg.OnPass != nil {
+				s.cfg.OnPass(ctx, res)
 			}
 		}
 		select {

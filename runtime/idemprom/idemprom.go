@@ -5,12 +5,13 @@
 //	m := idemprom.New(idemprom.Options{})
 //	prometheus.MustRegister(m)
 //	engine, _ := idem.New(pool, idem.Config{Observers: []idem.Observer{m}, ...})
-//	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{OnPass: m.ObserveSweep})
+//	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{OnPass: m.ObserveSweep})   // live-record gauges
 //	prometheus.MustRegister(idemprom.NewOutboxCollector(pool))   // with runtime/events
 //
 // Metrics (labels in braces; tenant only with Options.TenantLabel):
 //
 //	idem_requests_total{operation,outcome}            counter: every request, by idem.Outcome.Label
+//	idem_requests_in_flight{operation}                gauge: requests this process is serving
 //	idem_phase_duration_seconds{operation,phase}      histogram: read, claim, handler, recover, store, replay
 //	idem_request_duration_seconds{operation}          histogram: the whole request
 //	idem_stored_response_bytes{operation}             histogram: bodies stored for replay
@@ -18,6 +19,7 @@
 //	idem_new_keys_total{operation[,tenant]}           counter: first executions of a key
 //	idem_conflicts_total{operation[,tenant]}          counter: a key reused with another request
 //	idem_records{state}                               gauge: live IN_PROGRESS and UNKNOWN records, per sweep
+//	idem_records_abandoned                            gauge: IN_PROGRESS claims whose lease lapsed, per sweep
 //	idem_oldest_live_record_seconds                   gauge: age of the oldest of them, per sweep
 //	idem_sweeper_rows_total{action}                   counter: records expired and deleted
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
@@ -66,6 +68,7 @@ type Metrics struct {
 	newKeys   *prometheus.CounterVec
 	conflicts *prometheus.CounterVec
 	live      *prometheus.GaugeVec
+	abandoned prometheus.Gauge
 	oldest    prometheus.Gauge
 	swept     *prometheus.CounterVec
 	sweepDur  prometheus.Histogram
@@ -124,6 +127,8 @@ func New(opts Options) *Metrics {
 			Help: "Requests refused because their key was used before with another request."}, abuse),
 		live: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "records",
 			Help: "Live records by state (IN_PROGRESS, UNKNOWN), counted by the sweeper."}, []string{"state"}),
+		abandoned: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_abandoned",
+			Help: "IN_PROGRESS claims whose lease lapsed and that no retry took over, counted by the sweeper."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "oldest_live_record_seconds",
 			Help: "Age of the oldest IN_PROGRESS or UNKNOWN record, by the sweeper's last pass."}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sweeper_rows_total",
@@ -135,7 +140,7 @@ func New(opts Options) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.inFlight, m.phases, m.duration, m.stored, m.replayAge, m.newKeys,
-		m.conflicts, m.live, m.oldest, m.swept, m.sweepDur}
+		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.sweepDur}
 }
 
 // Describe implements prometheus.Collector.
@@ -223,4 +228,11 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
 	m.swept.WithLabelValues("expired").Add(float64(r.Expired))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
+	m.sweepDur.Observe(r.Duration.Seconds())
+	if l := r.Live; l != nil {
+		m.live.WithLabelValues(string(idem.StateInProgress)).Set(float64(l.InProgress))
+		m.live.WithLabelValues(string(idem.StateUnknown)).Set(float64(l.Unknown))
+		m.abandoned.Set(float64(l.Abandoned))
+		m.oldest.Set(l.Oldest.Seconds())
+	}
 }
