@@ -20,11 +20,18 @@ type SweeperConfig struct {
 	// Grace is how long EXPIRED tombstones are kept after expiry, so
 	// onExpired=reject still recognises a key; zero means one hour.
 	Grace time.Duration
+	// UnknownGrace is how long an UNKNOWN record nobody resolved is kept
+	// after its expiry before it is deleted. Zero keeps it until someone
+	// resolves it (`idemgen records resolve`), which is the default because
+	// an UNKNOWN record is an outcome nobody knows.
+	UnknownGrace time.Duration
+	// OnAbandoned is told of every lease claim a pass finds abandoned (see
+	// Sweeper) as it becomes UNKNOWN: alert on it, or queue it for a person.
+	OnAbandoned func(ctx context.Context, c AbandonedClaim)
+	// OnPass receives the result of every pass of Run and RunOnce (metrics).
+	OnPass func(ctx context.Context, r SweepResult)
 	// OnError receives Run's failed passes; nil logs them with Logger.
 	OnError func(ctx context.Context, err error)
-	// OnPass receives what each of Run's passes did, live records
-	// included when they were counted (runtime/idemprom's ObserveSweep).
-	OnPass func(ctx context.Context, r SweepResult)
 	// LiveInterval is how often a pass also counts live records
 	// (SweepResult.Live): zero means every pass, a negative value never.
 	// Counting walks the table (about 0.35 s per million records on two
@@ -37,10 +44,21 @@ type SweeperConfig struct {
 
 // SweepResult counts what one RunOnce did.
 type SweepResult struct {
-	Expired  int64 // final records turned into EXPIRED tombstones
-	Deleted  int64 // tombstones deleted
+	Expired int64 // final records turned into EXPIRED tombstones
+	Deleted int64 // tombstones deleted
+	// Abandoned counts lease claims found abandoned past their expiry and
+	// made UNKNOWN by this pass.
+	Abandoned int64
+	// Unknown counts the UNKNOWN records past their expiry that wait for a
+	// resolution after this pass (abandoned claims, and recovery hooks that
+	// could not tell).
+	Unknown int64
+	// UnknownDeleted counts UNKNOWN records deleted after UnknownGrace.
+	UnknownDeleted int64
+	// Duration is how long the pass took.
 	Duration time.Duration
-	// Live is the count of live records, when this pass took it.
+	// Live counts every live record, when this pass took the count (see
+	// SweeperConfig.LiveInterval).
 	Live *LiveRecords
 }
 
@@ -48,15 +66,36 @@ type SweepResult struct {
 type LiveRecords struct {
 	InProgress int64         // IN_PROGRESS claims: running, or abandoned
 	Abandoned  int64         // of them, those whose lease lapsed
-	Unknown    int64         // UNKNOWN outcomes
+	Unknown    int64         // UNKNOWN outcomes, expired or not
 	Oldest     time.Duration // age of the oldest of them
 }
 
-// Sweeper retires idempotency records: final records (COMPLETED,
-// FAILED_REPLAYABLE, FAILED_RETRYABLE) past their expiry become EXPIRED
-// tombstones without a stored response, and tombstones past the grace period
-// are deleted, in bounded batches. IN_PROGRESS and UNKNOWN records are never
-// touched. Several sweepers may run at once (batches skip locked rows).
+// AbandonedClaim is a lease claim whose holder died and whose client never
+// retried: its key expired with its outcome unknown.
+type AbandonedClaim struct {
+	Key       Key // Since is the record's creation
+	Attempts  int
+	Recovery  string // the last recovery point saved, "" if none
+	ExpiresAt time.Time
+}
+
+// Sweeper retires idempotency records, in bounded batches:
+//
+//   - final records (COMPLETED, FAILED_REPLAYABLE, FAILED_RETRYABLE) past
+//     their expiry become EXPIRED tombstones without a stored response, and
+//     tombstones past Grace are deleted;
+//   - a lease-mode claim (IN_PROGRESS) past its key's expiry whose lease
+//     lapsed was abandoned: its process died and no client retried. What it
+//     did outside the database is unknown, so it becomes UNKNOWN, counted
+//     (SweepResult) and reported (OnAbandoned); it is never deleted on the
+//     spot;
+//   - UNKNOWN records are deleted only once resolved (resolution makes them
+//     final or EXPIRED, and the rules above apply) or, if UnknownGrace is
+//     set, that long after their expiry.
+//
+// A live claim (its lease held, or not yet expired) is never touched.
+// Atomic mode leaves no claims: its record is written once, with the
+// outcome. Several sweepers may run at once (batches skip locked rows).
 type Sweeper struct {
 	q        *store.Queries
 	cfg      SweeperConfig
@@ -77,11 +116,39 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 	return &Sweeper{q: store.New(db), cfg: cfg}
 }
 
-// RunOnce sweeps until a batch comes back short, first expiring, then deleting.
-func (s *Sweeper) RunOnce(ctx context.Context) (res SweepResult, err error) {
+// RunOnce sweeps until a batch comes back short: abandoned claims, then
+// expiry, then deletion.
+func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 	start := time.Now()
-	defer func() { res.Duration = time.Since(start) }()
+	res, err := s.runOnce(ctx)
+	res.Duration = time.Since(start)
+	if err == nil && s.cfg.OnPass != nil {
+		s.cfg.OnPass(ctx, res)
+	}
+	return res, err
+}
+
+func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
+	var res SweepResult
 	batch := int32(min(s.cfg.BatchSize, 1<<30))
+	for {
+		rows, err := s.q.AbandonClaims(ctx, batch)
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: abandoned claims: %w", err)
+		}
+		res.Abandoned += int64(len(rows))
+		if s.cfg.OnAbandoned != nil {
+			for _, r := range rows {
+				s.cfg.OnAbandoned(ctx, AbandonedClaim{
+					Key:      Key{Tenant: r.Tenant, Operation: r.Operation, Value: r.IdempotencyKey, Since: r.CreatedAt.Time},
+					Attempts: int(r.Attempts), Recovery: r.RecoveryPoint.String, ExpiresAt: r.ExpiresAt.Time,
+				})
+			}
+		}
+		if len(rows) < int(batch) {
+			break
+		}
+	}
 	for {
 		n, err := s.q.ExpireRecords(ctx, batch)
 		if err != nil {
@@ -102,6 +169,21 @@ func (s *Sweeper) RunOnce(ctx context.Context) (res SweepResult, err error) {
 			break
 		}
 	}
+	for s.cfg.UnknownGrace > 0 {
+		n, err := s.q.DeleteUnknown(ctx, store.DeleteUnknownParams{GraceMs: s.cfg.UnknownGrace.Milliseconds(), BatchSize: batch})
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: delete unresolved: %w", err)
+		}
+		res.UnknownDeleted += n
+		if n < int64(batch) {
+			break
+		}
+	}
+	n, err := s.q.CountUnknown(ctx)
+	if err != nil {
+		return res, fmt.Errorf("idem: sweep: count unresolved: %w", err)
+	}
+	res.Unknown = n
 	if last := s.lastLive.Load(); s.cfg.LiveInterval >= 0 && (last == 0 || time.Since(time.Unix(0, last)) >= s.cfg.LiveInterval) {
 		c, err := s.q.CountLive(ctx)
 		if err != nil {
@@ -137,10 +219,8 @@ func (s *Sweeper) Run(ctx context.Context) error {
 				s.logger().ErrorContext(ctx, "idem: sweeper", "error", err)
 			}
 		case err == nil:
-			s.logger().DebugContext(ctx, "idem: sweep", "expired", res.Expired, "deleted", res.Deleted, "duration", res.Duration)
-			if s.cfg.OnPass != nil {
-				s.cfg.OnPass(ctx, res)
-			}
+			s.logger().DebugContext(ctx, "idem: sweep", "expired", res.Expired, "deleted", res.Deleted,
+				"abandoned", res.Abandoned, "unknown", res.Unknown, "duration", res.Duration)
 		}
 		select {
 		case <-ctx.Done():

@@ -22,6 +22,8 @@
 //	idem_records_abandoned                            gauge: IN_PROGRESS claims whose lease lapsed, per sweep
 //	idem_oldest_live_record_seconds                   gauge: age of the oldest of them, per sweep
 //	idem_sweeper_rows_total{action}                   counter: records expired and deleted
+//	idem_abandoned_claims_total                       counter: claims past their expiry made UNKNOWN
+//	idem_records_unresolved                           gauge: UNKNOWN records past their expiry, per sweep
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
 //	idem_outbox_pending, idem_outbox_dead             gauges, read at scrape (OutboxCollector)
 //	idem_outbox_lag_seconds                           gauge: age of the oldest pending event
@@ -58,20 +60,22 @@ type Options struct {
 // Metrics holds the engine's metrics. It is an idem.Observer and a
 // prometheus.Collector.
 type Metrics struct {
-	opts      Options
-	requests  *prometheus.CounterVec
-	inFlight  *prometheus.GaugeVec
-	phases    *prometheus.HistogramVec
-	duration  *prometheus.HistogramVec
-	stored    *prometheus.HistogramVec
-	replayAge *prometheus.HistogramVec
-	newKeys   *prometheus.CounterVec
-	conflicts *prometheus.CounterVec
-	live      *prometheus.GaugeVec
-	abandoned prometheus.Gauge
-	oldest    prometheus.Gauge
-	swept     *prometheus.CounterVec
-	sweepDur  prometheus.Histogram
+	opts        Options
+	requests    *prometheus.CounterVec
+	inFlight    *prometheus.GaugeVec
+	phases      *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
+	stored      *prometheus.HistogramVec
+	replayAge   *prometheus.HistogramVec
+	newKeys     *prometheus.CounterVec
+	conflicts   *prometheus.CounterVec
+	live        *prometheus.GaugeVec
+	abandoned   prometheus.Gauge
+	oldest      prometheus.Gauge
+	swept       *prometheus.CounterVec
+	madeUnknown prometheus.Counter
+	unresolved  prometheus.Gauge
+	sweepDur    prometheus.Histogram
 
 	mu      sync.Mutex
 	tenants sync.Map // tenant -> struct{}, at most MaxTenants
@@ -132,7 +136,11 @@ func New(opts Options) *Metrics {
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "oldest_live_record_seconds",
 			Help: "Age of the oldest IN_PROGRESS or UNKNOWN record, by the sweeper's last pass."}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sweeper_rows_total",
-			Help: "Records the sweeper expired (response dropped) and deleted."}, []string{"action"}),
+			Help: "Records the sweeper expired (response dropped), deleted, and deleted unresolved after UnknownGrace."}, []string{"action"}),
+		madeUnknown: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "abandoned_claims_total",
+			Help: "Lease claims the sweeper found abandoned past their key's expiry and made UNKNOWN."}),
+		unresolved: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_unresolved",
+			Help: "UNKNOWN records past their expiry, waiting for a resolution (idemgen records resolve)."}),
 		sweepDur: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sweeper_pass_duration_seconds",
 			Help: "Duration of one sweeper pass.", Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300}}),
 	}
@@ -140,7 +148,7 @@ func New(opts Options) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.inFlight, m.phases, m.duration, m.stored, m.replayAge, m.newKeys,
-		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.sweepDur}
+		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.madeUnknown, m.unresolved, m.sweepDur}
 }
 
 // Describe implements prometheus.Collector.
@@ -228,6 +236,9 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
 	m.swept.WithLabelValues("expired").Add(float64(r.Expired))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
+	m.swept.WithLabelValues("unknown_deleted").Add(float64(r.UnknownDeleted))
+	m.madeUnknown.Add(float64(r.Abandoned))
+	m.unresolved.Set(float64(r.Unknown))
 	m.sweepDur.Observe(r.Duration.Seconds())
 	if l := r.Live; l != nil {
 		m.live.WithLabelValues(string(idem.StateInProgress)).Set(float64(l.InProgress))

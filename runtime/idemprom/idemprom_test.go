@@ -180,6 +180,7 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 		`idem_records{state="IN_PROGRESS"} 1`,
 		`idem_records{state="UNKNOWN"} 0`,
 		`idem_records_abandoned 1`,
+		`idem_records_unresolved 0`,
 		`idem_sweeper_pass_duration_seconds_count 1`,
 	}
 	for _, line := range exact {
