@@ -44,6 +44,10 @@ type Config struct {
 	// a package of its own. See ClientConfig.
 	Client ClientConfig `yaml:"client"`
 
+	// Version is the idemgen version written in the header of every
+	// generated file; "" is "(devel)". The command sets it to Version().
+	Version string `yaml:"-"`
+
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
 	SpecData []byte `yaml:"-"`
@@ -123,6 +127,9 @@ func (cfg *Config) normalise() error {
 	}
 	if cfg.Output == "" {
 		cfg.Output = "."
+	}
+	if cfg.Version == "" {
+		cfg.Version = "(devel)"
 	}
 	if cfg.WebhookSource == "" {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package

@@ -12,6 +12,7 @@ import (
 // and policies. Templates receive *Model (see templates/README.md).
 type Model struct {
 	Package    string       // Go package name
+	Version    string       // idemgen version in the file headers; "(devel)" when not a release
 	Source     string       // spec path relative to the output dir, slash-separated
 	BasePath   string       // prefix of every route pattern, from the config
 	Types      []*Type      // every named type, sorted by name
@@ -323,6 +324,8 @@ type builder struct {
 	warns    []Warning
 	versions *versioner
 	methods  *scope // of Server
+	// rootProblems are the policy objections reported at the root.
+	rootProblems map[string]bool
 }
 
 // reservedNames are package-level identifiers of the generated server.
@@ -337,7 +340,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc)}
+		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
 	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
 	b.methods = b.names.scope("methods of Server")
 
@@ -372,6 +375,9 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		root, optOut = parseExtension(v, file+": ", errs)
 		if optOut {
 			errs.addf("%s: x-idempotent: false is only meaningful on an operation", file)
+		}
+		if root != nil {
+			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, true)
 		}
 	}
 

@@ -1,12 +1,14 @@
 package generator
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Policy is the resolved x-idempotent policy of one operation. Every field is
@@ -28,30 +30,72 @@ type Policy struct {
 	Profile            string
 }
 
-// DefaultPolicy is what an empty `x-idempotent: {}` means.
+// DefaultPolicy is what an empty `x-idempotent: {}` means: the runtime's
+// idem.DefaultPolicy with an automatic schema version.
 func DefaultPolicy() Policy {
-	return Policy{
-		Header:         "Idempotency-Key",
-		Required:       true,
-		KeyFormat:      "uuid",
-		TTL:            24 * time.Hour,
-		Mode:           "atomic",
-		Lease:          30 * time.Second,
-		InFlight:       "reject",
-		Wait:           5 * time.Second,
-		SchemaVersion:  "auto",
-		OnSchemaChange: "replay",
-		OnExpired:      "execute",
-		Profile:        "default",
-	}
+	p := fromRuntime(idem.DefaultPolicy())
+	p.SchemaVersion = "auto"
+	return p
 }
 
-const (
-	minTTL = 2 * time.Hour
-	maxTTL = 24 * time.Hour
-)
+func fromRuntime(r idem.Policy) Policy {
+	return Policy{Header: r.Header, Required: r.Required, KeyFormat: string(r.KeyFormat), TTL: r.TTL,
+		Mode: string(r.Mode), Lease: r.Lease, InFlight: string(r.InFlight), Wait: r.Wait,
+		ReplayStatuses: r.ReplayStatuses, FingerprintExclude: r.FingerprintExclude, SchemaVersion: r.SchemaVersion,
+		OnSchemaChange: string(r.OnSchemaChange), OnExpired: string(r.OnExpired), Profile: string(r.Profile)}
+}
 
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
+// Runtime is the idem.Policy the generated operation table holds.
+func (p Policy) Runtime() idem.Policy {
+	return idem.Policy{Header: p.Header, Required: p.Required, KeyFormat: idem.KeyFormat(p.KeyFormat), TTL: p.TTL,
+		Mode: idem.Mode(p.Mode), Lease: p.Lease, InFlight: idem.InFlight(p.InFlight), Wait: p.Wait,
+		ReplayStatuses: p.ReplayStatuses, FingerprintExclude: p.FingerprintExclude, SchemaVersion: p.SchemaVersion,
+		OnSchemaChange: idem.OnSchemaChange(p.OnSchemaChange), OnExpired: idem.OnExpired(p.OnExpired), Profile: idem.Profile(p.Profile)}
+}
+
+// policyProblems returns the runtime's objections to p: idem.Policy.Validate
+// is the one definition of the rules, so that every policy that generates
+// also starts.
+func policyProblems(p Policy) []*idem.PolicyError {
+	err := p.Runtime().Validate()
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else if err == nil {
+		return nil
+	}
+	var out []*idem.PolicyError
+	for _, e := range list {
+		pe := &idem.PolicyError{Message: e.Error()}
+		errors.As(e, &pe)
+		out = append(out, pe)
+	}
+	return out
+}
+
+// checkPolicy reports the runtime's objections to the policy resolved for
+// one operation (where: `openapi.yaml: operation "createOrder": `), or to the
+// root's (op nil). An objection already reported at the root is not repeated
+// per operation; one about a field the root set says so.
+func (b *builder) checkPolicy(p Policy, where string, root *policyPatch, atRoot bool) {
+	for _, pe := range policyProblems(p) {
+		key := pe.Field + ": " + pe.Message
+		if atRoot {
+			b.rootProblems[key] = true
+		} else if b.rootProblems[key] {
+			continue
+		}
+		field := pe.Field
+		if i := strings.IndexAny(field, ".["); i >= 0 {
+			field = field[:i]
+		}
+		origin := ""
+		if !atRoot && root != nil && root.set[field] {
+			origin = fmt.Sprintf(" (%s is set at the document root)", field)
+		}
+		b.errs.addf("%sx-idempotent.%s: %s%s", where, pe.Field, pe.Message, origin)
+	}
+}
 
 // policyPatch is a parsed x-idempotent object: only the fields present.
 type policyPatch struct {
@@ -87,14 +131,12 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	str := func(k string, val any, allowed ...string) (string, bool) {
+	// Only types are checked here; values are the runtime's business
+	// (idem.Policy.Validate, applied to the resolved policies).
+	str := func(k string, val any) (string, bool) {
 		s, ok := val.(string)
 		if !ok {
 			errs.addf("%s%s.%s: want a string, got %s", where, path, k, describe(val))
-			return "", false
-		}
-		if len(allowed) > 0 && !contains(allowed, s) {
-			errs.addf("%s%s.%s: %q is not one of %s", where, path, k, s, strings.Join(allowed, ", "))
 			return "", false
 		}
 		return s, true
@@ -116,14 +158,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		ok := true
 		switch k {
 		case "header":
-			var s string
-			if s, ok = str(k, val); ok {
-				if !headerNameRE.MatchString(s) {
-					errs.addf("%s%s.header: %q is not a valid header name", where, path, s)
-					ok = false
-				}
-				p.policy.Header = s
-			}
+			p.policy.Header, ok = str(k, val)
 		case "required":
 			b, isBool := val.(bool)
 			if !isBool {
@@ -132,22 +167,15 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			p.policy.Required = b
 		case "keyFormat":
-			p.policy.KeyFormat, ok = str(k, val, "uuid", "uuidv4", "uuidv7", "opaque")
+			p.policy.KeyFormat, ok = str(k, val)
 		case "ttl":
-			var d time.Duration
-			if d, ok = dur(k, val); ok {
-				if d < minTTL || d > maxTTL {
-					errs.addf("%s%s.ttl: %s is outside 2h..24h", where, path, val)
-					ok = false
-				}
-				p.policy.TTL = d
-			}
+			p.policy.TTL, ok = dur(k, val)
 		case "mode":
-			p.policy.Mode, ok = str(k, val, "atomic", "lease")
+			p.policy.Mode, ok = str(k, val)
 		case "lease":
 			p.policy.Lease, ok = dur(k, val)
 		case "inFlight":
-			p.policy.InFlight, ok = str(k, val, "reject", "wait")
+			p.policy.InFlight, ok = str(k, val)
 		case "wait":
 			p.policy.Wait, ok = dur(k, val)
 		case "replayStatuses":
@@ -160,8 +188,8 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			p.policy.ReplayStatuses = []int{}
 			for i, item := range list {
 				f, isNum := item.(float64)
-				if !isNum || f != float64(int(f)) || f < 300 || f > 599 {
-					errs.addf("%s%s.replayStatuses[%d]: want a non-2xx status code 300..599, got %s", where, path, i, describe(item))
+				if !isNum || f != float64(int(f)) || f < 100 || f > 999 {
+					errs.addf("%s%s.replayStatuses[%d]: want a status code, got %s", where, path, i, describe(item))
 					ok = false
 					continue
 				}
@@ -195,7 +223,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 				p.policy.FingerprintExclude = []string{}
 				for i, item := range list {
 					s, isStr := item.(string)
-					if !isStr || !strings.HasPrefix(s, "/") {
+					if !isStr {
 						errs.addf("%s%s.fingerprint.exclude[%d]: want a JSON pointer such as /metadata/sentAt, got %s", where, path, i, describe(item))
 						ok = false
 						continue
@@ -215,11 +243,11 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			p.policy.SchemaVersion = s
 		case "onSchemaChange":
-			p.policy.OnSchemaChange, ok = str(k, val, "replay", "reject")
+			p.policy.OnSchemaChange, ok = str(k, val)
 		case "onExpired":
-			p.policy.OnExpired, ok = str(k, val, "execute", "reject")
+			p.policy.OnExpired, ok = str(k, val)
 		case "profile":
-			p.policy.Profile, ok = str(k, val, "default", "ietf")
+			p.policy.Profile, ok = str(k, val)
 		default:
 			errs.addf("%s%s.%s: unknown field", where, path, k)
 			ok = false
@@ -288,13 +316,4 @@ func describe(v any) string {
 		return "an object"
 	}
 	return fmt.Sprintf("%T", v)
-}
-
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
-	}
-	return false
 }

@@ -16,9 +16,14 @@ import (
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
 
-// DefaultLockTimeout bounds how long an atomic-mode duplicate waits on the
-// first request's uncommitted record when the policy's inFlight is reject.
+// DefaultLockTimeout bounds how long an atomic-mode duplicate waits for the
+// request with the same key running in this process when the policy's
+// inFlight is reject.
 const DefaultLockTimeout = 50 * time.Millisecond
+
+// DefaultMaxStoredResponseBytes bounds stored response bodies when
+// Config.MaxStoredResponseBytes is zero.
+const DefaultMaxStoredResponseBytes = 1 << 20
 
 // DefaultStoredHeaders are the response headers stored and replayed. Config
 // may add names; credentials and cookies are never stored (see neverStored).
@@ -45,10 +50,16 @@ type Config struct {
 	// record. Zero means 1 MiB.
 	MaxBodyBytes int64
 	// LockTimeout bounds how long an atomic-mode duplicate waits for the
-	// first request to commit before it gets 409 in flight, when the
-	// operation's inFlight is reject (with wait, Policy.Wait bounds it). Zero
-	// means DefaultLockTimeout.
+	// request with the same key that runs in this process before it gets 409
+	// in flight, when the operation's inFlight is reject (with wait,
+	// Policy.Wait bounds it). Zero means DefaultLockTimeout.
 	LockTimeout time.Duration
+	// MaxStoredResponseBytes bounds the body of a response that is stored
+	// for replay (2xx and replayStatuses). A larger one is not stored and
+	// not sent: the handler's transaction rolls back, the key becomes
+	// FAILED_RETRYABLE, the client gets a 500 problem and Hooks.OnError
+	// gets an error wrapping ErrResponseTooLarge. Zero means 1 MiB.
+	MaxStoredResponseBytes int64
 	// StoredHeaders are response headers stored and replayed in addition to
 	// DefaultStoredHeaders. Cookies and credentials are never stored.
 	StoredHeaders []string
@@ -94,11 +105,12 @@ type Engine struct {
 	q         *store.Queries
 	cfg       Config
 	obs       observer
+	flights   *flights
+	renewer   *renewer
 	stored    map[string]bool
 	validated sync.Map // *Operation -> error
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
-	atomicPre []string // see claimPre
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -120,8 +132,15 @@ func New(db DB, cfg Config) (*Engine, error) {
 	if cfg.LockTimeout == 0 {
 		cfg.LockTimeout = DefaultLockTimeout
 	}
-	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{}}
-	e.atomicPre = []string{beginRC, setLockTimeout(cfg.LockTimeout)}
+	if cfg.MaxStoredResponseBytes < 0 {
+		return nil, fmt.Errorf("idem: MaxStoredResponseBytes %d is negative", cfg.MaxStoredResponseBytes)
+	}
+	if cfg.MaxStoredResponseBytes == 0 {
+		cfg.MaxStoredResponseBytes = DefaultMaxStoredResponseBytes
+	}
+	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
+		flights: newFlights()}
+	e.renewer = newRenewer(e)
 	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {
 		h = http.CanonicalHeaderKey(h)
 		if !neverStored[h] {

@@ -9,21 +9,66 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// connTx is the pgx.Tx handed to handlers when the engine began the
-// transaction itself inside a batch: it behaves like pgx's own (statements
-// on the connection, savepoints for Begin) and releases the connection when
-// it ends.
+// connTx is the pgx.Tx handed to handlers when the engine runs the request
+// on a connection of its own: it behaves like pgx's (statements on the
+// connection, savepoints for Begin) and releases the connection when it
+// ends.
+//
+// While pending, BEGIN has not been sent: it goes out in one batch with the
+// first statement, so a transaction costs no round trip of its own. Methods
+// that cannot batch (CopyFrom, SendBatch, Begin, LargeObjects, Conn) send
+// BEGIN first.
 type connTx struct {
-	p      *pconn
-	sp     int64
-	closed bool
+	p       *pconn
+	sp      int64
+	closed  bool
+	pending bool
 }
 
 var _ pgx.Tx = (*connTx)(nil)
 
+// beginFirst returns the statements to send before the next one: BEGIN
+// while it is pending (and no longer pending afterwards).
+func (t *connTx) beginFirst() []string {
+	if !t.pending {
+		return nil
+	}
+	t.pending = false
+	return beginBefore
+}
+
+// flush sends a pending BEGIN on its own.
+func (t *connTx) flush(ctx context.Context) error {
+	if !t.pending {
+		return nil
+	}
+	if _, err := t.p.c.Exec(ctx, beginRC); err != nil {
+		return err
+	}
+	t.pending = false
+	return nil
+}
+
+// sendWithBegin sends BEGIN and sql in one batch and reads BEGIN's result.
+func (t *connTx) sendWithBegin(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+	b := &pgx.Batch{}
+	b.Queue(beginRC)
+	b.Queue(sql, args...)
+	br := t.p.c.SendBatch(ctx, b)
+	if _, err := br.Exec(); err != nil {
+		_ = br.Close()
+		return nil, err
+	}
+	t.pending = false
+	return br, nil
+}
+
 func (t *connTx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if t.closed {
 		return nil, pgx.ErrTxClosed
+	}
+	if err := t.flush(ctx); err != nil {
+		return nil, err
 	}
 	t.sp++
 	if _, err := t.p.c.Exec(ctx, "savepoint sp_"+strconv.FormatInt(t.sp, 10)); err != nil {
@@ -37,6 +82,10 @@ func (t *connTx) Commit(ctx context.Context) error {
 		return pgx.ErrTxClosed
 	}
 	t.closed = true
+	if t.pending { // nothing was sent: nothing to commit
+		t.p.release()
+		return nil
+	}
 	tag, err := t.p.c.Exec(ctx, "commit")
 	t.p.release()
 	if err != nil {
@@ -79,12 +128,18 @@ func (t *connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []stri
 	if t.closed {
 		return 0, pgx.ErrTxClosed
 	}
+	if err := t.flush(ctx); err != nil {
+		return 0, err
+	}
 	return t.p.c.CopyFrom(ctx, table, cols, src)
 }
 
 func (t *connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.closed {
 		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
+	}
+	if err := t.flush(ctx); err != nil {
+		return pgx.FailedBatchResults(b, err)
 	}
 	return t.p.c.SendBatch(ctx, b)
 }
@@ -93,6 +148,9 @@ func (t *connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 // over the same connection, already inside this transaction, by a begin
 // query that is a no-op. Costs a round trip, only when used.
 func (t *connTx) LargeObjects() pgx.LargeObjects {
+	if err := t.flush(context.Background()); err != nil {
+		return pgx.LargeObjects{}
+	}
 	tx, err := t.p.c.BeginTx(context.Background(), pgx.TxOptions{BeginQuery: "select"})
 	if err != nil {
 		return pgx.LargeObjects{}
@@ -111,39 +169,115 @@ func (t *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	if t.closed {
 		return pgconn.CommandTag{}, pgx.ErrTxClosed
 	}
-	return t.p.c.Exec(ctx, sql, args...)
+	if !t.pending {
+		return t.p.c.Exec(ctx, sql, args...)
+	}
+	br, err := t.sendWithBegin(ctx, sql, args)
+	if err != nil {
+		return pgconn.CommandTag{}, err
+	}
+	tag, err := br.Exec()
+	if cerr := br.Close(); err == nil {
+		err = cerr
+	}
+	return tag, err
 }
 
 func (t *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.closed {
-		return errRows{}, pgx.ErrTxClosed
+		return errRows{pgx.ErrTxClosed}, pgx.ErrTxClosed
 	}
-	return t.p.c.Query(ctx, sql, args...)
+	if !t.pending {
+		return t.p.c.Query(ctx, sql, args...)
+	}
+	br, err := t.sendWithBegin(ctx, sql, args)
+	if err != nil {
+		return errRows{err}, err
+	}
+	rows, err := br.Query()
+	if err != nil {
+		_ = br.Close()
+		return rows, err
+	}
+	return &beginRows{Rows: rows, br: br}, nil
 }
 
 func (t *connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if t.closed {
 		return errRow{pgx.ErrTxClosed}
 	}
-	return t.p.c.QueryRow(ctx, sql, args...)
+	if !t.pending {
+		return t.p.c.QueryRow(ctx, sql, args...)
+	}
+	br, err := t.sendWithBegin(ctx, sql, args)
+	if err != nil {
+		return errRow{err}
+	}
+	return &beginRow{row: br.QueryRow(), br: br}
 }
 
-func (t *connTx) Conn() *pgx.Conn { return t.p.c }
+// Conn returns the connection, inside the transaction: a pending BEGIN is
+// sent first, and if that fails the connection is closed, so that nothing
+// runs on it outside the transaction.
+func (t *connTx) Conn() *pgx.Conn {
+	if err := t.flush(context.Background()); err != nil {
+		_ = t.p.c.Close(context.Background())
+	}
+	return t.p.c
+}
+
+// beginRows are the rows of a query that went out with BEGIN: the batch
+// ends when the rows do.
+type beginRows struct {
+	pgx.Rows
+	br     pgx.BatchResults
+	closed bool
+}
+
+func (r *beginRows) Next() bool {
+	if r.Rows.Next() {
+		return true
+	}
+	r.Close()
+	return false
+}
+
+func (r *beginRows) Close() {
+	r.Rows.Close()
+	if !r.closed {
+		r.closed = true
+		_ = r.br.Close()
+	}
+}
+
+// beginRow is the row of a QueryRow that went out with BEGIN.
+type beginRow struct {
+	row pgx.Row
+	br  pgx.BatchResults
+}
+
+func (r *beginRow) Scan(dest ...any) error {
+	err := r.row.Scan(dest...)
+	if cerr := r.br.Close(); err == nil {
+		err = cerr
+	}
+	return err
+}
 
 type errRow struct{ err error }
 
 func (r errRow) Scan(...any) error { return r.err }
 
-// errRows is the closed Rows of a closed transaction, as pgx returns one.
-type errRows struct{}
+// errRows is the closed Rows of a failed query, as pgx returns one.
+type errRows struct{ err error }
 
 func (errRows) Close()                                       {}
-func (errRows) Err() error                                   { return pgx.ErrTxClosed }
+func (r errRows) Err() error                                 { return r.err }
 func (errRows) CommandTag() pgconn.CommandTag                { return pgconn.CommandTag{} }
 func (errRows) FieldDescriptions() []pgconn.FieldDescription { return nil }
 func (errRows) Next() bool                                   { return false }
-func (errRows) Scan(...any) error                            { return pgx.ErrTxClosed }
-func (errRows) Values() ([]any, error)                       { return nil, pgx.ErrTxClosed }
+func (r errRows) Scan(...any) error                          { return r.err }
+func (r errRows) Values() ([]any, error)                     { return nil, r.err }
 func (errRows) RawValues() [][]byte                          { return nil }
 func (errRows) Conn() *pgx.Conn                              { return nil }
 func (errRows) TypeMap() *pgtype.Map                         { return nil }
@@ -216,7 +350,7 @@ func (s *savepointTx) Exec(ctx context.Context, sql string, args ...any) (pgconn
 
 func (s *savepointTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if s.closed {
-		return errRows{}, pgx.ErrTxClosed
+		return errRows{pgx.ErrTxClosed}, pgx.ErrTxClosed
 	}
 	return s.parent.Query(ctx, sql, args...)
 }

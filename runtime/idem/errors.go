@@ -37,6 +37,9 @@ var (
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	// ErrResponseTooLarge is wrapped by the error for a response larger than
+	// Config.MaxStoredResponseBytes, which cannot be stored for replay.
+	ErrResponseTooLarge = errors.New("response too large to store for replay")
 )
 
 // Problem codes and reasons of the HTTP contract.

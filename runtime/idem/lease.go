@@ -11,6 +11,20 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
+func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
+	pol := &rq.op.Policy
+	return store.ClaimParams{
+		Tenant:         rq.key.Tenant,
+		Operation:      rq.key.Operation,
+		IdempotencyKey: rq.key.Value,
+		Fingerprint:    rq.fp,
+		SchemaVersion:  pol.SchemaVersion,
+		LeaseMs:        leaseMs,
+		TtlMs:          pol.TTL.Milliseconds(),
+		TakeExpired:    pol.OnExpired == ExpiredExecute,
+	}
+}
+
 // serveLease commits an IN_PROGRESS claim with a lease first, then runs the
 // business transaction, which stores the outcome only while the claim's
 // fencing token still holds.
@@ -25,16 +39,17 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 	backoff := 10 * time.Millisecond
 	for attempt := 0; ; attempt++ {
 		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
+		start := time.Now()
 		claim, err := st.claimLease(cctx, e.claimParams(rq, leaseMs))
 		done(err)
 		if err == nil {
 			rq.claimed(claim.Attempts, claim.Fence)
-			return e.runLease(rq, claim, h, st)
+			return e.runLease(rq, claim, start, h, st)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
 		}
-		rec, found, err := st.read(ctx, rq.key)
+		rec, found, err := st.read(ctx, rq.key, rq.fp)
 		if err != nil {
 			return fmt.Errorf("idem: read record: %w", err)
 		}
@@ -70,15 +85,16 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 	}
 }
 
-// runLease runs the handler under a committed claim.
-func (e *Engine) runLease(rq *request, claim store.ClaimRow, h Handler, st recordStore) error {
+// runLease runs the handler under a committed claim, made no earlier than
+// claimed.
+func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st recordStore) error {
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	pol := &rq.op.Policy
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
-	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease}
+	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease, renewed: claimed}
 	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
 	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
 	x := &execution{rq: rq, mode: ModeLease, claim: claim, st: st}

@@ -13,7 +13,7 @@ type phase int
 
 const (
 	phaseRead    phase = iota // the replay fast path's read of the record
-	phaseClaim                // claiming the key (atomic: in the business transaction)
+	phaseClaim                // claiming the key (atomic: its turn in this process; the write comes with store)
 	phaseHandler              // the operation's handler
 	phaseRecover              // a lease recovery hook
 	phaseStore                // storing the outcome (with COMMIT when there is a transaction)
@@ -39,8 +39,9 @@ type observer interface {
 }
 
 // Phase names a step of a keyed request, for an Observer: "read" (the
-// replay fast path's read of the record), "claim" (atomic mode: in the
-// business transaction), "handler", "recover" (a lease recovery hook),
+// replay fast path's read of the record), "claim" (lease mode: the claim's
+// own transaction; atomic mode: waiting for the key's turn in this process,
+// since the record is written once, with the outcome), "handler", "recover" (a lease recovery hook),
 // "store" (storing the outcome, with COMMIT when there is a transaction) and
 // "replay" (writing a stored outcome).
 type Phase string

@@ -149,14 +149,18 @@ func outcomeOf(op *Operation, resp *Response, err error) outcomeClass {
 	}
 }
 
-// execution is one run of an operation under a claim: the handler in its
-// business transaction, or a lease recovery hook's decision (tx nil).
+// execution is one run of an operation: the handler in its business
+// transaction, or a lease recovery hook's decision (tx nil).
 type execution struct {
 	rq    *request
 	mode  Mode
-	claim store.ClaimRow
 	st    recordStore
-	tx    pgx.Tx // nil for a recovery decision
+	tx    pgx.Tx         // nil for a recovery decision
+	claim store.ClaimRow // lease mode: the claim it runs under
+	// Atomic mode: the creation time its record gets (Key.Since), and the
+	// record the replay read found that it may run again, if any.
+	since time.Time
+	prev  *store.GetRecordRow
 	// recovered: the response is a recovery hook's Completed decision, not
 	// the handler's; it is answered as a replay.
 	recovered bool
@@ -165,8 +169,12 @@ type execution struct {
 // finish stores the outcome of x (resp and herr from the handler, or a
 // recovery decision's response), answers the client and sets rq.outcome. It
 // is the one place an outcome is recorded, for atomic and lease executions
-// and recovery decisions alike; what differs by mode is how a claim is
-// released or marked retryable (see release and markRetryable).
+// and recovery decisions alike; what differs by mode is how the record is
+// written (storeOutcome), released (release) or marked retryable
+// (markRetryable).
+//
+// errLost means an atomic execution lost its key to a concurrent duplicate;
+// its transaction is left for the caller to end (readAbort).
 func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, herr error) error {
 	rq := x.rq
 	var rp *replayInfo
@@ -174,6 +182,14 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		rp = &replayInfo{completedAt: time.Now()}
 	}
 	class := outcomeOf(rq.op, resp, herr)
+	var body *storedResponse
+	if class == outcomeKept || class == outcomeReplayable {
+		var err error
+		if body, err = e.encodeResponse(resp); err != nil {
+			// Not storable: as if the handler had failed (see Config.MaxStoredResponseBytes).
+			class, herr = outcomeRetryable, err
+		}
+	}
 	switch class {
 	case outcomeKept, outcomeReplayable:
 		state := StateCompleted
@@ -181,25 +197,27 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 			state = StateFailedReplayable
 		}
 		sctx, done := e.obs.enter(ctx, rq, phaseStore)
-		stored, err := e.storeOutcome(sctx, x, state, resp)
+		stored, err := e.storeOutcome(sctx, x, state, body)
 		done(err)
 		if err == nil && !stored {
+			if x.mode == ModeAtomic {
+				return errLost
+			}
 			// Fenced out: another request took the claim over. This (zombie)
 			// attempt must not commit its business writes.
 			x.rollback(bk)
-			if x.mode == ModeAtomic {
-				err = errors.New("idem: atomic claim vanished inside its transaction")
-			} else {
-				rq.outcome = Outcome{Result: ResultFailed}
-				return withRetryAfter(ErrLeaseLost, time.Second)
-			}
+			rq.outcome = Outcome{Result: ResultFailed}
+			return withRetryAfter(ErrLeaseLost, time.Second)
 		}
 		if err != nil {
 			x.rollback(bk)
-			if x.recovered {
-				// The effect happened; leave the claim for the next retry's
-				// hook rather than let a plain re-execution repeat it.
-				return fmt.Errorf("idem: store recovered outcome: %w", err)
+			if x.mode == ModeLease {
+				// The handler (or the recovery hook's system) may have acted
+				// outside the database: leave the claim to lapse, so the
+				// next retry takes it over and its recovery hook decides,
+				// rather than let it run again as if nothing happened.
+				rq.outcome.State = StateInProgress
+				return fmt.Errorf("idem: store outcome: %w", err)
 			}
 			e.markRetryable(bk, x)
 			rq.outcome.State = StateFailedRetryable
@@ -211,6 +229,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		}
 	case outcomeReleased:
 		x.rollback(bk)
+		if x.mode == ModeAtomic && e.replayCompleted(bk, rq) {
+			return nil
+		}
 		e.release(bk, x)
 		rq.outcome = Outcome{Result: ResultExecuted, State: StateReleased, Status: resp.Status, Replayed: x.recovered}
 		if x.recovered {
@@ -218,7 +239,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		}
 	default: // outcomeRetryable
 		x.rollback(bk)
-		e.markRetryable(bk, x)
+		if !e.markRetryable(bk, x) && x.mode == ModeAtomic && e.replayCompleted(bk, rq) {
+			return nil
+		}
 		rq.outcome = Outcome{Result: ResultFailed, State: StateFailedRetryable, Replayed: x.recovered}
 		if x.recovered {
 			rq.outcome.Result = ResultRecovered
@@ -232,19 +255,51 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 	return nil
 }
 
-// storeOutcome stores a kept outcome under x's claim: in x's business
-// transaction, committing it, or on its own for a recovery decision. stored
-// is false when the claim no longer holds.
-func (e *Engine) storeOutcome(ctx context.Context, x *execution, state State, resp *Response) (stored bool, err error) {
-	params, err := e.completeParams(x.rq, x.claim.Fence, state, resp)
-	if err != nil {
-		return false, err
+// replayCompleted answers an atomic-mode request whose own execution did
+// not keep an outcome with the outcome a concurrent duplicate stored, if
+// there is one: the key's outcome is the one that committed.
+func (e *Engine) replayCompleted(ctx context.Context, rq *request) bool {
+	rec, found, err := readRecord(ctx, e.q, rq.key, rq.fp)
+	if err != nil || !found {
+		return false
+	}
+	if act, _ := e.classify(rq, &rec); act != actReplay {
+		return false
+	}
+	return e.replay(rq, &rec) == nil
+}
+
+// storeOutcome writes a kept outcome: atomic mode inserts the record in the
+// business transaction and commits; lease mode completes its claim, in the
+// business transaction or, for a recovery decision, on its own. stored is
+// false when the key was lost (atomic: a duplicate wrote it; lease: fenced
+// out).
+func (e *Engine) storeOutcome(ctx context.Context, x *execution, state State, body *storedResponse) (stored bool, err error) {
+	rq := x.rq
+	if x.mode == ModeAtomic {
+		pol := &rq.op.Policy
+		o := &atomicOutcome{
+			p: store.InsertOutcomeParams{
+				Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value,
+				State: string(state), Fingerprint: rq.fp, SchemaVersion: pol.SchemaVersion,
+				ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
+				CreatedAt: pgtype.Timestamptz{Time: x.since, Valid: true}, TtlMs: pol.TTL.Milliseconds(),
+			},
+			replace:     x.prev != nil,
+			takeExpired: pol.OnExpired == ExpiredExecute,
+		}
+		lost, err := x.st.insertOutcome(ctx, x.tx, o)
+		return !lost, err
+	}
+	p := store.CompleteParams{
+		State: string(state), ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
+		Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value, Fence: x.claim.Fence,
 	}
 	if x.tx == nil {
-		n, err := e.q.Complete(ctx, params)
+		n, err := e.q.Complete(ctx, p)
 		return n > 0, err
 	}
-	return x.st.complete(ctx, x.tx, params)
+	return x.st.complete(ctx, x.tx, p)
 }
 
 func (x *execution) rollback(ctx context.Context) {
@@ -254,35 +309,38 @@ func (x *execution) rollback(ctx context.Context) {
 }
 
 // markRetryable records that x failed and may run again with the same
-// payload. In atomic mode the claim rolled back with the transaction, so
-// the record is written anew; in lease mode the fenced claim is updated.
-func (e *Engine) markRetryable(ctx context.Context, x *execution) {
+// payload. In atomic mode nothing of x committed, so the record is written
+// anew; in lease mode the fenced claim is updated. It reports whether the
+// record now says so (false: another request's record stands).
+func (e *Engine) markRetryable(ctx context.Context, x *execution) bool {
+	var n int64
 	var err error
 	k := x.rq.key
 	if x.mode == ModeAtomic {
-		err = e.q.RecordRetryable(ctx, store.RecordRetryableParams{
+		n, err = e.q.RecordRetryable(ctx, store.RecordRetryableParams{
 			Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
 			Fingerprint: x.rq.fp, SchemaVersion: x.rq.op.Policy.SchemaVersion, TtlMs: x.rq.op.Policy.TTL.Milliseconds(),
 		})
 	} else {
-		_, err = e.q.FailRetryable(ctx, store.FailRetryableParams{
+		n, err = e.q.FailRetryable(ctx, store.FailRetryableParams{
 			Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: x.claim.Fence,
 		})
 	}
 	if err != nil {
 		e.reportError(ctx, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}
+	return n > 0
 }
 
 // release frees x's key after an outcome that is not kept, so a corrected
-// request runs. In lease mode the fenced claim goes; in atomic mode the
-// claim rolled back with the transaction, which restored the
-// FAILED_RETRYABLE record it had taken over, if any (attempts > 1).
+// request runs. In lease mode the fenced claim goes; in atomic mode nothing
+// of x committed, but a FAILED_RETRYABLE record of this payload that it ran
+// again goes.
 func (e *Engine) release(ctx context.Context, x *execution) {
 	k := x.rq.key
 	p := store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: x.claim.Fence}
 	if x.mode == ModeAtomic {
-		if x.claim.Attempts <= 1 {
+		if x.prev == nil || State(x.prev.State) != StateFailedRetryable {
 			return
 		}
 		p.Fence, p.Fingerprint = 0, x.rq.fp
@@ -292,9 +350,20 @@ func (e *Engine) release(ctx context.Context, x *execution) {
 	}
 }
 
-// completeParams is the stored form of a response: allowlisted headers as
-// JSON, the body as it was sent.
-func (e *Engine) completeParams(rq *request, fence int64, state State, resp *Response) (store.CompleteParams, error) {
+// storedResponse is a response in the form it is stored in.
+type storedResponse struct {
+	status  pgtype.Int4
+	headers []byte
+	body    []byte
+}
+
+// encodeResponse is the one place a response becomes its stored form: the
+// allowlisted headers as JSON, the body as it was sent, bounded by
+// Config.MaxStoredResponseBytes.
+func (e *Engine) encodeResponse(resp *Response) (*storedResponse, error) {
+	if int64(len(resp.Body)) > e.cfg.MaxStoredResponseBytes {
+		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrResponseTooLarge, len(resp.Body), e.cfg.MaxStoredResponseBytes)
+	}
 	hdr := map[string][]string{}
 	for name, vals := range resp.Header {
 		if c := http.CanonicalHeaderKey(name); e.stored[c] && len(vals) > 0 {
@@ -303,20 +372,11 @@ func (e *Engine) completeParams(rq *request, fence int64, state State, resp *Res
 	}
 	hj, err := json.Marshal(hdr)
 	if err != nil {
-		return store.CompleteParams{}, err
+		return nil, err
 	}
 	body := resp.Body
 	if body == nil {
 		body = []byte{}
 	}
-	return store.CompleteParams{
-		State:           string(state),
-		ResponseStatus:  pgtype.Int4{Int32: int32(resp.Status), Valid: true},
-		ResponseHeaders: hj,
-		ResponseBody:    body,
-		Tenant:          rq.key.Tenant,
-		Operation:       rq.key.Operation,
-		IdempotencyKey:  rq.key.Value,
-		Fence:           fence,
-	}, nil
+	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil
 }

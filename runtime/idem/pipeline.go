@@ -4,8 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"strconv"
-	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
@@ -23,28 +21,14 @@ import (
 // beginRC is what pgx sends for TxOptions{IsoLevel: pgx.ReadCommitted}.
 const beginRC = "begin isolation level read committed"
 
-func setLockTimeout(d time.Duration) string {
-	return "SET LOCAL lock_timeout = " + strconv.FormatInt(max(d.Milliseconds(), 1), 10)
-}
-
-const resetLockTimeout = "SET LOCAL lock_timeout TO DEFAULT"
-
 // Fixed statements of the batches (package-level: no allocation per request).
 var (
-	resetAfter     = []string{resetLockTimeout}
+	beginBefore    = []string{beginRC}
 	commitAfter    = []string{"commit"}
-	rollbackAfter  = []string{"rollback"}
+	rollbackBefore = []string{"rollback"}
 	leaseClaimPre  = []string{"begin"}
 	leaseClaimPost = []string{"commit", beginRC}
 )
-
-// claimPre is what precedes an atomic claim in its batch.
-func (e *Engine) claimPre(timeout time.Duration) []string {
-	if timeout == e.cfg.LockTimeout {
-		return e.atomicPre
-	}
-	return []string{beginRC, setLockTimeout(timeout)}
-}
 
 // poolAcquirer is implemented by *pgxpool.Pool.
 type poolAcquirer interface {
@@ -122,32 +106,49 @@ func (s *pipelinedStore) release() {
 	s.begun = false
 }
 
-func (s *pipelinedStore) read(ctx context.Context, k Key) (store.GetRecordRow, bool, error) {
+func (s *pipelinedStore) read(ctx context.Context, k Key, fp []byte) (store.GetRecordRow, bool, error) {
 	if err := s.open(ctx); err != nil {
 		return store.GetRecordRow{}, false, err
 	}
-	return readRecord(ctx, store.New(s.pc.c), k)
+	return readRecord(ctx, store.New(s.pc.c), k, fp)
 }
 
-func (s *pipelinedStore) claimAtomic(ctx context.Context, p store.ClaimParams, pre []string) (pgx.Tx, store.ClaimRow, error) {
+// begin returns the business transaction. Unless a lease claim's batch
+// began it already, BEGIN is not sent yet: it travels with the handler's
+// first statement (see connTx).
+func (s *pipelinedStore) begin(ctx context.Context) (pgx.Tx, error) {
 	if err := s.open(ctx); err != nil {
-		return nil, store.ClaimRow{}, err
+		return nil, err
 	}
-	// One round trip: BEGIN, the bound, the claim, the reset. The
-	// lock_timeout covers the claim alone, never the handler.
-	b := &batchDB{c: s.pc.c, pre: pre, post: resetAfter}
-	c, err := store.New(b).Claim(ctx, p)
-	return &connTx{p: s.pc}, c, err
+	tx := &connTx{p: s.pc, pending: !s.begun}
+	s.begun = false
+	return tx, nil
 }
 
-func (s *pipelinedStore) readAbort(ctx context.Context, tx pgx.Tx, k Key) (store.GetRecordRow, error) {
+func (s *pipelinedStore) insertOutcome(ctx context.Context, tx pgx.Tx, o *atomicOutcome) (bool, error) {
 	ct := tx.(*connTx)
-	// One round trip: the read and ROLLBACK (a duplicate that waited on the
-	// first request is answered sooner).
-	rec, err := store.New(&batchDB{c: ct.p.c, post: rollbackAfter}).GetRecord(ctx, recordParams(k))
+	// One round trip: the record and COMMIT, which PostgreSQL skips when
+	// the record cannot be written (BEGIN too, when the handler ran no
+	// statement).
+	b := &batchDB{c: ct.p.c, pre: ct.beginFirst(), post: commitAfter}
+	err := o.write(ctx, store.New(b))
+	if lostRace(err) {
+		return true, nil
+	}
+	return false, ct.finish(err, b)
+}
+
+func (s *pipelinedStore) readAbort(ctx context.Context, tx pgx.Tx, k Key, fp []byte) (store.GetRecordRow, bool, error) {
+	ct := tx.(*connTx)
+	// One round trip: ROLLBACK of the transaction that lost, then the read
+	// of the record that won.
+	rec, err := store.New(&batchDB{c: ct.p.c, pre: rollbackBefore}).GetRecord(ctx, recordParams(k, fp))
 	ct.closed = true
-	ct.p.release() // rolls back if the batch stopped before its ROLLBACK
-	return rec, err
+	ct.p.release()
+	if errors.Is(err, pgx.ErrNoRows) {
+		return rec, false, nil
+	}
+	return rec, err == nil, err
 }
 
 func (s *pipelinedStore) claimLease(ctx context.Context, p store.ClaimParams) (store.ClaimRow, error) {
@@ -172,24 +173,11 @@ func (s *pipelinedStore) claimLease(ctx context.Context, p store.ClaimParams) (s
 	return c, err
 }
 
-func (s *pipelinedStore) begin(ctx context.Context) (pgx.Tx, error) {
-	if err := s.open(ctx); err != nil {
-		return nil, err
-	}
-	if !s.begun {
-		if _, err := s.pc.c.Exec(ctx, beginRC); err != nil {
-			return nil, err
-		}
-	}
-	s.begun = false
-	return &connTx{p: s.pc}, nil
-}
-
 func (s *pipelinedStore) complete(ctx context.Context, tx pgx.Tx, p store.CompleteParams) (bool, error) {
 	ct := tx.(*connTx)
 	// One round trip: the outcome and COMMIT, which PostgreSQL skips when
 	// the outcome fails or is fenced out.
-	b := &batchDB{c: ct.p.c, post: commitAfter}
+	b := &batchDB{c: ct.p.c, pre: ct.beginFirst(), post: commitAfter}
 	_, err := store.New(b).CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
 	if isFencedOut(err) {
 		return false, nil
@@ -201,11 +189,6 @@ func (s *pipelinedStore) complete(ctx context.Context, tx pgx.Tx, p store.Comple
 func isFencedOut(err error) bool {
 	var pe *pgconn.PgError
 	return errors.As(err, &pe) && pe.Code == "22012"
-}
-
-func isLockTimeout(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "55P03"
 }
 
 // batchDB is a store.DBTX whose statements travel in one batch with fixed

@@ -74,6 +74,11 @@ type runState struct {
 	mu    sync.Mutex
 	point *string
 	data  []byte
+
+	// Kept by the engine's renewer (renew.go), under its lock.
+	renewed time.Time // the lease runs at least lease from here
+	lose    context.CancelCauseFunc
+	lost    bool
 }
 
 func (rs *runState) setRecovery(p pgtype.Text, data []byte) {
@@ -145,53 +150,6 @@ func callRecover(ctx context.Context, f RecoverFunc, info Recovery) (d Decision,
 	return f(ctx, info)
 }
 
-// keepAlive renews the lease in the background while the handler runs, at a
-// third of the lease. When a renewal finds the claim fenced out, the returned
-// context is cancelled with ErrLeaseLost. stop ends the renewal and reports
-// whether the lease was lost; it must be called before the outcome is stored
-// (a renewal waiting on the row lock of our own Complete would misfire).
-//
-// A renewal needs a second connection while the handler holds one for its
-// transaction. When the pool is exhausted it waits in Acquire; stop therefore
-// cancels it before waiting for it, and each renewal is bounded by the
-// interval, so a saturated pool delays renewals but never deadlocks them.
-func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (lost bool)) {
-	ctx, cancel := context.WithCancelCause(ctx)
-	rctx, stopRenewals := context.WithCancel(ctx)
-	done := make(chan struct{})
-	var lost bool
-	interval := max(rs.lease/3, 10*time.Millisecond)
-	go func() {
-		defer close(done)
-		t := time.NewTicker(interval)
-		defer t.Stop()
-		for {
-			select {
-			case <-rctx.Done():
-				return
-			case <-t.C:
-			}
-			qctx, qcancel := context.WithTimeout(rctx, interval)
-			n, err := rs.e.q.RenewLease(qctx, store.RenewLeaseParams{
-				LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
-				Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
-			})
-			qcancel()
-			if err == nil && n == 0 {
-				lost = true
-				cancel(ErrLeaseLost)
-				return
-			}
-		}
-	}()
-	return ctx, func() bool {
-		stopRenewals()
-		<-done
-		cancel(nil)
-		return lost
-	}
-}
-
 // SaveRecoveryPoint records how far a multi-step lease-mode handler got, and
 // renews its lease. It commits at once, outside the handler's transaction,
 // so a later attempt that takes the claim over (after a crash) reads it from
@@ -208,6 +166,7 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	// the claim is lost anyway.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rs.lease)
 	defer cancel()
+	start := time.Now()
 	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
 		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: data,
 		LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
@@ -222,6 +181,7 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	rs.mu.Lock()
 	rs.point, rs.data = &point, append([]byte(nil), data...)
 	rs.mu.Unlock()
+	rs.e.renewer.renewedAt(rs, start) // the save renewed the lease
 	return nil
 }
 

@@ -1,7 +1,6 @@
 package idem
 
 import (
-	"bytes"
 	"encoding/json"
 	"fmt"
 	"net/http"
@@ -19,8 +18,9 @@ const (
 	actInFlight               // another request holds the key now
 )
 
-// classify decides what a request does with an existing record. It judges
-// expiry and leases by the database clock (GetRecord computes both).
+// classify decides what a request does with an existing record. Expiry,
+// leases and the Retry-After of a request in flight are judged by the
+// database clock: GetRecord computes them.
 func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) {
 	pol := &rq.op.Policy
 	state := State(rec.State)
@@ -32,7 +32,7 @@ func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) 
 		}
 		return actClaim, nil
 	}
-	if !bytes.Equal(rec.Fingerprint, rq.fp) {
+	if !rec.SameRequest {
 		return actError, ErrFingerprintMismatch
 	}
 	switch state {
@@ -49,13 +49,7 @@ func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) 
 			return actClaim, nil
 		}
 	}
-	after := time.Second
-	if rec.LeaseExpiresAt.Valid {
-		if d := time.Until(rec.LeaseExpiresAt.Time); d > after {
-			after = d
-		}
-	}
-	return actInFlight, withRetryAfter(ErrInFlight, after)
+	return actInFlight, withRetryAfter(ErrInFlight, time.Duration(rec.LeaseLeftMs)*time.Millisecond)
 }
 
 // replay writes a stored outcome.
@@ -63,7 +57,7 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 	if rec.SchemaVersion != rq.op.Policy.SchemaVersion && rq.op.Policy.OnSchemaChange == SchemaChangeReject {
 		return fmt.Errorf("%w: stored %q, current %q", ErrSchemaChanged, rec.SchemaVersion, rq.op.Policy.SchemaVersion)
 	}
-	resp := &Response{Status: int(rec.ResponseStatus.Int32), Header: http.Header{}, Body: rec.ResponseBody}
+	resp := &Response{Status: int(rec.ResponseStatus), Header: http.Header{}, Body: rec.ResponseBody}
 	if len(rec.ResponseHeaders) > 0 {
 		hdr, err := e.storedHeaders(rec.ResponseHeaders)
 		if err != nil {

@@ -13,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // request is one Serve call's state.
@@ -110,6 +112,9 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 		}
 		tenant = t
 	}
+	if err := checkScope(r, op, tenant); err != nil {
+		return err
+	}
 
 	pol := &op.Policy
 	vals := r.Header.Values(pol.Header)
@@ -176,31 +181,77 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	st := e.newStore()
 	defer st.release()
 	ctx := rq.r.Context()
+	pol := &rq.op.Policy
+	var epoch uint64
+	if pol.Mode == ModeAtomic {
+		epoch = e.flights.epoch(rq.key)
+	}
 
 	// Replay fast path: one read, no transaction. A read, not a
-	// check-and-set: claims stay INSERT ... ON CONFLICT.
-	rctx, done := e.obs.enter(ctx, rq, phaseRead)
-	rec, found, err := st.read(rctx, rq.key)
-	done(err)
-	if err != nil {
-		return fmt.Errorf("idem: read record: %w", err)
+	// check-and-set: only the writes decide who runs.
+	prev, answered, err := e.preRead(ctx, rq, st)
+	if answered {
+		return err
 	}
-	if found {
-		act, aerr := e.classify(rq, &rec)
-		switch act {
-		case actReplay:
-			st.release()
-			return e.replay(rq, &rec)
-		case actError:
-			if errors.Is(aerr, ErrFingerprintMismatch) || errors.Is(aerr, ErrExpired) {
-				return aerr
-			}
-		}
-	}
-	if rq.op.Policy.Mode == ModeLease {
+	if pol.Mode == ModeLease {
 		return e.serveLease(rq, h, st)
 	}
-	return e.serveAtomic(rq, h, st)
+
+	// One execution of a key at a time in this process (see flights).
+	wait := e.cfg.LockTimeout
+	if pol.InFlight == InFlightWait {
+		wait = pol.Wait
+	}
+	cctx, done := e.obs.enter(ctx, rq, phaseClaim)
+	leave, busy := e.flights.tryLead(rq.key)
+	waited := false
+	if leave == nil {
+		st.release() // hold no connection while waiting
+		leave, waited, err = e.flights.lead(cctx, rq.key, wait, busy)
+	}
+	done(err)
+	if err != nil {
+		return err
+	}
+	defer leave()
+	if waited || e.flights.epoch(rq.key) != epoch {
+		// A flight of this key may have ended since the read: read again.
+		if prev, answered, err = e.preRead(ctx, rq, st); answered {
+			return err
+		}
+	}
+	return e.serveAtomic(rq, h, st, prev)
+}
+
+// preRead is the replay fast path: it reads the key's record and answers the
+// request when the record decides it (replay, conflict, expired; in atomic
+// mode also in flight). Otherwise it returns the record when the mode may
+// run it again, or nil when there is none.
+func (e *Engine) preRead(ctx context.Context, rq *request, st recordStore) (prev *store.GetRecordRow, answered bool, err error) {
+	ctx, done := e.obs.enter(ctx, rq, phaseRead)
+	rec, found, err := st.read(ctx, rq.key, rq.fp)
+	done(err)
+	if err != nil {
+		return nil, true, fmt.Errorf("idem: read record: %w", err)
+	}
+	if !found {
+		return nil, false, nil
+	}
+	act, aerr := e.classify(rq, &rec)
+	switch act {
+	case actReplay:
+		st.release()
+		return nil, true, e.replay(rq, &rec)
+	case actError:
+		return nil, true, aerr
+	case actInFlight:
+		if rq.op.Policy.Mode == ModeAtomic {
+			return nil, true, aerr
+		}
+		// Lease mode decides after its claim (it may wait).
+		return nil, false, nil
+	}
+	return &rec, false, nil
 }
 
 // serveWithoutKey runs an operation whose key is optional and absent: a plain

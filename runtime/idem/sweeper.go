@@ -19,6 +19,16 @@ type SweeperConfig struct {
 	// Grace is how long EXPIRED tombstones are kept after expiry, so
 	// onExpired=reject still recognises a key; zero means one hour.
 	Grace time.Duration
+	// UnknownGrace is how long an UNKNOWN record nobody resolved is kept
+	// after its expiry before it is deleted. Zero keeps it until someone
+	// resolves it (`idemgen records resolve`), which is the default because
+	// an UNKNOWN record is an outcome nobody knows.
+	UnknownGrace time.Duration
+	// OnAbandoned is told of every lease claim a pass finds abandoned (see
+	// Sweeper) as it becomes UNKNOWN: alert on it, or queue it for a person.
+	OnAbandoned func(ctx context.Context, c AbandonedClaim)
+	// OnPass receives the result of every pass of Run and RunOnce (metrics).
+	OnPass func(ctx context.Context, r SweepResult)
 	// OnError receives Run's failed passes; nil logs with log/slog.
 	OnError func(ctx context.Context, err error)
 }
@@ -27,13 +37,43 @@ type SweeperConfig struct {
 type SweepResult struct {
 	Expired int64 // final records turned into EXPIRED tombstones
 	Deleted int64 // tombstones deleted
+	// Abandoned counts lease claims found abandoned past their expiry and
+	// made UNKNOWN by this pass.
+	Abandoned int64
+	// Unknown counts the UNKNOWN records past their expiry that wait for a
+	// resolution after this pass (abandoned claims, and recovery hooks that
+	// could not tell).
+	Unknown int64
+	// UnknownDeleted counts UNKNOWN records deleted after UnknownGrace.
+	UnknownDeleted int64
 }
 
-// Sweeper retires idempotency records: final records (COMPLETED,
-// FAILED_REPLAYABLE, FAILED_RETRYABLE) past their expiry become EXPIRED
-// tombstones without a stored response, and tombstones past the grace period
-// are deleted, in bounded batches. IN_PROGRESS and UNKNOWN records are never
-// touched. Several sweepers may run at once (batches skip locked rows).
+// AbandonedClaim is a lease claim whose holder died and whose client never
+// retried: its key expired with its outcome unknown.
+type AbandonedClaim struct {
+	Key       Key // Since is the record's creation
+	Attempts  int
+	Recovery  string // the last recovery point saved, "" if none
+	ExpiresAt time.Time
+}
+
+// Sweeper retires idempotency records, in bounded batches:
+//
+//   - final records (COMPLETED, FAILED_REPLAYABLE, FAILED_RETRYABLE) past
+//     their expiry become EXPIRED tombstones without a stored response, and
+//     tombstones past Grace are deleted;
+//   - a lease-mode claim (IN_PROGRESS) past its key's expiry whose lease
+//     lapsed was abandoned: its process died and no client retried. What it
+//     did outside the database is unknown, so it becomes UNKNOWN, counted
+//     (SweepResult) and reported (OnAbandoned); it is never deleted on the
+//     spot;
+//   - UNKNOWN records are deleted only once resolved (resolution makes them
+//     final or EXPIRED, and the rules above apply) or, if UnknownGrace is
+//     set, that long after their expiry.
+//
+// A live claim (its lease held, or not yet expired) is never touched.
+// Atomic mode leaves no claims: its record is written once, with the
+// outcome. Several sweepers may run at once (batches skip locked rows).
 type Sweeper struct {
 	q   *store.Queries
 	cfg SweeperConfig
@@ -53,10 +93,37 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 	return &Sweeper{q: store.New(db), cfg: cfg}
 }
 
-// RunOnce sweeps until a batch comes back short, first expiring, then deleting.
+// RunOnce sweeps until a batch comes back short: abandoned claims, then
+// expiry, then deletion.
 func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
+	res, err := s.runOnce(ctx)
+	if err == nil && s.cfg.OnPass != nil {
+		s.cfg.OnPass(ctx, res)
+	}
+	return res, err
+}
+
+func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	batch := int32(min(s.cfg.BatchSize, 1<<30))
+	for {
+		rows, err := s.q.AbandonClaims(ctx, batch)
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: abandoned claims: %w", err)
+		}
+		res.Abandoned += int64(len(rows))
+		if s.cfg.OnAbandoned != nil {
+			for _, r := range rows {
+				s.cfg.OnAbandoned(ctx, AbandonedClaim{
+					Key:      Key{Tenant: r.Tenant, Operation: r.Operation, Value: r.IdempotencyKey, Since: r.CreatedAt.Time},
+					Attempts: int(r.Attempts), Recovery: r.RecoveryPoint.String, ExpiresAt: r.ExpiresAt.Time,
+				})
+			}
+		}
+		if len(rows) < int(batch) {
+			break
+		}
+	}
 	for {
 		n, err := s.q.ExpireRecords(ctx, batch)
 		if err != nil {
@@ -77,6 +144,21 @@ func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 			break
 		}
 	}
+	for s.cfg.UnknownGrace > 0 {
+		n, err := s.q.DeleteUnknown(ctx, store.DeleteUnknownParams{GraceMs: s.cfg.UnknownGrace.Milliseconds(), BatchSize: batch})
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: delete unresolved: %w", err)
+		}
+		res.UnknownDeleted += n
+		if n < int64(batch) {
+			break
+		}
+	}
+	n, err := s.q.CountUnknown(ctx)
+	if err != nil {
+		return res, fmt.Errorf("idem: sweep: count unresolved: %w", err)
+	}
+	res.Unknown = n
 	return res, nil
 }
 

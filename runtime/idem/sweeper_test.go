@@ -51,7 +51,7 @@ func TestSweeper(t *testing.T) {
 
 	s := idem.NewSweeper(db, idem.SweeperConfig{BatchSize: 10, Grace: time.Hour})
 	res, err := s.RunOnce(ctx)
-	if err != nil || res != (idem.SweepResult{Expired: 32}) {
+	if err != nil || res != (idem.SweepResult{Expired: 32, Unknown: 2}) {
 		t.Fatalf("first pass: %+v, %v", res, err)
 	}
 	if n := count("state = 'EXPIRED' AND response_body IS NULL"); n != 32 {
@@ -62,7 +62,7 @@ func TestSweeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = s.RunOnce(ctx)
-	if err != nil || res != (idem.SweepResult{Deleted: 32}) {
+	if err != nil || res != (idem.SweepResult{Deleted: 32, Unknown: 2}) {
 		t.Fatalf("second pass: %+v, %v", res, err)
 	}
 	if count("state = 'IN_PROGRESS'") != 3 || count("state = 'UNKNOWN'") != 2 || count("state = 'COMPLETED'") != 5 || count("true") != 10 {
@@ -77,5 +77,83 @@ func TestSweeper(t *testing.T) {
 	cancel()
 	if err := <-done; err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestAbandonedClaims: a lease claim whose holder died and whose client never
+// retried, found past its key's expiry, becomes UNKNOWN, is counted and
+// reported, and is deleted only after a resolution or a configured grace.
+// Live claims are left alone.
+func TestAbandonedClaims(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	e := newEnv(t, p, idem.Config{})
+	ctx := context.Background()
+	insert := func(key, state, lease, expires string) {
+		t.Helper()
+		e.exec(`INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version,
+				recovery_point, lease_expires_at, expires_at, attempts, fence)
+			VALUES ('', 'createPayment', $1::text, $2, sha256(convert_to($1::text, 'UTF8')), 'v1', 'charged', `+lease+`, `+expires+`, 3, 3)`, key, state)
+	}
+	abandoned, live, young, unknown := newKey(), newKey(), newKey(), newKey()
+	insert(abandoned, "IN_PROGRESS", "now() - interval '1 hour'", "now() - interval '1 minute'")
+	insert(live, "IN_PROGRESS", "now() + interval '1 minute'", "now() - interval '1 minute'") // its holder still renews
+	insert(young, "IN_PROGRESS", "now() - interval '1 minute'", "now() + interval '1 hour'")  // a retry may still come
+	insert(unknown, "UNKNOWN", "NULL", "now() - interval '1 minute'")
+
+	var reported []idem.AbandonedClaim
+	var passes []idem.SweepResult
+	cfg := idem.SweeperConfig{
+		OnAbandoned: func(_ context.Context, c idem.AbandonedClaim) { reported = append(reported, c) },
+		OnPass:      func(_ context.Context, r idem.SweepResult) { passes = append(passes, r) },
+	}
+	res, err := idem.NewSweeper(e.db, cfg).RunOnce(ctx)
+	if err != nil || res != (idem.SweepResult{Abandoned: 1, Unknown: 2}) {
+		t.Fatalf("first pass: %+v, %v", res, err)
+	}
+	if len(reported) != 1 || reported[0].Key.Value != abandoned || reported[0].Key.Operation != "createPayment" ||
+		reported[0].Attempts != 3 || reported[0].Recovery != "charged" || reported[0].ExpiresAt.IsZero() || reported[0].Key.Since.IsZero() {
+		t.Fatalf("reported %+v", reported)
+	}
+	if len(passes) != 1 || passes[0] != res {
+		t.Fatalf("OnPass got %+v", passes)
+	}
+	for key, want := range map[string]idem.State{abandoned: idem.StateUnknown, live: idem.StateInProgress,
+		young: idem.StateInProgress, unknown: idem.StateUnknown} {
+		if got := e.state(key); got != want {
+			t.Errorf("%s: state %s, want %s", key, got, want)
+		}
+	}
+	// Another payload on the abandoned key is still refused: its outcome is
+	// not known.
+	e.post(abandoned, payReq{Amount: 2}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+
+	// Passes without a grace keep unresolved records, and report them again
+	// as waiting, not as newly abandoned.
+	res, err = idem.NewSweeper(e.db, cfg).RunOnce(ctx)
+	if err != nil || res != (idem.SweepResult{Unknown: 2}) {
+		t.Fatalf("second pass: %+v, %v", res, err)
+	}
+
+	// A resolution (what `idemgen records resolve ... expired` does) hands
+	// the record to the ordinary expiry rules.
+	e.exec(`UPDATE idem_records SET state = 'EXPIRED', fence = fence + 1, expires_at = least(expires_at, now())
+		WHERE idempotency_key = $1 AND state = 'UNKNOWN'`, abandoned)
+	res, err = idem.NewSweeper(e.db, idem.SweeperConfig{Grace: time.Millisecond}).RunOnce(ctx)
+	if err != nil || res != (idem.SweepResult{Deleted: 1, Unknown: 1}) || e.state(abandoned) != "none" {
+		t.Fatalf("after the resolution: %+v, %v, state %s", res, err, e.state(abandoned))
+	}
+
+	// With a grace for unresolved records, they go that long after expiry.
+	s := idem.NewSweeper(e.db, idem.SweeperConfig{UnknownGrace: time.Hour})
+	if res, err = s.RunOnce(ctx); err != nil || res != (idem.SweepResult{Unknown: 1}) {
+		t.Fatalf("within the grace: %+v, %v", res, err)
+	}
+	e.exec(`UPDATE idem_records SET expires_at = now() - interval '2 hours' WHERE idempotency_key = $1`, unknown)
+	if res, err = s.RunOnce(ctx); err != nil || res != (idem.SweepResult{UnknownDeleted: 1}) || e.state(unknown) != "none" {
+		t.Fatalf("past the grace: %+v, %v", res, err)
+	}
+	if e.state(live) != idem.StateInProgress || e.state(young) != idem.StateInProgress {
+		t.Fatal("live claims were touched")
 	}
 }

@@ -7,6 +7,7 @@
 //	               tables live next to the service's
 //	NATS_URL       NATS server with JetStream (required)
 //	ACK_WAIT       redelivery delay of an unacknowledged message (default 30s)
+//	OTEL_TRACES_EXPORTER  none (default), stdout or otlp: see internal/telemetry
 //
 // It applies idemgen's migrations and the example's, makes sure the stream
 // and its durable consumer exist, and consumes until SIGTERM or SIGINT. Run
@@ -30,6 +31,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/bookkeeper"
+	"github.com/idemgen/idemgen/examples/payments/internal/telemetry"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -83,7 +85,16 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err != nil {
 		return err
 	}
-	c, err := bookkeeper.New(pool, bookkeeper.Apply, bookkeeper.Options{Log: log})
+	tr, err := telemetry.SetupTracing(ctx, "bookkeeper")
+	if err != nil {
+		return err
+	}
+	defer tr.Shutdown(context.WithoutCancel(ctx))
+	apply := bookkeeper.Apply
+	if tr.Tracer != nil {
+		apply = tr.Tracer.Handler(apply) // a process span in the trace of the request that sent the event
+	}
+	c, err := bookkeeper.New(pool, apply, bookkeeper.Options{Log: log})
 	if err != nil {
 		return err
 	}

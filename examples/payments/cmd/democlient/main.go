@@ -55,6 +55,9 @@ type demo struct {
 	js     jetstream.JetStream
 	failed []string
 	step   int
+	dbURL  string
+	svcURL string
+	k1     string // the first payment's key, shown by `idemgen records get`
 
 	mu       sync.Mutex
 	outcomes map[events.Outcome]int // of the bookkeeper's deliveries
@@ -134,7 +137,7 @@ func run(bin string) error {
 	defer db.Close(context.Background())
 
 	d := &demo{ctx: ctx, c: &harness.Client{URL: svc.URL, HTTP: &http.Client{Timeout: 30 * time.Second}}, gw: gw, db: db, js: js,
-		outcomes: map[events.Outcome]int{}}
+		outcomes: map[events.Outcome]int{}, dbURL: dbURL, svcURL: svc.URL}
 	stopBookkeeper, err := d.startBookkeeper(dbURL)
 	if err != nil {
 		return err
@@ -142,6 +145,7 @@ func run(bin string) error {
 	d.script()
 	d.events()
 	stopBookkeeper()
+	d.operate()
 	d.conformance(svc.URL)
 
 	fmt.Println()
@@ -217,6 +221,7 @@ func (d *demo) script() {
 
 	d.title("First request: the payment is charged and recorded")
 	k1 := harness.NewKey()
+	d.k1 = k1
 	first := d.send("POST", "/payments", k1, newPayment(1999))
 	var p1 payment
 	_ = first.Decode(&p1)

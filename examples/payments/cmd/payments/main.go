@@ -24,8 +24,19 @@
 //	HTTP_MAX_BODY_BYTES       request body, every route (default 65536: a
 //	                          payment is a few hundred bytes)
 //
+// Operations (see docs/runbook.md):
+//
+//	METRICS_ADDR          serve GET /metrics (Prometheus) on this address
+//	                      instead of on ADDR
+//	OTEL_TRACES_EXPORTER  none (default), stdout or otlp (with the standard
+//	                      OTEL_EXPORTER_OTLP_* variables); see
+//	                      internal/telemetry
+//
 // On start it applies idemgen's migrations and its own, then serves the API
-// generated from openapi.yaml plus GET /healthz. Clients never see internal
+// generated from openapi.yaml plus GET /healthz and GET /metrics. The engine
+// logs one line per request (Debug, or Warn for a conflict, a lost lease or
+// an unknown outcome) and an "idem: audit" line per replay and conflict,
+// with key hashes, never keys. Clients never see internal
 // errors (addresses, connection strings, driver messages): they get a
 // problem+json, and the cause goes to the log. SIGTERM or SIGINT stops it
 // gracefully: in-flight requests finish, new ones are refused.
@@ -48,6 +59,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
+	"go.opentelemetry.io/contrib/instrumentation/net/http/otelhttp"
 
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/api"
@@ -111,12 +123,18 @@ func run(ctx context.Context, log *slog.Logger) error {
 		log.Info("payment gateway: in-process simulator (set GATEWAY_URL to use an external one)")
 	}
 
+	o, err := newOps(ctx, log, pool)
+	if err != nil {
+		return err
+	}
+	defer o.shutdown(context.WithoutCancel(ctx))
+
 	svc := service.New(pool, gw, log)
-	engine, err := idem.New(pool, idem.Config{
+	engine, err := idem.New(pool, o.engineConfig(idem.Config{
 		Operations:   api.IdempotentOperations,
 		Recover:      svc.RecoveryHooks(), // createPayment asks the gateway after a crash
 		MaxBodyBytes: limits.maxBody,
-	})
+	}))
 	if err != nil {
 		return err
 	}
@@ -130,7 +148,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}()
 
 	if u := os.Getenv("NATS_URL"); u != "" {
-		nc, err := startRelay(ctx, log, pool, u)
+		nc, err := startRelay(ctx, log, pool, u, o)
 		if err != nil {
 			return err
 		}
@@ -142,12 +160,30 @@ func run(ctx context.Context, log *slog.Logger) error {
 		log.Error("handler error", "method", r.Method, "path", r.URL.Path, "err", err)
 	})))
 	mux.Handle("GET /healthz", healthz(pool, log))
+	if a := os.Getenv("METRICS_ADDR"); a != "" {
+		// Metrics on a port of their own, kept off the public listener.
+		msrv := &http.Server{Addr: a, Handler: o.metricsHandler(), ReadHeaderTimeout: 5 * time.Second}
+		go func() {
+			if err := msrv.ListenAndServe(); err != nil && !errors.Is(err, http.ErrServerClosed) {
+				log.Error("metrics listener", "err", err)
+			}
+		}()
+		defer msrv.Close()
+	} else {
+		mux.Handle("GET /metrics", o.metricsHandler())
+	}
+	var handler http.Handler = mux
+	if o.tracing.Tracer != nil {
+		// The HTTP server span, continuing a client's traceparent; the
+		// engine's spans are its children.
+		handler = otelhttp.NewHandler(mux, "payments")
+	}
 
 	ln, err := net.Listen("tcp", addr)
 	if err != nil {
 		return err
 	}
-	srv := newServer(mux, limits)
+	srv := newServer(handler, limits)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
 	log.Info("listening", "addr", ln.Addr().String())
@@ -170,7 +206,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 // wakes on the outbox's NOTIFY (polling every second as the fallback) and
 // publishes to JetStream with the event id as Nats-Msg-Id. Every replica of
 // the service may run one; they claim disjoint batches.
-func startRelay(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, natsURL string) (*nats.Conn, error) {
+func startRelay(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, natsURL string, o *ops) (*nats.Conn, error) {
 	nc, err := nats.Connect(natsURL, nats.Name("payments-relay"), nats.MaxReconnects(-1))
 	if err != nil {
 		return nil, fmt.Errorf("NATS_URL: %w", err)
@@ -184,12 +220,15 @@ func startRelay(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, natsU
 		nc.Close()
 		return nil, err
 	}
-	pub := natsjs.NewPublisher(js, natsjs.PublisherConfig{
+	var pub events.Publisher = natsjs.NewPublisher(js, natsjs.PublisherConfig{
 		ExpectStream: payments.Stream,
 		OnDuplicate: func(ev cloudevents.Event) {
 			log.Info("relay: the stream dropped a re-published event", "id", ev.ID())
 		},
 	})
+	if o.tracing.Tracer != nil {
+		pub = o.tracing.Tracer.Publisher(pub) // a publish span in each event's trace
+	}
 	relay := events.NewRelay(pool, pub, events.RelayConfig{
 		MinBackoff: 200 * time.Millisecond,
 		MaxBackoff: 10 * time.Second,

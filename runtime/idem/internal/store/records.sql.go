@@ -11,13 +11,69 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+const abandonClaims = `-- name: AbandonClaims :many
+UPDATE idem_records SET
+    state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
+WHERE (tenant, operation, idempotency_key) IN (
+    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
+    WHERE s.state = 'IN_PROGRESS' AND s.expires_at <= now()
+      AND (s.lease_expires_at IS NULL OR s.lease_expires_at <= now())
+    ORDER BY s.expires_at
+    LIMIT $1
+    FOR UPDATE SKIP LOCKED)
+  AND state = 'IN_PROGRESS'
+RETURNING tenant, operation, idempotency_key, attempts, recovery_point, created_at, expires_at
+`
+
+type AbandonClaimsRow struct {
+	Tenant         string
+	Operation      string
+	IdempotencyKey string
+	Attempts       int32
+	RecoveryPoint  pgtype.Text
+	CreatedAt      pgtype.Timestamptz
+	ExpiresAt      pgtype.Timestamptz
+}
+
+// Sweeper: a lease claim past its key's expiry whose lease lapsed was
+// abandoned (its holder died and no client retried). What it did is not
+// known, so it becomes UNKNOWN, never deleted on the spot; the rows are
+// returned so the sweeper can report them.
+func (q *Queries) AbandonClaims(ctx context.Context, batchSize int32) ([]AbandonClaimsRow, error) {
+	rows, err := q.db.Query(ctx, abandonClaims, batchSize)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []AbandonClaimsRow
+	for rows.Next() {
+		var i AbandonClaimsRow
+		if err := rows.Scan(
+			&i.Tenant,
+			&i.Operation,
+			&i.IdempotencyKey,
+			&i.Attempts,
+			&i.RecoveryPoint,
+			&i.CreatedAt,
+			&i.ExpiresAt,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
 const claim = `-- name: Claim :one
 INSERT INTO idem_records AS r (
     tenant, operation, idempotency_key, state, fingerprint, schema_version,
     lease_expires_at, expires_at)
 VALUES (
     $1, $2, $3, 'IN_PROGRESS', $4, $5,
-    CASE WHEN $6::bigint > 0 THEN now() + ($6::bigint) * interval '1 millisecond' END,
+    now() + ($6::bigint) * interval '1 millisecond',
     now() + ($7::bigint) * interval '1 millisecond')
 ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
     state            = 'IN_PROGRESS',
@@ -40,8 +96,7 @@ WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND
    OR ($8::boolean
        AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
        AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
-   OR ($6::bigint > 0
-       AND r.fingerprint = EXCLUDED.fingerprint
+   OR (r.fingerprint = EXCLUDED.fingerprint
        AND ((r.state = 'IN_PROGRESS' AND r.lease_expires_at <= now()) OR r.state = 'UNKNOWN'))
 RETURNING fence, attempts, taken_over, recovery_point, recovery_data, created_at
 `
@@ -66,17 +121,16 @@ type ClaimRow struct {
 	CreatedAt     pgtype.Timestamptz
 }
 
-// Claims a key in one statement. Inserts a fresh IN_PROGRESS record, or takes
-// over an existing one when it may be re-run:
+// Lease mode: claims a key in one statement, in a transaction of its own
+// that commits before the handler runs. Inserts a fresh IN_PROGRESS record,
+// or takes over an existing one when it may be re-run:
 //   - FAILED_RETRYABLE with the same fingerprint (a handler error or 5xx);
 //   - an expired final record when onExpired is execute (any fingerprint);
-//   - lease mode: an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one,
-//     with the same fingerprint (taken_over tells the caller to recover).
+//   - an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one, with the
+//     same fingerprint (taken_over tells the caller to recover).
 //
 // Returns no row when the key is held otherwise; the caller then reads the
-// record to classify (replay, conflict, in flight, expired). In atomic mode
-// this runs inside the business transaction, so a concurrent duplicate blocks
-// on the primary key until the first commits or rolls back.
+// record to classify (replay, conflict, in flight, expired).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
 		arg.Tenant,
@@ -125,9 +179,10 @@ type CompleteParams struct {
 	Fence           int64
 }
 
-// Stores the outcome (COMPLETED or FAILED_REPLAYABLE) if the caller still
-// holds the claim. Zero rows: the claim was taken over (a zombie holder) and
-// the caller must roll its business transaction back.
+// Lease mode: stores the outcome (COMPLETED or FAILED_REPLAYABLE) if the
+// caller still holds the claim. Zero rows: the claim was taken over (a zombie
+// holder) and the caller must roll its business transaction back. Changes no
+// indexed column, so the row can be updated in place (HOT).
 func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
 	result, err := q.db.Exec(ctx, complete,
 		arg.State,
@@ -192,6 +247,18 @@ func (q *Queries) CompleteOrAbort(ctx context.Context, arg CompleteOrAbortParams
 	return stored, err
 }
 
+const countUnknown = `-- name: CountUnknown :one
+SELECT count(*) FROM idem_records WHERE state = 'UNKNOWN' AND expires_at <= now()
+`
+
+// Sweeper: UNKNOWN records past their expiry, waiting for a resolution.
+func (q *Queries) CountUnknown(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, countUnknown)
+	var count int64
+	err := row.Scan(&count)
+	return count, err
+}
+
 const deleteExpired = `-- name: DeleteExpired :execrows
 DELETE FROM idem_records
 WHERE (tenant, operation, idempotency_key) IN (
@@ -210,6 +277,31 @@ type DeleteExpiredParams struct {
 // Sweeper, phase two: tombstones older than the grace period are deleted.
 func (q *Queries) DeleteExpired(ctx context.Context, arg DeleteExpiredParams) (int64, error) {
 	result, err := q.db.Exec(ctx, deleteExpired, arg.GraceMs, arg.BatchSize)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const deleteUnknown = `-- name: DeleteUnknown :execrows
+DELETE FROM idem_records
+WHERE (tenant, operation, idempotency_key) IN (
+    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
+    WHERE s.state = 'UNKNOWN' AND s.expires_at <= now() - ($1::bigint) * interval '1 millisecond'
+    ORDER BY s.expires_at
+    LIMIT $2
+    FOR UPDATE SKIP LOCKED)
+`
+
+type DeleteUnknownParams struct {
+	GraceMs   int64
+	BatchSize int32
+}
+
+// Sweeper, only when a grace for unresolved records is configured: UNKNOWN
+// records that stayed unresolved that long after their expiry are deleted.
+func (q *Queries) DeleteUnknown(ctx context.Context, arg DeleteUnknownParams) (int64, error) {
+	result, err := q.db.Exec(ctx, deleteUnknown, arg.GraceMs, arg.BatchSize)
 	if err != nil {
 		return 0, err
 	}
@@ -270,20 +362,99 @@ func (q *Queries) FailRetryable(ctx context.Context, arg FailRetryableParams) (i
 
 const getRecord = `-- name: GetRecord :one
 
-SELECT tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over, recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at,
+SELECT state,
+    (fingerprint = $1)::boolean AS same_request,
+    schema_version,
+    attempts,
+    fence,
+    created_at,
+    completed_at,
     (expires_at <= now())::boolean AS expired,
-    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed
+    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed,
+    -- Milliseconds left of a live lease, for Retry-After.
+    coalesce(ceil(extract(epoch FROM lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
+    -- The stored response, or 0 / {} / empty when it is not to be replayed.
+    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
+        THEN response_status END, 0)::integer AS response_status,
+    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
+        THEN response_headers END, '{}')::jsonb AS response_headers,
+    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
+        THEN response_body END, '')::bytea AS response_body
 FROM idem_records
-WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
+WHERE tenant = $2 AND operation = $3 AND idempotency_key = $4
 `
 
 type GetRecordParams struct {
+	Fingerprint    []byte
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
 }
 
 type GetRecordRow struct {
+	State           string
+	SameRequest     bool
+	SchemaVersion   string
+	Attempts        int32
+	Fence           int64
+	CreatedAt       pgtype.Timestamptz
+	CompletedAt     pgtype.Timestamptz
+	Expired         bool
+	LeaseLapsed     bool
+	LeaseLeftMs     int64
+	ResponseStatus  int32
+	ResponseHeaders []byte
+	ResponseBody    []byte
+}
+
+// Queries of the idempotency engine (runtime/idem). Compiled by sqlc into
+// runtime/idem/internal/store; `make generate` after editing.
+//
+// Every statement judges time by the database clock (now()); the engine
+// never compares a stored timestamp with its own clock.
+// Reads what a request needs to decide about an existing record: replay it,
+// refuse it (another payload, in flight, expired) or claim it. The stored
+// response comes back only when it is about to be replayed (same request,
+// final, not expired); a conflict or an in-flight answer never reads it.
+// A read, never followed by an INSERT decision: the writes below are the
+// only check-and-set.
+func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecordRow, error) {
+	row := q.db.QueryRow(ctx, getRecord,
+		arg.Fingerprint,
+		arg.Tenant,
+		arg.Operation,
+		arg.IdempotencyKey,
+	)
+	var i GetRecordRow
+	err := row.Scan(
+		&i.State,
+		&i.SameRequest,
+		&i.SchemaVersion,
+		&i.Attempts,
+		&i.Fence,
+		&i.CreatedAt,
+		&i.CompletedAt,
+		&i.Expired,
+		&i.LeaseLapsed,
+		&i.LeaseLeftMs,
+		&i.ResponseStatus,
+		&i.ResponseHeaders,
+		&i.ResponseBody,
+	)
+	return i, err
+}
+
+const insertOutcome = `-- name: InsertOutcome :exec
+INSERT INTO idem_records (
+    tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    response_status, response_headers, response_body, created_at, completed_at, expires_at)
+VALUES (
+    $1, $2, $3, $4, $5, $6,
+    $7, $8, $9, $10, now(),
+    now() + ($11::bigint) * interval '1 millisecond')
+`
+
+type InsertOutcomeParams struct {
 	Tenant          string
 	Operation       string
 	IdempotencyKey  string
@@ -293,54 +464,30 @@ type GetRecordRow struct {
 	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
-	Attempts        int32
-	Fence           int64
-	LeaseExpiresAt  pgtype.Timestamptz
-	TakenOver       bool
-	RecoveryPoint   pgtype.Text
-	RecoveryData    []byte
 	CreatedAt       pgtype.Timestamptz
-	UpdatedAt       pgtype.Timestamptz
-	CompletedAt     pgtype.Timestamptz
-	ExpiresAt       pgtype.Timestamptz
-	Expired         bool
-	LeaseLapsed     bool
+	TtlMs           int64
 }
 
-// Queries of the idempotency engine (runtime/idem). Compiled by sqlc into
-// runtime/idem/internal/store; `make generate` after editing.
-// A read used to classify a conflict after a claim returned no row, and as
-// the replay fast path. Never followed by an INSERT decision: claims below
-// are the only check-and-set.
-// expired and lease_lapsed are judged by the database clock, the same clock
-// Claim decides by, so the engine never compares timestamps itself.
-func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecordRow, error) {
-	row := q.db.QueryRow(ctx, getRecord, arg.Tenant, arg.Operation, arg.IdempotencyKey)
-	var i GetRecordRow
-	err := row.Scan(
-		&i.Tenant,
-		&i.Operation,
-		&i.IdempotencyKey,
-		&i.State,
-		&i.Fingerprint,
-		&i.SchemaVersion,
-		&i.ResponseStatus,
-		&i.ResponseHeaders,
-		&i.ResponseBody,
-		&i.Attempts,
-		&i.Fence,
-		&i.LeaseExpiresAt,
-		&i.TakenOver,
-		&i.RecoveryPoint,
-		&i.RecoveryData,
-		&i.CreatedAt,
-		&i.UpdatedAt,
-		&i.CompletedAt,
-		&i.ExpiresAt,
-		&i.Expired,
-		&i.LeaseLapsed,
+// Atomic mode, a key with no record: the outcome is the record's one write,
+// inserted in the business transaction just before COMMIT. A concurrent
+// duplicate that got there first makes it fail with unique_violation
+// (23505), after waiting for that duplicate's transaction to end; the
+// COMMIT queued behind it is then skipped and the business writes roll back.
+func (q *Queries) InsertOutcome(ctx context.Context, arg InsertOutcomeParams) error {
+	_, err := q.db.Exec(ctx, insertOutcome,
+		arg.Tenant,
+		arg.Operation,
+		arg.IdempotencyKey,
+		arg.State,
+		arg.Fingerprint,
+		arg.SchemaVersion,
+		arg.ResponseStatus,
+		arg.ResponseHeaders,
+		arg.ResponseBody,
+		arg.CreatedAt,
+		arg.TtlMs,
 	)
-	return i, err
+	return err
 }
 
 const markUnknown = `-- name: MarkUnknown :execrows
@@ -372,7 +519,7 @@ func (q *Queries) MarkUnknown(ctx context.Context, arg MarkUnknownParams) (int64
 	return result.RowsAffected(), nil
 }
 
-const recordRetryable = `-- name: RecordRetryable :exec
+const recordRetryable = `-- name: RecordRetryable :execrows
 INSERT INTO idem_records AS r (
     tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
 VALUES (
@@ -392,11 +539,12 @@ type RecordRetryableParams struct {
 	TtlMs          int64
 }
 
-// Atomic mode: the business transaction (and the claim in it) rolled back;
-// remember the key as FAILED_RETRYABLE so it stays bound to its payload.
-// Never overwrites a record another request has since claimed or completed.
-func (q *Queries) RecordRetryable(ctx context.Context, arg RecordRetryableParams) error {
-	_, err := q.db.Exec(ctx, recordRetryable,
+// Atomic mode: the business transaction rolled back; remember the key as
+// FAILED_RETRYABLE so it stays bound to its payload. Never overwrites a
+// record another request has since completed: zero rows then, and the
+// caller reads what that request stored.
+func (q *Queries) RecordRetryable(ctx context.Context, arg RecordRetryableParams) (int64, error) {
+	result, err := q.db.Exec(ctx, recordRetryable,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
@@ -404,7 +552,10 @@ func (q *Queries) RecordRetryable(ctx context.Context, arg RecordRetryableParams
 		arg.SchemaVersion,
 		arg.TtlMs,
 	)
-	return err
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
 }
 
 const release = `-- name: Release :execrows
@@ -424,7 +575,7 @@ type ReleaseParams struct {
 
 // The outcome is not kept (400, 401, 403, 429, ...): free the key so a
 // corrected request runs. Lease mode passes its fence; atomic mode, whose
-// claim rolled back with the transaction, drops a FAILED_RETRYABLE record of
+// write rolled back with the transaction, drops a FAILED_RETRYABLE record of
 // the same payload (fence 0 matches any).
 func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
 	result, err := q.db.Exec(ctx, release,
@@ -440,33 +591,139 @@ func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error)
 	return result.RowsAffected(), nil
 }
 
-const renewLease = `-- name: RenewLease :execrows
-UPDATE idem_records SET
-    lease_expires_at = now() + ($1::bigint) * interval '1 millisecond', updated_at = now()
-WHERE tenant = $2 AND operation = $3 AND idempotency_key = $4
-  AND fence = $5 AND state = 'IN_PROGRESS'
+const renewLeases = `-- name: RenewLeases :many
+UPDATE idem_records AS r SET
+    lease_expires_at = now() + v.lease_ms * interval '1 millisecond',
+    updated_at       = now()
+FROM (SELECT unnest($1::text[]) AS tenant, unnest($2::text[]) AS operation,
+             unnest($3::text[]) AS idempotency_key, unnest($4::bigint[]) AS fence,
+             unnest($5::bigint[]) AS lease_ms) AS v
+WHERE r.tenant = v.tenant AND r.operation = v.operation AND r.idempotency_key = v.idempotency_key
+  AND r.fence = v.fence AND r.state = 'IN_PROGRESS'
+RETURNING r.tenant, r.operation, r.idempotency_key, r.fence
 `
 
-type RenewLeaseParams struct {
-	LeaseMs        int64
+type RenewLeasesParams struct {
+	Tenants         []string
+	Operations      []string
+	IdempotencyKeys []string
+	Fences          []int64
+	LeaseMs         []int64
+}
+
+type RenewLeasesRow struct {
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
 	Fence          int64
 }
 
-func (q *Queries) RenewLease(ctx context.Context, arg RenewLeaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, renewLease,
+// Lease mode: renews every live claim of one engine in one statement (the
+// engine's renewer, on a connection of its own). A claim that is not
+// returned no longer holds: another request took it over.
+func (q *Queries) RenewLeases(ctx context.Context, arg RenewLeasesParams) ([]RenewLeasesRow, error) {
+	rows, err := q.db.Query(ctx, renewLeases,
+		arg.Tenants,
+		arg.Operations,
+		arg.IdempotencyKeys,
+		arg.Fences,
 		arg.LeaseMs,
+	)
+	if err != nil {
+		return nil, err
+	}
+	defer rows.Close()
+	var items []RenewLeasesRow
+	for rows.Next() {
+		var i RenewLeasesRow
+		if err := rows.Scan(
+			&i.Tenant,
+			&i.Operation,
+			&i.IdempotencyKey,
+			&i.Fence,
+		); err != nil {
+			return nil, err
+		}
+		items = append(items, i)
+	}
+	if err := rows.Err(); err != nil {
+		return nil, err
+	}
+	return items, nil
+}
+
+const replaceOutcome = `-- name: ReplaceOutcome :one
+WITH done AS (
+    INSERT INTO idem_records AS r (
+        tenant, operation, idempotency_key, state, fingerprint, schema_version,
+        response_status, response_headers, response_body, created_at, completed_at, expires_at)
+    VALUES (
+        $1, $2, $3, $4, $5, $6,
+        $7, $8, $9, $10, now(),
+        now() + ($11::bigint) * interval '1 millisecond')
+    ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+        state            = EXCLUDED.state,
+        fingerprint      = EXCLUDED.fingerprint,
+        schema_version   = EXCLUDED.schema_version,
+        response_status  = EXCLUDED.response_status,
+        response_headers = EXCLUDED.response_headers,
+        response_body    = EXCLUDED.response_body,
+        completed_at     = now(),
+        attempts         = r.attempts + 1,
+        fence            = r.fence + 1,
+        lease_expires_at = NULL,
+        taken_over       = false,
+        recovery_point   = NULL,
+        recovery_data    = NULL,
+        created_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at ELSE r.created_at END,
+        expires_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.expires_at ELSE r.expires_at END,
+        updated_at       = now()
+    WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
+       OR ($12::boolean
+           AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+           AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
+    RETURNING 1)
+SELECT (1 / count(*))::integer AS stored FROM done
+`
+
+type ReplaceOutcomeParams struct {
+	Tenant          string
+	Operation       string
+	IdempotencyKey  string
+	State           string
+	Fingerprint     []byte
+	SchemaVersion   string
+	ResponseStatus  pgtype.Int4
+	ResponseHeaders []byte
+	ResponseBody    []byte
+	CreatedAt       pgtype.Timestamptz
+	TtlMs           int64
+	TakeExpired     bool
+}
+
+// Atomic mode, a key whose record may be run again (FAILED_RETRYABLE with
+// the same fingerprint, or expired when onExpired is execute): the outcome
+// replaces it in the business transaction. When the record is no longer
+// replaceable (a concurrent duplicate completed it) the statement fails with
+// division by zero (22012), so the COMMIT queued behind it is skipped.
+func (q *Queries) ReplaceOutcome(ctx context.Context, arg ReplaceOutcomeParams) (int32, error) {
+	row := q.db.QueryRow(ctx, replaceOutcome,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
-		arg.Fence,
+		arg.State,
+		arg.Fingerprint,
+		arg.SchemaVersion,
+		arg.ResponseStatus,
+		arg.ResponseHeaders,
+		arg.ResponseBody,
+		arg.CreatedAt,
+		arg.TtlMs,
+		arg.TakeExpired,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var stored int32
+	err := row.Scan(&stored)
+	return stored, err
 }
 
 const saveRecoveryPoint = `-- name: SaveRecoveryPoint :execrows

@@ -1,0 +1,423 @@
+package idem_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"net"
+	"net/http"
+	"strconv"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+// poolOn opens another pool on db's schema; edit adjusts its config.
+func poolOn(t *testing.T, db *pgtest.DB, edit func(*pgxpool.Config)) *pgxpool.Pool {
+	t.Helper()
+	cfg, err := pgxpool.ParseConfig(db.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg.ConnConfig.RuntimeParams["search_path"] = db.Schema
+	if edit != nil {
+		edit(cfg)
+	}
+	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(pool.Close)
+	return pool
+}
+
+// TestLeaseRenewalUnderSaturation: lease handlers hold every connection of
+// their pool for several leases while requests queue for more; another
+// process keeps retrying the same keys. The holders are alive, so no claim
+// may be taken over: renewals must not wait for a free pool connection.
+func TestLeaseRenewalUnderSaturation(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease = 300 * time.Millisecond
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
+	small := poolOn(t, db, func(c *pgxpool.Config) { c.MaxConns = 4 })
+	a := newEnvWith(t, db, small, p, idem.Config{})
+	var mu sync.Mutex
+	holding := map[string]chan struct{}{} // closed when the key's holder runs
+	a.handle("hold", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		k, _ := idem.KeyFromContext(ctx)
+		mu.Lock()
+		close(holding[k.Value])
+		mu.Unlock()
+		select {
+		case <-time.After(6 * p.Lease):
+		case <-ctx.Done():
+			return nil, context.Cause(ctx)
+		}
+		return &idem.Response{Status: 201, Body: []byte("held")}, nil
+	})
+	b := newEnvOn(t, db, p, idem.Config{}) // the other process
+	b.handle("hold", func(context.Context, pgx.Tx) (*idem.Response, error) {
+		return &idem.Response{Status: 201, Body: []byte("taken over")}, nil
+	})
+
+	const n = 8 // twice the pool
+	keys := make([]string, n)
+	results := make([]<-chan result, n)
+	for i := range keys {
+		keys[i] = newKey()
+		holding[keys[i]] = make(chan struct{})
+	}
+	for i := range keys {
+		results[i] = a.async(keys[i], payReq{Amount: 1, Behave: "hold"})
+	}
+	// Retry every claimed key from the other process until the holders are
+	// done: any 201 there is a takeover.
+	stop := make(chan struct{})
+	var wg sync.WaitGroup
+	var takeovers atomic.Int64
+	for _, k := range keys {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			select {
+			case <-holding[k]:
+			case <-stop:
+				return
+			}
+			for {
+				select {
+				case <-stop:
+					return
+				case <-time.After(p.Lease / 3):
+				}
+				if r := b.post(k, payReq{Amount: 1, Behave: "hold"}); r.Status == 201 && r.Header.Get("Idempotent-Replayed") != "true" {
+					takeovers.Add(1)
+				}
+			}
+		}()
+	}
+	for i, ch := range results {
+		r := recv(t, ch)
+		if r.Status != 201 || string(r.Body) != "held" {
+			t.Errorf("holder %d: %d %s", i, r.Status, r.Body)
+		}
+	}
+	close(stop)
+	wg.Wait()
+	if n := takeovers.Load(); n > 0 || b.runs.Load() > 0 {
+		t.Errorf("%d live claims taken over (%d handler runs in the other process)", n, b.runs.Load())
+	}
+	if n := a.count("SELECT count(*) FROM idem_records WHERE attempts > 1"); n > 0 {
+		t.Errorf("%d records were claimed more than once", n)
+	}
+}
+
+// TestHostileScopeValues: values that go into the record key or the
+// fingerprint and that PostgreSQL (or the service's own text columns) cannot
+// hold are refused with a 400 naming them, before any statement runs.
+func TestHostileScopeValues(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{
+		Scope: func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
+	})
+	cases := []struct {
+		name, path, tenant, where string
+	}{
+		{"path NUL", "/accounts/%00/payments", "", `path parameter "account"`},
+		{"path invalid UTF-8", "/accounts/%ff/payments", "", `path parameter "account"`},
+		{"query NUL", "/accounts/a/payments?note=%00", "", `query parameter "note"`},
+		{"query name invalid UTF-8", "/accounts/a/payments?%fe=1", "", "query parameter"},
+		{"tenant invalid UTF-8", "/accounts/a/payments", "t\xff", "tenant"},
+	}
+	for _, c := range cases {
+		var opts []reqOpt
+		if c.tenant != "" {
+			opts = append(opts, withHeader("X-Tenant", c.tenant))
+		}
+		r := e.postTo(c.path, newKey(), payReq{Amount: 1}, opts...)
+		if r.Status != 400 {
+			t.Errorf("%s: %d %s, want 400", c.name, r.Status, r.Body)
+			continue
+		}
+		m := r.problem(t)
+		if d, _ := m["detail"].(string); m["code"] != idem.CodeInvalidRequest || !strings.Contains(d, c.where) {
+			t.Errorf("%s: problem %v does not name %s", c.name, m, c.where)
+		}
+	}
+	if n := e.records(); n != 0 {
+		t.Errorf("%d records left behind", n)
+	}
+	if n := e.runs.Load(); n != 0 {
+		t.Errorf("handler ran %d times", n)
+	}
+	// A tenant is otherwise free text: the same key in two tenants is two records.
+	k := newKey()
+	for _, tn := range []string{"tenant-ä", "tenant-b"} {
+		if r := e.post(k, payReq{Amount: 1}, withHeader("X-Tenant", tn)); r.Status != 201 {
+			t.Fatalf("tenant %q: %d %s", tn, r.Status, r.Body)
+		}
+	}
+}
+
+// countingConn counts the bytes PostgreSQL sends.
+type countingConn struct {
+	net.Conn
+	n *atomic.Int64
+}
+
+func (c countingConn) Read(b []byte) (int, error) {
+	n, err := c.Conn.Read(b)
+	c.n.Add(int64(n))
+	return n, err
+}
+
+// TestClassificationSkipsStoredBody: a request that is refused because its
+// key belongs to another payload, or is in flight, does not read the stored
+// response body from the database; a replay does.
+func TestClassificationSkipsStoredBody(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+			t.Parallel()
+			db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
+			var read atomic.Int64
+			pool := poolOn(t, db, func(c *pgxpool.Config) {
+				d := &net.Dialer{}
+				c.ConnConfig.DialFunc = func(ctx context.Context, network, addr string) (net.Conn, error) {
+					conn, err := d.DialContext(ctx, network, addr)
+					if err != nil {
+						return nil, err
+					}
+					return countingConn{Conn: conn, n: &read}, nil
+				}
+			})
+			var edb idem.DB = pool
+			if plain {
+				edb = plainDB{pool}
+			}
+			e := newEnvWith(t, db, edb, testPolicy(idem.ModeAtomic), idem.Config{})
+			const size = 256 << 10
+			big := make([]byte, size)
+			for i := range big {
+				big[i] = 'a' + byte(i%26)
+			}
+			e.handle("big", func(context.Context, pgx.Tx) (*idem.Response, error) {
+				return &idem.Response{Status: 201, Body: big}, nil
+			})
+			key := newKey()
+			if r := e.post(key, payReq{Amount: 1, Behave: "big"}); r.Status != 201 || len(r.Body) != size {
+				t.Fatalf("first: %d, %d bytes", r.Status, len(r.Body))
+			}
+			before := read.Load()
+			const conflicts = 20
+			for i := range conflicts {
+				e.post(key, payReq{Amount: 2 + i, Behave: "big"}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+			}
+			if got := read.Load() - before; got > conflicts*size/8 {
+				t.Errorf("%d conflicting requests read %d bytes from PostgreSQL; the stored body is %d bytes", conflicts, got, size)
+			}
+			before = read.Load()
+			if r := e.post(key, payReq{Amount: 1, Behave: "big"}); r.Header.Get("Idempotent-Replayed") != "true" || len(r.Body) != size {
+				t.Fatalf("replay: %d, %d bytes", r.Status, len(r.Body))
+			}
+			if got := read.Load() - before; got < size {
+				t.Errorf("a replay read %d bytes; the body alone is %d", got, size)
+			}
+		})
+	}
+}
+
+// TestRetryAfterUsesDatabaseClock: the database's clock runs an hour ahead of
+// the application's. A duplicate of a request in flight is told to retry
+// after the lease by the database's reckoning, not after an hour and a lease.
+func TestRetryAfterUsesDatabaseClock(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
+	ctx := context.Background()
+	// Unqualified now() resolves to this schema's function when pg_catalog
+	// comes after the schema in search_path.
+	if _, err := db.Exec(ctx, `CREATE FUNCTION now() RETURNS timestamptz LANGUAGE sql STABLE
+		AS 'SELECT pg_catalog.now() + interval ''1 hour'''`); err != nil {
+		t.Fatal(err)
+	}
+	skewed := poolOn(t, db, func(c *pgxpool.Config) {
+		c.ConnConfig.RuntimeParams["search_path"] = db.Schema + ", pg_catalog"
+	})
+	var dbNow time.Time
+	if err := skewed.QueryRow(ctx, "SELECT now()").Scan(&dbNow); err != nil || time.Until(dbNow) < 50*time.Minute {
+		t.Fatalf("the database clock is not skewed: %v %v", dbNow, err)
+	}
+	p := testPolicy(idem.ModeLease)
+	p.Lease = 20 * time.Second
+	e := newEnvWith(t, db, skewed, p, idem.Config{})
+	key := newKey()
+	first := e.async(key, payReq{Amount: 1, Behave: "block"})
+	waitStarted(t, e)
+	r := e.post(key, payReq{Amount: 1, Behave: "block"})
+	r.wantProblem(t, 409, idem.CodeConflict, idem.ReasonInProgress)
+	ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
+	if err != nil || ra < 1 || ra > int(p.Lease/time.Second) {
+		t.Errorf("Retry-After %q, want 1..%d seconds (the lease)", r.Header.Get("Retry-After"), int(p.Lease/time.Second))
+	}
+	close(e.release)
+	if r := recv(t, first); r.Status != 201 {
+		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestStoredResponseBound: a response too large to store for replay is not
+// sent and not committed: the client gets a 500, the key may run again, and
+// the error says why.
+func TestStoredResponseBound(t *testing.T) {
+	t.Parallel()
+	for _, mode := range modes {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			var reported []error
+			var mu sync.Mutex
+			e := newEnv(t, testPolicy(mode), idem.Config{MaxStoredResponseBytes: 1000,
+				Hooks: idem.Hooks{OnError: func(_ context.Context, _ *idem.Operation, err error) {
+					mu.Lock()
+					reported = append(reported, err)
+					mu.Unlock()
+				}}})
+			size := 1000
+			e.handle("sized", func(context.Context, pgx.Tx) (*idem.Response, error) {
+				return &idem.Response{Status: 201, Body: make([]byte, size)}, nil
+			})
+			key := newKey()
+			if r := e.post(key, payReq{Amount: 1, Behave: "sized"}); r.Status != 201 || len(r.Body) != 1000 {
+				t.Fatalf("at the bound: %d, %d bytes", r.Status, len(r.Body))
+			}
+			size = 1001
+			key = newKey()
+			e.post(key, payReq{Amount: 1, Behave: "sized"}).wantProblem(t, 500, idem.CodeInternal, idem.ReasonInternal)
+			if s := e.state(key); s != idem.StateFailedRetryable {
+				t.Errorf("state %s, want FAILED_RETRYABLE", s)
+			}
+			if n := e.count("SELECT count(*) FROM payments WHERE idem_key = $1", key); n != 0 {
+				t.Errorf("%d payments committed for the unstorable response", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if len(reported) != 1 || !errors.Is(reported[0], idem.ErrResponseTooLarge) {
+				t.Errorf("OnError got %v", reported)
+			}
+		})
+	}
+	if _, err := idem.New(plainDB{}, idem.Config{MaxStoredResponseBytes: -1}); err == nil {
+		t.Error("a negative bound was accepted")
+	}
+}
+
+// TestAtomicDuplicatesAcrossProcesses: two processes get the same request
+// at once, many times over. The record is written once, at commit, so both
+// may run the handler, but exactly one execution commits and every client
+// gets its response; inside one process, duplicates wait for the one that
+// runs.
+func TestAtomicDuplicatesAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+			t.Parallel()
+			p := testPolicy(idem.ModeAtomic)
+			p.InFlight = idem.InFlightWait
+			p.Wait = 20 * time.Second
+			a := newEnvDB(t, plain, p, idem.Config{})
+			var bdb idem.DB = a.db
+			if plain {
+				bdb = plainDB{a.db}
+			}
+			b := newEnvWith(t, a.db, bdb, p, idem.Config{})
+			for _, e := range []*env{a, b} {
+				e.handle("slow", func(context.Context, pgx.Tx) (*idem.Response, error) {
+					time.Sleep(20 * time.Millisecond)
+					return &idem.Response{Status: 201, Body: []byte("paid")}, nil
+				})
+			}
+			const keys, perProcess = 10, 20
+			var wg sync.WaitGroup
+			var bad atomic.Int64
+			for range keys {
+				key := newKey()
+				for i := range 2 * perProcess {
+					e := a
+					if i%2 == 1 {
+						e = b
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if r := e.post(key, payReq{Amount: 3, Behave: "slow"}); r.Status != 201 || string(r.Body) != "paid" {
+							bad.Add(1)
+							t.Errorf("%d %s", r.Status, r.Body)
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if n := a.payments(); n != keys || bad.Load() > 0 {
+				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n, keys, bad.Load())
+			}
+			runs := a.runs.Load() + b.runs.Load()
+			if runs < keys || runs > 2*keys {
+				t.Fatalf("%d handler runs for %d keys in 2 processes", runs, keys)
+			}
+			t.Logf("%d keys × %d requests: %d handler runs, %d committed", keys, 2*perProcess, runs, keys)
+		})
+	}
+}
+
+// TestAtomicLoserOfBusinessConflictReplays: the business table has its own
+// unique constraint on the key. A duplicate in another process blocks on
+// the first's row, then fails on that constraint; its client gets the
+// first's response, not the constraint error.
+func TestAtomicLoserOfBusinessConflictReplays(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeAtomic)
+	a := newEnv(t, p, idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}})
+	b := newEnvOn(t, a.db, p, idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}})
+	a.exec("CREATE TABLE charges (idem_key text PRIMARY KEY)")
+	hold, inserted := make(chan struct{}), make(chan struct{})
+	charge := func(wait bool) idem.Handler {
+		return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			k, _ := idem.KeyFromContext(ctx)
+			if _, err := tx.Exec(ctx, "INSERT INTO charges VALUES ($1)", k.Value); err != nil {
+				return nil, err
+			}
+			if wait {
+				close(inserted)
+				<-hold
+			}
+			return &idem.Response{Status: 201, Body: []byte("charged once")}, nil
+		}
+	}
+	a.handle("charge", charge(true))
+	b.handle("charge", charge(false))
+	key := newKey()
+	first := a.async(key, payReq{Amount: 1, Behave: "charge"})
+	<-inserted
+	second := b.async(key, payReq{Amount: 1, Behave: "charge"})
+	// The second waits on the first's uncommitted row.
+	for a.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock'
+		AND query = 'INSERT INTO charges VALUES ($1)' AND pid <> pg_backend_pid()`) == 0 {
+		time.Sleep(5 * time.Millisecond)
+	}
+	close(hold)
+	r1, r2 := recv(t, first), recv(t, second)
+	if r1.Status != 201 || r2.Status != 201 || string(r2.Body) != "charged once" || r2.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("first %d %s; second %d %s %v", r1.Status, r1.Body, r2.Status, r2.Body, r2.Header)
+	}
+	if n := a.count("SELECT count(*) FROM charges"); n != 1 || a.state(key) != idem.StateCompleted {
+		t.Fatalf("%d charges, state %s", n, a.state(key))
+	}
+}

@@ -1,0 +1,283 @@
+package idem
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// renewer keeps the leases of an engine's running lease-mode handlers alive.
+// It is one goroutine per engine with a connection of its own, opened like
+// the pool's connections but outside the pool: handlers that hold every
+// pooled connection (or requests queued for one) cannot delay a renewal.
+// Each round renews every lease that is due, and those close to due, in one
+// statement.
+//
+// A lease the statement does not return was taken over: its handler's
+// context is cancelled with ErrLeaseLost. A failed round is reported to
+// Hooks.OnError and retried with backoff; a handler whose lease ran out
+// meanwhile (by this process's clock, counted from before the last
+// statement that set it) is cancelled with ErrLeaseLost too, since another
+// request may have taken the claim over.
+//
+// It starts with the first lease and stops, closing its connection, when no
+// lease has been held for renewerIdle.
+type renewer struct {
+	e *Engine
+
+	mu      sync.Mutex
+	claims  map[*runState]struct{}
+	wake    chan struct{}
+	running bool
+	conn    *pgx.Conn // nil: the DB offers no way to open one; renew through it
+}
+
+const renewerIdle = 10 * time.Second
+
+func newRenewer(e *Engine) *renewer {
+	return &renewer{e: e, claims: map[*runState]struct{}{}, wake: make(chan struct{}, 1)}
+}
+
+// keepAlive registers rs with the engine's renewer while its handler runs.
+// The returned context is cancelled with ErrLeaseLost when the lease is
+// lost. stop unregisters rs and reports whether the lease was lost; it must
+// be called before the outcome is stored.
+func (rs *runState) keepAlive(ctx context.Context) (context.Context, func() (lost bool)) {
+	ctx, cancel := context.WithCancelCause(ctx)
+	r := rs.e.renewer
+	r.mu.Lock()
+	rs.lose = cancel
+	r.claims[rs] = struct{}{}
+	if !r.running {
+		r.running = true
+		go r.run()
+	}
+	r.mu.Unlock()
+	r.poke()
+	return ctx, func() bool {
+		r.mu.Lock()
+		delete(r.claims, rs)
+		lost := rs.lost
+		r.mu.Unlock()
+		cancel(nil)
+		return lost
+	}
+}
+
+// renewedAt records that rs's lease was set no earlier than t (a recovery
+// point saved with it).
+func (r *renewer) renewedAt(rs *runState, t time.Time) {
+	r.mu.Lock()
+	if t.After(rs.renewed) {
+		rs.renewed = t
+	}
+	r.mu.Unlock()
+}
+
+func (r *renewer) poke() {
+	select {
+	case r.wake <- struct{}{}:
+	default:
+	}
+}
+
+// due reports when rs must be renewed: at a third of its lease.
+func (rs *runState) due() time.Time { return rs.renewed.Add(rs.lease / 3) }
+
+func (r *renewer) run() {
+	backoff := time.Duration(0)
+	idle := time.NewTimer(renewerIdle)
+	defer idle.Stop()
+	for {
+		r.mu.Lock()
+		var next time.Time
+		for rs := range r.claims {
+			if d := rs.due(); next.IsZero() || d.Before(next) {
+				next = d
+			}
+		}
+		if next.IsZero() {
+			r.mu.Unlock()
+			idle.Reset(renewerIdle)
+			select {
+			case <-r.wake:
+				continue
+			case <-idle.C:
+			}
+			r.mu.Lock()
+			if len(r.claims) == 0 {
+				r.running = false
+				r.closeConn()
+				r.mu.Unlock()
+				return
+			}
+			r.mu.Unlock()
+			continue
+		}
+		r.mu.Unlock()
+		if backoff > 0 {
+			next = time.Now().Add(backoff)
+		}
+		if wait := time.Until(next); wait > 0 {
+			t := time.NewTimer(wait)
+			select {
+			case <-r.wake:
+				t.Stop()
+				if backoff == 0 {
+					continue // a new claim may be due sooner
+				}
+				<-t.C
+			case <-t.C:
+			}
+		}
+		if err := r.round(); err != nil {
+			r.report(fmt.Errorf("idem: renew leases: %w", err))
+			backoff = min(max(2*backoff, 50*time.Millisecond), time.Second)
+		} else {
+			backoff = 0
+		}
+	}
+}
+
+// round renews every lease at least half-way to due in one statement.
+func (r *renewer) round() error {
+	now := time.Now()
+	r.mu.Lock()
+	var batch []*runState
+	var p store.RenewLeasesParams
+	for rs := range r.claims {
+		if now.Sub(rs.renewed) < rs.lease/6 {
+			continue
+		}
+		batch = append(batch, rs)
+		p.Tenants = append(p.Tenants, rs.key.Tenant)
+		p.Operations = append(p.Operations, rs.key.Operation)
+		p.IdempotencyKeys = append(p.IdempotencyKeys, rs.key.Value)
+		p.Fences = append(p.Fences, rs.fence)
+		p.LeaseMs = append(p.LeaseMs, max(rs.lease.Milliseconds(), 1))
+	}
+	r.mu.Unlock()
+	if len(batch) == 0 {
+		return nil
+	}
+	// Bounded by the shortest lease: past it, a retry is due anyway.
+	timeout := batch[0].lease
+	for _, rs := range batch {
+		timeout = min(timeout, rs.lease)
+	}
+	ctx, cancel := context.WithTimeout(context.Background(), timeout)
+	defer cancel()
+	rows, err := r.renew(ctx, p)
+	r.mu.Lock()
+	defer r.mu.Unlock()
+	if err != nil {
+		for _, rs := range batch {
+			if _, live := r.claims[rs]; live && time.Since(rs.renewed) >= rs.lease {
+				rs.lost = true
+				rs.lose(fmt.Errorf("%w: its lease ran out while it could not be renewed", ErrLeaseLost))
+			}
+		}
+		return err
+	}
+	held := make(map[claimID]bool, len(rows))
+	for _, row := range rows {
+		held[claimID{row.Tenant, row.Operation, row.IdempotencyKey, row.Fence}] = true
+	}
+	for _, rs := range batch {
+		if _, live := r.claims[rs]; !live {
+			continue // finished meanwhile: its outcome decides
+		}
+		if held[claimID{rs.key.Tenant, rs.key.Operation, rs.key.Value, rs.fence}] {
+			rs.renewed = now
+		} else {
+			rs.lost = true
+			rs.lose(ErrLeaseLost)
+		}
+	}
+	return nil
+}
+
+// report hands a failed round to Hooks.OnError (with no operation: a round
+// spans them), or logs it.
+func (r *renewer) report(err error) {
+	ctx := context.Background()
+	if h := r.e.cfg.Hooks.OnError; h != nil {
+		h(ctx, nil, err)
+		return
+	}
+	r.e.logger().LogAttrs(ctx, slog.LevelError, "idem: error", slog.Any("error", err))
+}
+
+type claimID struct {
+	tenant, operation, key string
+	fence                  int64
+}
+
+// renew runs RenewLeases on the renewer's own connection, opening it (again)
+// when needed.
+func (r *renewer) renew(ctx context.Context, p store.RenewLeasesParams) ([]store.RenewLeasesRow, error) {
+	if r.conn == nil || r.conn.IsClosed() {
+		conn, err := r.dial(ctx)
+		if err != nil {
+			return nil, err
+		}
+		if conn == nil { // no way to open one: share the DB
+			return store.New(r.e.db).RenewLeases(ctx, p)
+		}
+		r.mu.Lock()
+		r.conn = conn
+		r.mu.Unlock()
+	}
+	rows, err := store.New(r.conn).RenewLeases(ctx, p)
+	if err != nil && (ctx.Err() != nil || databaseUnavailable(err)) {
+		r.mu.Lock()
+		r.closeConn() // a fresh one next round
+		r.mu.Unlock()
+	}
+	return rows, err
+}
+
+// closeConn closes the renewer's connection; r.mu is held.
+func (r *renewer) closeConn() {
+	if r.conn != nil {
+		_ = r.conn.Close(context.Background())
+		r.conn = nil
+	}
+}
+
+// dial opens a connection configured like the engine's DB ones: a pool's
+// connection config with its BeforeConnect and AfterConnect hooks, or a
+// single connection's config. nil when the DB is neither.
+func (r *renewer) dial(ctx context.Context) (*pgx.Conn, error) {
+	switch db := r.e.db.(type) {
+	case interface{ Config() *pgxpool.Config }:
+		cfg := db.Config()
+		cc := cfg.ConnConfig.Copy()
+		if cfg.BeforeConnect != nil {
+			if err := cfg.BeforeConnect(ctx, cc); err != nil {
+				return nil, err
+			}
+		}
+		conn, err := pgx.ConnectConfig(ctx, cc)
+		if err != nil {
+			return nil, err
+		}
+		if cfg.AfterConnect != nil {
+			if err := cfg.AfterConnect(ctx, conn); err != nil {
+				_ = conn.Close(ctx)
+				return nil, err
+			}
+		}
+		return conn, nil
+	case *pgx.Conn:
+		return pgx.ConnectConfig(ctx, db.Config().Copy())
+	}
+	return nil, nil
+}
