@@ -230,7 +230,9 @@ func readCapturePaymentResponse(r *idemclient.Response) (CapturePaymentResponse,
 // idemclient.WithIdempotencyKey's, or one minted for the call.
 func (c *Client) UploadReceipt(ctx context.Context, req UploadReceiptRequest, opts ...idemclient.CallOption) (*idemclient.Result[UploadReceiptResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.ID) + "/receipt")
-	r.Raw("application/octet-stream", req.Body)
+	if err := r.Encode("application/octet-stream", req.Body); err != nil {
+		return nil, err
+	}
 	return idemclient.Do(ctx, c.rt, &clientOpUploadReceipt, r, readUploadReceiptResponse, opts...)
 }
 
