@@ -36,6 +36,8 @@ type Config struct {
 	// warnings: "#/components/schemas/nullTime": NullTimeValue. Without it a
 	// clash is settled by a number (NullTime2) and a warning. See Rename.
 	Rename map[string]Rename `yaml:"rename"`
+	// Validation configures the validation of requests.
+	Validation ValidationConfig `yaml:"validation"`
 	// WebhookSource is the CloudEvents source attribute of the events the
 	// generated webhook senders enqueue; default "urn:idemgen:<package>".
 	WebhookSource string `yaml:"webhookSource"`
@@ -44,9 +46,24 @@ type Config struct {
 	// a package of its own. See ClientConfig.
 	Client ClientConfig `yaml:"client"`
 
+	// Version is the idemgen version written in the header of every
+	// generated file; "" is "(devel)". The command sets it to Version().
+	Version string `yaml:"-"`
+
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
 	SpecData []byte `yaml:"-"`
+}
+
+// ValidationConfig turns request validation off where a service cannot
+// enforce its spec yet. Decoding stays strict (JSON types, duplicate and
+// case-variant members, the fingerprint); the schema's constraints below
+// a skipped location are not checked.
+type ValidationConfig struct {
+	// Skip lists operationIds, and spec locations of schemas or properties
+	// as JSON pointers ("#/components/schemas/NewPayment/properties/note").
+	// An entry that names nothing is an error.
+	Skip []string `yaml:"skip"`
 }
 
 // Rename is the Go name chosen for what is generated at one spec location.
@@ -123,6 +140,9 @@ func (cfg *Config) normalise() error {
 	}
 	if cfg.Output == "" {
 		cfg.Output = "."
+	}
+	if cfg.Version == "" {
+		cfg.Version = "(devel)"
 	}
 	if cfg.WebhookSource == "" {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package

@@ -7,11 +7,47 @@ import (
 	"strings"
 )
 
+// Severity of a lint finding.
+type Severity int
+
+const (
+	// SeverityNote is information: a deliberate opt-out (`x-idempotent:
+	// false`). It does not fail lint.
+	SeverityNote Severity = iota
+	// SeverityWarning is a problem generation works around (an identifier
+	// clash settled with a number, what kin-openapi's validation of the whole
+	// document finds). It does not fail lint.
+	SeverityWarning
+	// SeverityError fails lint: a POST or PATCH that is silently not
+	// idempotent, an invalid x-idempotent value, anything generation refuses,
+	// and an opt-out when the config requires idempotency.
+	SeverityError
+)
+
+func (s Severity) String() string {
+	switch s {
+	case SeverityNote:
+		return "note"
+	case SeverityWarning:
+		return "warning"
+	}
+	return "error"
+}
+
+// Finding is one result of Lint.
+type Finding struct {
+	Severity Severity
+	Message  string // located: `openapi.yaml: operation "createOrder" (POST /orders): ...`
+}
+
+func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
+
 // Lint checks a spec for what `idemgen lint` gates on: every POST and PATCH
-// must be idempotent, and every x-idempotent value must be valid (as must
-// anything else generation would refuse). It returns the findings, sorted;
-// err is only for a spec that cannot be loaded at all.
-func Lint(cfg Config) ([]string, error) {
+// must be idempotent or opt out explicitly (an error without either; a note
+// with `x-idempotent: false`, an error too when cfg.RequireIdempotent), and
+// the spec must generate. It returns the findings, errors first, each group
+// sorted; err is only for a spec that cannot be loaded at all.
+func Lint(cfg Config) ([]Finding, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
 	}
@@ -20,13 +56,28 @@ func Lint(cfg Config) ([]string, error) {
 		return nil, err
 	}
 	file := specName(&cfg)
-	var findings []string
-	if _, err := buildModel(doc, &cfg, ""); err != nil {
+	var findings []Finding
+	add := func(s Severity, format string, args ...any) {
+		findings = append(findings, Finding{s, fmt.Sprintf(format, args...)})
+	}
+	for _, w := range specWarnings(doc, file, true) {
+		add(SeverityWarning, "%s", w)
+	}
+	// Opt-outs are judged below, not by the model.
+	model := cfg
+	model.RequireIdempotent = false
+	if m, err := buildModel(doc, &model, ""); err != nil {
 		var se *SpecError
 		if !errors.As(err, &se) {
 			return nil, err
 		}
-		findings = append(findings, se.Problems...)
+		for _, p := range se.Problems {
+			add(SeverityError, "%s", p)
+		}
+	} else {
+		for _, w := range m.Warnings {
+			add(SeverityWarning, "%s", w)
+		}
 	}
 	_, hasRoot := doc.Extensions["x-idempotent"]
 	for _, path := range doc.Paths.InMatchingOrder() {
@@ -43,13 +94,21 @@ func Lint(cfg Config) ([]string, error) {
 			}
 			v, ok := op.Extensions["x-idempotent"]
 			switch {
+			case ok && v == false && cfg.RequireIdempotent:
+				add(SeverityError, "%s: operation %q (%s %s): x-idempotent: false is not allowed: every POST and PATCH must be idempotent (-require)", file, id, m, path)
 			case ok && v == false:
-				findings = append(findings, fmt.Sprintf("%s: operation %q (%s %s): not idempotent: it opts out with x-idempotent: false", file, id, m, path))
+				add(SeverityNote, "%s: operation %q (%s %s): not idempotent: it opts out with x-idempotent: false", file, id, m, path)
 			case !ok && !hasRoot:
-				findings = append(findings, fmt.Sprintf("%s: operation %q (%s %s): not idempotent: no x-idempotent on the operation or at the root", file, id, m, path))
+				add(SeverityError, "%s: operation %q (%s %s): not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)", file, id, m, path)
 			}
 		}
 	}
-	sort.Strings(findings)
+	sort.SliceStable(findings, func(i, j int) bool {
+		a, b := findings[i], findings[j]
+		if a.Severity != b.Severity {
+			return a.Severity > b.Severity
+		}
+		return a.Message < b.Message
+	})
 	return findings, nil
 }

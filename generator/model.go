@@ -11,11 +11,15 @@ import (
 // Model is everything the renderers need, decided once: names, order, types
 // and policies. Templates receive *Model (see templates/README.md).
 type Model struct {
-	Package    string       // Go package name
-	Source     string       // spec path relative to the output dir, slash-separated
-	BasePath   string       // prefix of every route pattern, from the config
-	Types      []*Type      // every named type, sorted by name
-	Operations []*Operation // sorted by path, then method
+	Package  string  // Go package name
+	Version  string  // idemgen version in the file headers; "(devel)" when not a release
+	Source   string  // spec path relative to the output dir, slash-separated
+	BasePath string  // prefix of every route pattern, from the config
+	Types    []*Type // every named type, sorted by name
+	// RequestSchemas is the table of request schema descriptors the
+	// generated decoders validate against (idemimpl.Schemas).
+	RequestSchemas []*ReqSchema
+	Operations     []*Operation // sorted by path, then method
 	// Webhooks are the OpenAPI 3.1 webhooks, sorted by name.
 	Webhooks []*Webhook
 	// WebhookSource is the CloudEvents source of the events the webhook
@@ -240,6 +244,9 @@ type Operation struct {
 
 	ident         *ident
 	requestFields *scope // fields of the request type
+	// ownExclusions: the fingerprint exclusions are the operation's own,
+	// not the root's (which apply where they name something).
+	ownExclusions bool
 }
 
 // RequestType, ResponseType and friends name the operation's Go identifiers.
@@ -248,6 +255,8 @@ func (o *Operation) ResponseType() string { return o.ResponseTypeName }
 func (o *Operation) Handler() string      { return "handle" + o.GoName }
 func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Request" }
 func (o *Operation) OpVar() string        { return "op" + o.GoName }
+func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
+func (o *Operation) BodyVar() string      { return "body" + o.GoName }
 func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
@@ -260,12 +269,17 @@ type Param struct {
 	Field    string // Go field of the request type
 	Type     GoType // element type for lists
 	Required bool
-	List     bool // query array
-	Explode  bool
+	List     bool   // an array, typed []Type
 	Key      string // lookup key: the spec name, or the ServeMux wildcard of a path parameter
-	Parse    string // parse function of package idemimpl, with its type argument: ParseInt32, ParseEnum[Status]
+	// Style is the idemimpl.Style constant of its serialisation
+	// (StyleForm, StyleDeepObject, ...; StyleJSON for content:
+	// application/json), and Explode its explode.
+	Style   string
+	Explode bool
+	Schema  int // index in Model.RequestSchemas
 	// Fingerprint is whether the parameter is part of the idempotency
-	// fingerprint: every parameter but the idempotency key header itself.
+	// fingerprint: every parameter but the idempotency key header and those
+	// x-idempotent.fingerprint.excludeParameters names.
 	Fingerprint bool
 }
 
@@ -274,10 +288,13 @@ func (p *Param) Where() string { return p.In + " parameter " + strconv.Quote(p.N
 
 // Body is the request body.
 type Body struct {
-	MediaType string
-	JSON      bool   // decoded as JSON into Type; otherwise raw bytes
+	MediaType string // the preferred media type: JSON when declared
+	JSON      bool   // the preferred media type is JSON
 	Type      GoType // the field type (pointer when optional JSON)
 	Required  bool
+	// Media are the media types accepted, in order of preference: each
+	// decodes to Type. Others the spec declares are refused with 415.
+	Media []*BodyMedia
 }
 
 // Response is one declared status of an operation.
@@ -323,6 +340,12 @@ type builder struct {
 	warns    []Warning
 	versions *versioner
 	methods  *scope // of Server
+	req      *reqTable
+	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
+	// "excludeParameters[1]") that named something in some operation.
+	rootExclUsed map[string]bool
+	// rootProblems are the policy objections reported at the root.
+	rootProblems map[string]bool
 }
 
 // reservedNames are package-level identifiers of the generated server.
@@ -337,9 +360,11 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc)}
+		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
 	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
 	b.methods = b.names.scope("methods of Server")
+	b.req = newReqTable(b, cfg.Validation.Skip)
+	b.rootExclUsed = map[string]bool{}
 
 	// Component schemas first so that refs find their types.
 	if doc.Components != nil {
@@ -373,6 +398,9 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		if optOut {
 			errs.addf("%s: x-idempotent: false is only meaningful on an operation", file)
 		}
+		if root != nil {
+			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, true)
+		}
 	}
 
 	m := &Model{Package: cfg.Package, Source: source}
@@ -393,6 +421,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return a.Method < c.Method
 	})
 	b.checkRoutes(m.Operations)
+	b.req.checkSkip(file)
+	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)
 	m.WebhookSource = cfg.WebhookSource
 	b.names.resolve()
@@ -405,6 +435,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	m.Types = b.types
 	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
 	m.Warnings = append(b.warns, b.names.warns...)
+	m.RequestSchemas = b.req.list
 	return m, nil
 }
 

@@ -53,11 +53,21 @@ func TestSpecErrors(t *testing.T) {
 		{"undeclared replay status", orderWith("", "x-idempotent: {replayStatuses: [402]}"),
 			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses: 402 is not a response the operation declares`},
 		{"2xx replay status", orderWith("", "x-idempotent: {replayStatuses: [201]}"),
-			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: want a non-2xx status code 300..599, got number 201`},
+			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: 201 is not a 4xx or 5xx status`},
+		{"3xx replay status", orderWith("", "x-idempotent: {replayStatuses: [302]}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: 302 is not a 4xx or 5xx status`},
+		{"replay status not a number", orderWith("", "x-idempotent: {replayStatuses: [conflict]}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: want a status code, got string "conflict"`},
+		{"lease not shorter than ttl", orderWith("", "x-idempotent: {mode: lease, lease: 3h, ttl: 2h}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`},
+		{"lease from the root", orderWith("x-idempotent: {mode: lease, lease: 3h}", "x-idempotent: {ttl: 2h}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.lease: 3h must be shorter than ttl 2h (lease is set at the document root)`},
 		{"fingerprint pointer", orderWith("", "x-idempotent: {fingerprint: {exclude: [metadata]}}"),
-			false, `openapi.yaml: operation "createOrder": x-idempotent.fingerprint.exclude[0]: want a JSON pointer such as /metadata/sentAt, got string "metadata"`},
+			false, `openapi.yaml: operation "createOrder": x-idempotent.fingerprint.exclude[0]: JSON pointer "metadata" must start with /`},
 		{"opt-out refused", orderWith("", "x-idempotent: false"),
 			true, `openapi.yaml: operation "createOrder": x-idempotent: false is not allowed: the config requires every POST and PATCH to be idempotent`},
+		{"root error reported once", orderWith("x-idempotent: {ttl: 1h}", "x-idempotent: {}"),
+			false, "openapi.yaml: x-idempotent.ttl: 1h is outside 2h..24h"},
 		{"errors sorted together", orderWith("x-idempotent: {profile: rfc}", "x-idempotent: {ttl: 48h, inFlight: queue}"),
 			false, `openapi.yaml: operation "createOrder": x-idempotent.inFlight: "queue" is not one of reject, wait` + "\n" +
 				`openapi.yaml: operation "createOrder": x-idempotent.ttl: 48h is outside 2h..24h` + "\n" +
@@ -78,6 +88,8 @@ func TestSpecErrors(t *testing.T) {
 			}
 			if got := err.Error(); !strings.Contains(got, tc.want) {
 				t.Errorf("error:\n%s\nwant:\n%s", got, tc.want)
+			} else if tc.name == "root error reported once" && got != tc.want {
+				t.Errorf("error:\n%s\nwant only:\n%s", got, tc.want)
 			}
 		})
 	}
@@ -135,4 +147,45 @@ func TestBrokenTemplateShowsNumberedSource(t *testing.T) {
 	if err == nil || !strings.Contains(err.Error(), "server.gen.go: generated code does not parse") || !strings.Contains(err.Error(), "func broken(") {
 		t.Fatalf("error = %v", err)
 	}
+}
+
+// TestImportNames: imports get unique, valid names when a template first
+// prints them (gopkg.in/yaml.v3 is yaml, a second yaml package yaml2), and
+// the file compiles.
+func TestImportNames(t *testing.T) {
+	dir := t.TempDir()
+	slot := `{{define "file/after"}}
+var _ = {{qual "gopkg.in/yaml.v3"}}.Marshal
+var _ = {{qual "github.com/oasdiff/yaml"}}.Marshal
+var _ = {{qual "gopkg.in/yaml.v3"}}.Unmarshal
+{{end}}`
+	if err := os.WriteFile(filepath.Join(dir, "slots.tmpl"), []byte(slot), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	files, _, err := Generate(Config{Spec: "openapi.yaml", SpecData: []byte(orderWith("x-idempotent: {}", "")), Output: t.TempDir(), Templates: dir})
+	if err != nil {
+		t.Fatal(err)
+	}
+	src := allSource(files)
+	for _, want := range []string{"\tyaml \"gopkg.in/yaml.v3\"\n", "\tyaml2 \"github.com/oasdiff/yaml\"\n", "var _ = yaml.Marshal\n", "var _ = yaml2.Marshal\n", "var _ = yaml.Unmarshal\n", "\t\"github.com/jackc/pgx/v5\"\n"} {
+		if !strings.Contains(src, want) {
+			t.Errorf("server.gen.go lacks %q", want)
+		}
+	}
+	for _, tc := range []struct{ path, want string }{
+		{"gopkg.in/yaml.v3", "yaml"}, {"github.com/google/go-cmp/cmp", "cmp"}, {"example.com/go-thing", "go_thing"},
+		{"example.com/2fa", "_2fa"}, {"example.com/type", "type_"}, {"example.com/v2", "example_com"},
+	} {
+		if got := cleanPackageName(pkgName(tc.path)); got != tc.want {
+			t.Errorf("%s: %s, want %s", tc.path, got, tc.want)
+		}
+	}
+	im := newImporter()
+	if a, b, c := im.name("example.com/ctx"), im.name("example.com/x/ctx"), im.name("example.com/ctx"); a != "ctx2" || b != "ctx3" || c != a {
+		t.Errorf("ctx imports named %s, %s, %s", a, b, c)
+	}
+	if testing.Short() {
+		return
+	}
+	goBuildVet(t, tempModule(t, files))
 }

@@ -96,10 +96,13 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		if o.Policy.SchemaVersion == "auto" {
 			o.Policy.SchemaVersion = b.versions.of(op)
 		}
+		b.checkPolicy(o.Policy, where, root, false)
 	}
 
+	o.ownExclusions = patch != nil && patch.set["fingerprint"]
 	b.params(o, item, op, where)
 	b.body(o, op, where)
+	b.checkExclusions(o, where)
 	return o
 }
 
@@ -213,95 +216,10 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	return keys[0], c[keys[0]]
 }
 
-func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Operation, where string) {
-	type key struct{ in, name string }
-	merged := map[key]*openapi3.Parameter{}
-	var order []key
-	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
-		for _, pr := range list {
-			if pr == nil || pr.Value == nil {
-				continue
-			}
-			k := key{pr.Value.In, pr.Value.Name}
-			if _, ok := merged[k]; !ok {
-				order = append(order, k)
-			}
-			merged[k] = pr.Value
-		}
-	}
-	sort.Slice(order, func(i, j int) bool {
-		ri, rj := inRank(order[i].in), inRank(order[j].in)
-		if ri != rj {
-			return ri < rj
-		}
-		return order[i].name < order[j].name
-	})
-	for _, k := range order {
-		p := merged[k]
-		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path", Explode: p.Explode == nil || *p.Explode}
-		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
-		want := goName(p.Name)
-		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
-		prm.Fingerprint = !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
-		if p.In == "path" {
-			prm.Key = muxWildcard(p.Name)
-		}
-		var sr *openapi3.SchemaRef
-		if p.Schema != nil {
-			sr = p.Schema
-		}
-		b.paramType(prm, sr, nameHint{o.ident, want}, ploc+"/schema", where)
-		o.Params = append(o.Params, prm)
-	}
-}
-
-func inRank(in string) int {
-	switch in {
-	case "path":
-		return 0
-	case "query":
-		return 1
-	case "header":
-		return 2
-	}
-	return 3
-}
-
-func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint nameHint, loc, where string) {
-	str := GoType{Kind: GoBuiltin, Name: "string"}
-	if sr == nil || sr.Value == nil {
-		p.Type, p.Parse = str, "ParseString"
-		return
-	}
-	s := sr.Value
-	types, _ := typesOf(s)
-	if len(types) == 1 && types[0] == openapi3.TypeArray && p.In != "path" {
-		p.List = true
-		elem := b.goType(s.Items, hint.plus("Item"), loc+"/items")
-		if parse, ok := b.scalarParse(elem); ok {
-			p.Type, p.Parse = elem, parse
-			return
-		}
-	} else {
-		gt := b.goType(sr, hint, loc)
-		if parse, ok := b.scalarParse(gt); ok {
-			p.Type, p.Parse = gt, parse
-			return
-		}
-	}
-	b.warnf(fmt.Sprintf("%s %s", strings.TrimSuffix(where, ": "), p.Where()), "schema is not a scalar or a list of scalars; passed as a raw string")
-	p.List = false
-	p.Type, p.Parse = str, "ParseString"
-}
-
-// finishParams names the enum type of ParseEnum once names are decided.
+// finishParams names the enum type of a response header's ParseEnum once
+// names are decided.
 func finishParams(ops []*Operation) {
 	for _, o := range ops {
-		for _, p := range o.Params {
-			if p.Parse == "ParseEnum[]" {
-				p.Parse = "ParseEnum[" + enumOf(p.Type).Name + "]"
-			}
-		}
 		for _, r := range o.Responses {
 			for _, h := range r.Headers {
 				if h.Parse == "ParseEnum[]" {
@@ -344,27 +262,6 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
-	if op.RequestBody == nil || op.RequestBody.Value == nil {
-		return
-	}
-	rb := op.RequestBody.Value
-	mt, media := pickMedia(rb.Content)
-	if media == nil {
-		return
-	}
-	body := &Body{MediaType: mt, JSON: isJSON(mt), Required: rb.Required}
-	if body.JSON {
-		body.Type = b.goType(media.Schema, nameHint{o.ident, "RequestBody"}, fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt)))
-		if !body.Required && !body.Type.nilable() {
-			body.Type = ptr(body.Type)
-		}
-	} else {
-		body.Type = GoType{Kind: GoBytes}
-	}
-	o.Body = body
 }
 
 // checkRoutes refuses two operations ServeMux would reject as conflicting.

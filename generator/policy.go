@@ -1,12 +1,14 @@
 package generator
 
 import (
+	"errors"
 	"fmt"
-	"regexp"
 	"sort"
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 // Policy is the resolved x-idempotent policy of one operation. Every field is
@@ -22,36 +24,81 @@ type Policy struct {
 	Wait               time.Duration
 	ReplayStatuses     []int
 	FingerprintExclude []string
-	SchemaVersion      string // "auto" until the model resolves it
-	OnSchemaChange     string
-	OnExpired          string
-	Profile            string
+	// FingerprintExcludeParams are the declared parameters left out of
+	// the fingerprint (tracing and request-id headers).
+	FingerprintExcludeParams []ParamRef
+	SchemaVersion            string // "auto" until the model resolves it
+	OnSchemaChange           string
+	OnExpired                string
+	Profile                  string
 }
 
-// DefaultPolicy is what an empty `x-idempotent: {}` means.
+// DefaultPolicy is what an empty `x-idempotent: {}` means: the runtime's
+// idem.DefaultPolicy with an automatic schema version.
 func DefaultPolicy() Policy {
-	return Policy{
-		Header:         "Idempotency-Key",
-		Required:       true,
-		KeyFormat:      "uuid",
-		TTL:            24 * time.Hour,
-		Mode:           "atomic",
-		Lease:          30 * time.Second,
-		InFlight:       "reject",
-		Wait:           5 * time.Second,
-		SchemaVersion:  "auto",
-		OnSchemaChange: "replay",
-		OnExpired:      "execute",
-		Profile:        "default",
+	p := fromRuntime(idem.DefaultPolicy())
+	p.SchemaVersion = "auto"
+	return p
+}
+
+func fromRuntime(r idem.Policy) Policy {
+	return Policy{Header: r.Header, Required: r.Required, KeyFormat: string(r.KeyFormat), TTL: r.TTL,
+		Mode: string(r.Mode), Lease: r.Lease, InFlight: string(r.InFlight), Wait: r.Wait,
+		ReplayStatuses: r.ReplayStatuses, FingerprintExclude: r.FingerprintExclude, SchemaVersion: r.SchemaVersion,
+		OnSchemaChange: string(r.OnSchemaChange), OnExpired: string(r.OnExpired), Profile: string(r.Profile)}
+}
+
+// Runtime is the idem.Policy the generated operation table holds.
+func (p Policy) Runtime() idem.Policy {
+	return idem.Policy{Header: p.Header, Required: p.Required, KeyFormat: idem.KeyFormat(p.KeyFormat), TTL: p.TTL,
+		Mode: idem.Mode(p.Mode), Lease: p.Lease, InFlight: idem.InFlight(p.InFlight), Wait: p.Wait,
+		ReplayStatuses: p.ReplayStatuses, FingerprintExclude: p.FingerprintExclude, SchemaVersion: p.SchemaVersion,
+		OnSchemaChange: idem.OnSchemaChange(p.OnSchemaChange), OnExpired: idem.OnExpired(p.OnExpired), Profile: idem.Profile(p.Profile)}
+}
+
+// policyProblems returns the runtime's objections to p: idem.Policy.Validate
+// is the one definition of the rules, so that every policy that generates
+// also starts.
+func policyProblems(p Policy) []*idem.PolicyError {
+	err := p.Runtime().Validate()
+	list := []error{err}
+	if j, ok := err.(interface{ Unwrap() []error }); ok {
+		list = j.Unwrap()
+	} else if err == nil {
+		return nil
+	}
+	var out []*idem.PolicyError
+	for _, e := range list {
+		pe := &idem.PolicyError{Message: e.Error()}
+		errors.As(e, &pe)
+		out = append(out, pe)
+	}
+	return out
+}
+
+// checkPolicy reports the runtime's objections to the policy resolved for
+// one operation (where: `openapi.yaml: operation "createOrder": `), or to the
+// root's (op nil). An objection already reported at the root is not repeated
+// per operation; one about a field the root set says so.
+func (b *builder) checkPolicy(p Policy, where string, root *policyPatch, atRoot bool) {
+	for _, pe := range policyProblems(p) {
+		key := pe.Field + ": " + pe.Message
+		if atRoot {
+			b.rootProblems[key] = true
+		} else if b.rootProblems[key] {
+			continue
+		}
+		field := pe.Field
+		if i := strings.IndexAny(field, ".["); i >= 0 {
+			field = field[:i]
+		}
+		origin := ""
+		if !atRoot && root != nil && root.set[field] {
+			origin = fmt.Sprintf(" (%s is set at the document root)", field)
+		}
+		b.errs.addf("%sx-idempotent.%s: %s%s", where, pe.Field, pe.Message, origin)
 	}
 }
-
-const (
-	minTTL = 2 * time.Hour
-	maxTTL = 24 * time.Hour
-)
-
-var headerNameRE = regexp.MustCompile("^[!#$%&'*+.^_`|~0-9A-Za-z-]+$")
 
 // policyPatch is a parsed x-idempotent object: only the fields present.
 type policyPatch struct {
@@ -87,14 +134,12 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		keys = append(keys, k)
 	}
 	sort.Strings(keys)
-	str := func(k string, val any, allowed ...string) (string, bool) {
+	// Only types are checked here; values are the runtime's business
+	// (idem.Policy.Validate, applied to the resolved policies).
+	str := func(k string, val any) (string, bool) {
 		s, ok := val.(string)
 		if !ok {
 			errs.addf("%s%s.%s: want a string, got %s", where, path, k, describe(val))
-			return "", false
-		}
-		if len(allowed) > 0 && !contains(allowed, s) {
-			errs.addf("%s%s.%s: %q is not one of %s", where, path, k, s, strings.Join(allowed, ", "))
 			return "", false
 		}
 		return s, true
@@ -116,14 +161,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		ok := true
 		switch k {
 		case "header":
-			var s string
-			if s, ok = str(k, val); ok {
-				if !headerNameRE.MatchString(s) {
-					errs.addf("%s%s.header: %q is not a valid header name", where, path, s)
-					ok = false
-				}
-				p.policy.Header = s
-			}
+			p.policy.Header, ok = str(k, val)
 		case "required":
 			b, isBool := val.(bool)
 			if !isBool {
@@ -132,22 +170,15 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			p.policy.Required = b
 		case "keyFormat":
-			p.policy.KeyFormat, ok = str(k, val, "uuid", "uuidv4", "uuidv7", "opaque")
+			p.policy.KeyFormat, ok = str(k, val)
 		case "ttl":
-			var d time.Duration
-			if d, ok = dur(k, val); ok {
-				if d < minTTL || d > maxTTL {
-					errs.addf("%s%s.ttl: %s is outside 2h..24h", where, path, val)
-					ok = false
-				}
-				p.policy.TTL = d
-			}
+			p.policy.TTL, ok = dur(k, val)
 		case "mode":
-			p.policy.Mode, ok = str(k, val, "atomic", "lease")
+			p.policy.Mode, ok = str(k, val)
 		case "lease":
 			p.policy.Lease, ok = dur(k, val)
 		case "inFlight":
-			p.policy.InFlight, ok = str(k, val, "reject", "wait")
+			p.policy.InFlight, ok = str(k, val)
 		case "wait":
 			p.policy.Wait, ok = dur(k, val)
 		case "replayStatuses":
@@ -160,8 +191,8 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			p.policy.ReplayStatuses = []int{}
 			for i, item := range list {
 				f, isNum := item.(float64)
-				if !isNum || f != float64(int(f)) || f < 300 || f > 599 {
-					errs.addf("%s%s.replayStatuses[%d]: want a non-2xx status code 300..599, got %s", where, path, i, describe(item))
+				if !isNum || f != float64(int(f)) || f < 100 || f > 999 {
+					errs.addf("%s%s.replayStatuses[%d]: want a status code, got %s", where, path, i, describe(item))
 					ok = false
 					continue
 				}
@@ -181,6 +212,10 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			sort.Strings(fkeys)
 			for _, fk := range fkeys {
+				if fk == "excludeParameters" {
+					ok = parseExcludeParams(fm[fk], &p.policy, where+path+".fingerprint.excludeParameters", errs) && ok
+					continue
+				}
 				if fk != "exclude" {
 					errs.addf("%s%s.fingerprint.%s: unknown field", where, path, fk)
 					ok = false
@@ -195,7 +230,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 				p.policy.FingerprintExclude = []string{}
 				for i, item := range list {
 					s, isStr := item.(string)
-					if !isStr || !strings.HasPrefix(s, "/") {
+					if !isStr {
 						errs.addf("%s%s.fingerprint.exclude[%d]: want a JSON pointer such as /metadata/sentAt, got %s", where, path, i, describe(item))
 						ok = false
 						continue
@@ -215,11 +250,11 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			}
 			p.policy.SchemaVersion = s
 		case "onSchemaChange":
-			p.policy.OnSchemaChange, ok = str(k, val, "replay", "reject")
+			p.policy.OnSchemaChange, ok = str(k, val)
 		case "onExpired":
-			p.policy.OnExpired, ok = str(k, val, "execute", "reject")
+			p.policy.OnExpired, ok = str(k, val)
 		case "profile":
-			p.policy.Profile, ok = str(k, val, "default", "ietf")
+			p.policy.Profile, ok = str(k, val)
 		default:
 			errs.addf("%s%s.%s: unknown field", where, path, k)
 			ok = false
@@ -259,6 +294,7 @@ func (p *policyPatch) apply(base Policy) Policy {
 			base.ReplayStatuses = q.ReplayStatuses
 		case "fingerprint":
 			base.FingerprintExclude = q.FingerprintExclude
+			base.FingerprintExcludeParams = q.FingerprintExcludeParams
 		case "schemaVersion":
 			base.SchemaVersion = q.SchemaVersion
 		case "onSchemaChange":
@@ -290,11 +326,29 @@ func describe(v any) string {
 	return fmt.Sprintf("%T", v)
 }
 
-func contains(list []string, s string) bool {
-	for _, x := range list {
-		if x == s {
-			return true
-		}
+// ParamRef names a parameter: its location and name.
+type ParamRef struct{ In, Name string }
+
+// parseExcludeParams reads fingerprint.excludeParameters: a list of
+// {in, name} objects. The model checks that each names a parameter.
+func parseExcludeParams(val any, pol *Policy, path string, errs *errList) bool {
+	list, isList := val.([]any)
+	if !isList {
+		errs.addf("%s: want a list of {in, name} objects, got %s", path, describe(val))
+		return false
 	}
-	return false
+	ok := true
+	pol.FingerprintExcludeParams = []ParamRef{}
+	for i, item := range list {
+		m, isMap := item.(map[string]any)
+		in, _ := m["in"].(string)
+		name, _ := m["name"].(string)
+		if !isMap || len(m) != 2 || name == "" || (in != "path" && in != "query" && in != "header" && in != "cookie") {
+			errs.addf("%s[%d]: want {in: path|query|header|cookie, name: <parameter>}, got %s", path, i, describe(item))
+			ok = false
+			continue
+		}
+		pol.FingerprintExcludeParams = append(pol.FingerprintExcludeParams, ParamRef{In: in, Name: name})
+	}
+	return ok
 }

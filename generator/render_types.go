@@ -366,7 +366,7 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			switch {
 			case p.List:
 				t = GoType{Kind: GoSlice, Elem: &elem}
-			case !p.Required:
+			case !p.Required && !t.nilable():
 				t = ptr(t)
 			}
 			g.Id(p.Field).Add(jenType(t)).Comment(p.Where())

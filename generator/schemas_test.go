@@ -2,12 +2,15 @@ package generator
 
 import (
 	"encoding/json"
+	"fmt"
 	"os"
 	"path/filepath"
 	"reflect"
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
 func schemaProps(t *testing.T, file string, path ...string) []string {
@@ -58,5 +61,122 @@ func TestJSONSchemas(t *testing.T) {
 	}
 	if len(got) != 14 {
 		t.Errorf("x-idempotent.schema.json has %d fields, want the 14 of docs/design.md", len(got))
+	}
+}
+
+// TestPolicyRulesAgree: the JSON Schema of x-idempotent, the generator's
+// defaults and the constants it prints are checked against the runtime's
+// one definition (idem.PolicyEnums, idem.DefaultPolicy, idem.Policy.Validate).
+func TestPolicyRulesAgree(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "schemas", "x-idempotent.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Defs struct {
+			Policy struct {
+				Properties map[string]struct {
+					Enum    []string `json:"enum"`
+					Default any      `json:"default"`
+					Items   struct {
+						Minimum, Maximum int
+					} `json:"items"`
+				} `json:"properties"`
+			} `json:"policy"`
+		} `json:"$defs"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	props := schema.Defs.Policy.Properties
+	enums := idem.PolicyEnums()
+	defaults := map[string]any{}
+	for name, p := range props {
+		if !slices.Equal(p.Enum, enums[name]) {
+			t.Errorf("schema enum of %s is %v, the runtime allows %v", name, p.Enum, enums[name])
+		}
+		if p.Default != nil {
+			defaults[name] = p.Default
+		}
+	}
+	errs := &errList{}
+	patch, _ := parseExtension(defaults, "", errs)
+	if got, want := patch.apply(Policy{}), DefaultPolicy(); len(*errs) > 0 || !reflect.DeepEqual(got, want) {
+		t.Errorf("schema defaults give %+v %v, the runtime's are %+v", got, *errs, want)
+	}
+	r := props["replayStatuses"].Items
+	for status, ok := range map[int]bool{r.Minimum - 1: false, r.Minimum: true, r.Maximum: true, r.Maximum + 1: false} {
+		p := idem.DefaultPolicy()
+		p.ReplayStatuses = []int{status}
+		if (p.Validate() == nil) != ok {
+			t.Errorf("replayStatuses %d: schema says %v, runtime says %v", status, ok, p.Validate())
+		}
+	}
+
+	// The constants templates print through idemConst.
+	constants := map[string]any{
+		"KeyFormatUUID": idem.KeyFormatUUID, "KeyFormatUUIDv4": idem.KeyFormatUUIDv4, "KeyFormatUUIDv7": idem.KeyFormatUUIDv7,
+		"KeyFormatOpaque": idem.KeyFormatOpaque, "ModeAtomic": idem.ModeAtomic, "ModeLease": idem.ModeLease,
+		"InFlightReject": idem.InFlightReject, "InFlightWait": idem.InFlightWait,
+		"SchemaChangeReplay": idem.SchemaChangeReplay, "SchemaChangeReject": idem.SchemaChangeReject,
+		"ExpiredExecute": idem.ExpiredExecute, "ExpiredReject": idem.ExpiredReject,
+		"ProfileDefault": idem.ProfileDefault, "ProfileIETF": idem.ProfileIETF,
+	}
+	kinds := map[string]string{"keyFormat": "KeyFormat", "mode": "Mode", "inFlight": "InFlight",
+		"onSchemaChange": "OnSchemaChange", "onExpired": "OnExpired", "profile": "Profile"}
+	n := 0
+	for field, values := range enums {
+		for _, v := range values {
+			n++
+			name, ok := idemConsts[kinds[field]+"/"+v]
+			c := constants[name]
+			if !ok || c == nil || fmt.Sprint(c) != v || reflect.TypeOf(c).Name() != kinds[field] {
+				t.Errorf("idemConsts[%s/%s] = %q, which is %v of type %T", kinds[field], v, name, c, c)
+			}
+		}
+	}
+	if n != len(idemConsts) {
+		t.Errorf("idemConsts has %d entries, the runtime %d values", len(idemConsts), n)
+	}
+}
+
+// TestGeneratedPoliciesStart: every policy of every spec that generates is
+// one the runtime accepts at start-up.
+func TestGeneratedPoliciesStart(t *testing.T) {
+	var cfgs []Config
+	goldens, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "idemgen.yaml"))
+	for _, g := range goldens {
+		cfg, err := LoadConfig(g)
+		if err != nil {
+			t.Fatal(err)
+		}
+		cfgs = append(cfgs, cfg)
+	}
+	for _, tc := range realSpecs[:4] {
+		cfgs = append(cfgs, realSpecConfig(t, tc.file))
+	}
+	ops := 0
+	for _, cfg := range cfgs {
+		if err := cfg.normalise(); err != nil {
+			t.Fatal(err)
+		}
+		doc, err := loadSpec(&cfg)
+		if err != nil {
+			t.Fatal(err)
+		}
+		m, err := buildModel(doc, &cfg, "")
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, o := range m.IdempotentOperations() {
+			ops++
+			op := idem.Operation{ID: o.ID, Method: o.Method, Pattern: o.Pattern, PathParams: o.PathParams, Policy: o.Policy.Runtime()}
+			if err := op.Validate(); err != nil {
+				t.Errorf("%s: %v", cfg.Spec, err)
+			}
+		}
+	}
+	if ops < 50 {
+		t.Errorf("only %d idempotent operations checked", ops)
 	}
 }

@@ -30,8 +30,10 @@
 //	requireIdempotent: false    # make `x-idempotent: false` on POST/PATCH an error
 //	allowRemoteRefs: false      # follow http(s) $refs
 //	basePath: ""                # prefix of every route, e.g. /v1
-//	rename:                     # Go names for schemas whose names clash
+//	rename:                     # Go names by spec location (see the clash warnings)
 //	  "#/components/schemas/nullTime": NullTimeValue
+//	  "#/components/schemas/Reactions/properties/+1": ThumbsUp
+//	  "#/components/schemas/Order/properties/status": {name: Status, type: OrderState}
 //	client: true                # also a typed client, client.gen.go (or output:/package: for its own package)
 //
 // Relative paths are relative to the config file. A JSON Schema for the
@@ -42,17 +44,26 @@
 // *.gen.go file it wrote before that is no longer produced (one starting
 // with idemgen's header, such as helpers.gen.go of earlier versions; the
 // code it held is in runtime/idemimpl now). Warnings (spec problems worked
-// around) go to standard error. With -check nothing is written: when the
-// files on disk differ from what would be generated (or one would be
-// removed), the diff is printed and the exit status is 1.
+// around, such as two schemas whose Go names clash: the second is numbered,
+// NullTime2, and the warning gives the rename key) go to standard error.
+// With -check nothing is written: when the files on disk differ from what
+// would be generated (or one would be removed), the diff is printed and the
+// exit status is 1.
 //
 // # lint
 //
-// Reports every POST and PATCH that is not idempotent (opted out with
-// `x-idempotent: false`, or with no annotation on it or at the root), every
-// invalid x-idempotent value, and anything else generation would refuse.
-// Exit status 1 when it finds any, so it can gate CI. -require treats
-// opt-outs as errors the way requireIdempotent does.
+// Reports, one per line on standard output:
+//
+//   - errors: a POST or PATCH that is silently not idempotent (no
+//     x-idempotent on it or at the root), an invalid x-idempotent value,
+//     anything else generation refuses; with -require also an opt-out;
+//   - warnings: problems generation works around (identifier clashes settled
+//     with a number) and what kin-openapi's validation of the document finds;
+//   - notes: deliberate opt-outs (`x-idempotent: false`).
+//
+// Exit status 1 when there is an error, 0 otherwise, so it can gate CI.
+// -require is for teams that want opt-outs to fail too (as the config's
+// requireIdempotent does for generate).
 //
 // # templates eject
 //
@@ -223,6 +234,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	if cfg.Output == "" {
 		cfg.Output = "."
 	}
+	cfg.Version = generator.Version()
 	files, warnings, err := generator.Generate(cfg)
 	for _, w := range warnings {
 		fmt.Fprintf(stderr, "idemgen: warning: %s\n", w)
@@ -243,28 +255,6 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	}
 	_, err = generator.Write(cfg.Output, files)
 	return err
-}
-
-func lint(args []string, stdout, stderr io.Writer) error {
-	fs := newFlags("lint", stderr)
-	require := fs.Bool("require", false, "treat x-idempotent: false on POST/PATCH as an error")
-	if err := parse(fs, args); err != nil {
-		return err
-	}
-	if fs.NArg() != 1 {
-		return usageError{"lint takes one SPEC"}
-	}
-	findings, err := generator.Lint(generator.Config{Spec: fs.Arg(0), RequireIdempotent: *require})
-	if err != nil {
-		return err
-	}
-	for _, f := range findings {
-		fmt.Fprintf(stdout, "idemgen: %s\n", f)
-	}
-	if len(findings) > 0 {
-		return errSilent
-	}
-	return nil
 }
 
 func eject(dir string) error {

@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strings"
 	"time"
 )
@@ -32,71 +33,81 @@ func DefaultPolicy() Policy {
 	}
 }
 
-// Validate reports every out-of-policy value of p, joined.
+// PolicyError is one out-of-policy value of a Policy. Field is its path in
+// the x-idempotent annotation (ttl, lease, replayStatuses[1],
+// fingerprint.exclude[0]), so that idemgen can name where in the spec it is.
+type PolicyError struct {
+	Field   string
+	Message string
+}
+
+func (e *PolicyError) Error() string { return e.Field + ": " + e.Message }
+
+// PolicyEnums lists the allowed values of each enumerated policy field, by
+// its x-idempotent name. Policy.Validate checks them; idemgen and its JSON
+// Schema (schemas/x-idempotent.schema.json) are tested against them.
+func PolicyEnums() map[string][]string {
+	return map[string][]string{
+		"keyFormat":      {string(KeyFormatUUID), string(KeyFormatUUIDv4), string(KeyFormatUUIDv7), string(KeyFormatOpaque)},
+		"mode":           {string(ModeAtomic), string(ModeLease)},
+		"inFlight":       {string(InFlightReject), string(InFlightWait)},
+		"onSchemaChange": {string(SchemaChangeReplay), string(SchemaChangeReject)},
+		"onExpired":      {string(ExpiredExecute), string(ExpiredReject)},
+		"profile":        {string(ProfileDefault), string(ProfileIETF)},
+	}
+}
+
+// Validate reports every out-of-policy value of p: the errors.Join of one
+// *PolicyError per problem. These are the rules of x-idempotent: idemgen
+// applies them at generation time, New and Register at start-up.
 func (p Policy) Validate() error {
 	var errs []error
-	bad := func(format string, args ...any) { errs = append(errs, fmt.Errorf(format, args...)) }
+	bad := func(field, format string, args ...any) {
+		errs = append(errs, &PolicyError{Field: field, Message: fmt.Sprintf(format, args...)})
+	}
+	enums := PolicyEnums()
+	oneOf := func(field, v string) {
+		if !slices.Contains(enums[field], v) {
+			bad(field, "%q is not one of %s", v, strings.Join(enums[field], ", "))
+		}
+	}
 	if !isToken(p.Header) {
-		bad("header: %q is not a valid header name", p.Header)
+		bad("header", "%q is not a valid header name", p.Header)
 	}
-	switch p.KeyFormat {
-	case KeyFormatUUID, KeyFormatUUIDv4, KeyFormatUUIDv7, KeyFormatOpaque:
-	default:
-		bad("keyFormat: %q is not one of uuid, uuidv4, uuidv7, opaque", p.KeyFormat)
-	}
+	oneOf("keyFormat", string(p.KeyFormat))
 	if p.TTL < MinTTL || p.TTL > MaxTTL {
-		bad("ttl: %s is outside 2h..24h", fmtDuration(p.TTL))
+		bad("ttl", "%s is outside 2h..24h", fmtDuration(p.TTL))
 	}
-	switch p.Mode {
-	case ModeAtomic:
-	case ModeLease:
+	oneOf("mode", string(p.Mode))
+	if p.Mode == ModeLease {
 		if p.Lease <= 0 {
-			bad("lease: %s must be positive in lease mode", fmtDuration(p.Lease))
+			bad("lease", "%s must be positive in lease mode", fmtDuration(p.Lease))
 		} else if p.Lease >= p.TTL {
-			bad("lease: %s must be shorter than ttl %s", fmtDuration(p.Lease), fmtDuration(p.TTL))
+			bad("lease", "%s must be shorter than ttl %s", fmtDuration(p.Lease), fmtDuration(p.TTL))
 		}
-	default:
-		bad("mode: %q is not one of atomic, lease", p.Mode)
 	}
-	switch p.InFlight {
-	case InFlightReject:
-	case InFlightWait:
-		if p.Wait <= 0 {
-			bad("wait: %s must be positive when inFlight is wait", fmtDuration(p.Wait))
-		}
-	default:
-		bad("inFlight: %q is not one of reject, wait", p.InFlight)
+	oneOf("inFlight", string(p.InFlight))
+	if p.InFlight == InFlightWait && p.Wait <= 0 {
+		bad("wait", "%s must be positive when inFlight is wait", fmtDuration(p.Wait))
 	}
 	seen := map[int]bool{}
 	for i, s := range p.ReplayStatuses {
 		if s < 400 || s > 599 {
-			bad("replayStatuses[%d]: %d is not a 4xx or 5xx status", i, s)
+			bad(fmt.Sprintf("replayStatuses[%d]", i), "%d is not a 4xx or 5xx status", s)
 		}
 		if seen[s] {
-			bad("replayStatuses[%d]: %d is listed twice", i, s)
+			bad(fmt.Sprintf("replayStatuses[%d]", i), "%d is listed twice", s)
 		}
 		seen[s] = true
 	}
 	for i, ptr := range p.FingerprintExclude {
 		if _, err := parsePointer(ptr); err != nil {
-			bad("fingerprint.exclude[%d]: %v", i, err)
+			bad(fmt.Sprintf("fingerprint.exclude[%d]", i), "%v", err)
 		}
 	}
-	switch p.OnSchemaChange {
-	case SchemaChangeReplay, SchemaChangeReject:
-	default:
-		bad("onSchemaChange: %q is not one of replay, reject", p.OnSchemaChange)
-	}
-	switch p.OnExpired {
-	case ExpiredExecute, ExpiredReject:
-	default:
-		bad("onExpired: %q is not one of execute, reject", p.OnExpired)
-	}
-	switch p.Profile {
-	case ProfileDefault, ProfileIETF:
-	default:
-		bad("profile: %q is not one of default, ietf", p.Profile)
-	}
+	oneOf("onSchemaChange", string(p.OnSchemaChange))
+	oneOf("onExpired", string(p.OnExpired))
+	oneOf("profile", string(p.Profile))
 	return errors.Join(errs...)
 }
 

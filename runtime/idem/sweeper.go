@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync/atomic"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
@@ -29,8 +30,16 @@ type SweeperConfig struct {
 	OnAbandoned func(ctx context.Context, c AbandonedClaim)
 	// OnPass receives the result of every pass of Run and RunOnce (metrics).
 	OnPass func(ctx context.Context, r SweepResult)
-	// OnError receives Run's failed passes; nil logs with log/slog.
+	// OnError receives Run's failed passes; nil logs them with Logger.
 	OnError func(ctx context.Context, err error)
+	// LiveInterval is how often a pass also counts live records
+	// (SweepResult.Live): zero means every pass, a negative value never.
+	// Counting walks the table (about 0.35 s per million records on two
+	// cores): with tens of millions of records, count every few minutes.
+	LiveInterval time.Duration
+	// Logger receives failed passes when OnError is nil, and a Debug line
+	// per pass; nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // SweepResult counts what one RunOnce did.
@@ -46,6 +55,19 @@ type SweepResult struct {
 	Unknown int64
 	// UnknownDeleted counts UNKNOWN records deleted after UnknownGrace.
 	UnknownDeleted int64
+	// Duration is how long the pass took.
+	Duration time.Duration
+	// Live counts every live record, when this pass took the count (see
+	// SweeperConfig.LiveInterval).
+	Live *LiveRecords
+}
+
+// LiveRecords counts the records a person may have to look at.
+type LiveRecords struct {
+	InProgress int64         // IN_PROGRESS claims: running, or abandoned
+	Abandoned  int64         // of them, those whose lease lapsed
+	Unknown    int64         // UNKNOWN outcomes, expired or not
+	Oldest     time.Duration // age of the oldest of them
 }
 
 // AbandonedClaim is a lease claim whose holder died and whose client never
@@ -75,8 +97,9 @@ type AbandonedClaim struct {
 // Atomic mode leaves no claims: its record is written once, with the
 // outcome. Several sweepers may run at once (batches skip locked rows).
 type Sweeper struct {
-	q   *store.Queries
-	cfg SweeperConfig
+	q        *store.Queries
+	cfg      SweeperConfig
+	lastLive atomic.Int64 // unix nanoseconds of the last count of live records
 }
 
 // NewSweeper returns a sweeper over db.
@@ -96,7 +119,9 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 // RunOnce sweeps until a batch comes back short: abandoned claims, then
 // expiry, then deletion.
 func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
+	start := time.Now()
 	res, err := s.runOnce(ctx)
+	res.Duration = time.Since(start)
 	if err == nil && s.cfg.OnPass != nil {
 		s.cfg.OnPass(ctx, res)
 	}
@@ -159,7 +184,23 @@ func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
 		return res, fmt.Errorf("idem: sweep: count unresolved: %w", err)
 	}
 	res.Unknown = n
+	if last := s.lastLive.Load(); s.cfg.LiveInterval >= 0 && (last == 0 || time.Since(time.Unix(0, last)) >= s.cfg.LiveInterval) {
+		c, err := s.q.CountLive(ctx)
+		if err != nil {
+			return res, fmt.Errorf("idem: sweep: count live records: %w", err)
+		}
+		s.lastLive.Store(time.Now().UnixNano())
+		res.Live = &LiveRecords{InProgress: c.InProgress, Abandoned: c.Abandoned, Unknown: c.Unknown,
+			Oldest: time.Duration(c.OldestSeconds * float64(time.Second))}
+	}
 	return res, nil
+}
+
+func (s *Sweeper) logger() *slog.Logger {
+	if s.cfg.Logger != nil {
+		return s.cfg.Logger
+	}
+	return slog.Default()
 }
 
 // Run sweeps at once and then every Interval until ctx is done, when it
@@ -169,12 +210,17 @@ func (s *Sweeper) Run(ctx context.Context) error {
 	t := time.NewTicker(s.cfg.Interval)
 	defer t.Stop()
 	for {
-		if _, err := s.RunOnce(ctx); err != nil && ctx.Err() == nil {
+		res, err := s.RunOnce(ctx)
+		switch {
+		case err != nil && ctx.Err() == nil:
 			if s.cfg.OnError != nil {
 				s.cfg.OnError(ctx, err)
 			} else {
-				slog.ErrorContext(ctx, "idem: sweeper", "error", err)
+				s.logger().ErrorContext(ctx, "idem: sweeper", "error", err)
 			}
+		case err == nil:
+			s.logger().DebugContext(ctx, "idem: sweep", "expired", res.Expired, "deleted", res.Deleted,
+				"abandoned", res.Abandoned, "unknown", res.Unknown, "duration", res.Duration)
 		}
 		select {
 		case <-ctx.Done():

@@ -460,3 +460,40 @@ func TestReasonsMatchTheServer(t *testing.T) {
 		t.Errorf("the server's problem %s decodes as %+v (%v)", b, p, err)
 	}
 }
+
+func TestEncode(t *testing.T) {
+	type item struct {
+		Price    string `json:"price"`
+		Quantity int    `json:"quantity"`
+	}
+	type form struct {
+		Amount   int64             `json:"amount"`
+		Expand   []string          `json:"expand"`
+		Metadata map[string]string `json:"metadata"`
+		Items    []item            `json:"items"`
+		Note     *string           `json:"note"`
+		Live     bool              `json:"live"`
+	}
+	r := NewRequest("/")
+	if err := r.Encode("application/x-www-form-urlencoded", form{Amount: 5, Expand: []string{"a", "b"},
+		Metadata: map[string]string{"order": "6735"}, Items: []item{{"p_1", 2}}, Live: true}); err != nil {
+		t.Fatal(err)
+	}
+	want := "amount=5&expand=a&expand=b&items%5B0%5D%5Bprice%5D=p_1&items%5B0%5D%5Bquantity%5D=2&live=true&metadata%5Border%5D=6735"
+	if string(r.Body) != want || r.ContentType != "application/x-www-form-urlencoded" {
+		t.Errorf("form %s (%s), want %s", r.Body, r.ContentType, want)
+	}
+	for _, v := range []any{[]byte("raw"), "raw", strings.NewReader("raw")} {
+		r := NewRequest("/")
+		if err := r.Encode("application/octet-stream", v); err != nil || string(r.Body) != "raw" {
+			t.Errorf("%T: %q, %v", v, r.Body, err)
+		}
+	}
+	var nilForm *form
+	if err := r.Encode("application/x-www-form-urlencoded", nilForm); err != nil {
+		t.Errorf("a nil body: %v", err)
+	}
+	if err := NewRequest("/").Encode("application/xml", form{}); err == nil {
+		t.Error("a struct encoded as XML")
+	}
+}

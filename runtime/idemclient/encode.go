@@ -1,8 +1,10 @@
 package idemclient
 
 import (
+	"bytes"
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/url"
 	"reflect"
@@ -133,6 +135,100 @@ func (r *Request) JSON(mediaType string, v any) error {
 // no body.
 func (r *Request) Raw(mediaType string, b []byte) {
 	r.Body, r.ContentType = b, mediaType
+}
+
+// Encode sets the body to v in a media type that is not JSON: a []byte or
+// string as it is, an io.Reader read whole (every attempt sends the same
+// bytes), and for application/x-www-form-urlencoded any other value as a
+// form in bracket notation (see Form). A nil v sends no body.
+func (r *Request) Encode(mediaType string, v any) error {
+	switch b := v.(type) {
+	case nil:
+		return nil
+	case []byte:
+		r.Raw(mediaType, b)
+		return nil
+	case string:
+		r.Raw(mediaType, []byte(b))
+		return nil
+	case io.Reader:
+		data, err := io.ReadAll(b)
+		if err != nil {
+			return fmt.Errorf("reading the request body: %w", err)
+		}
+		r.Raw(mediaType, data)
+		return nil
+	}
+	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
+		return nil
+	}
+	switch essence(mediaType) {
+	case "application/x-www-form-urlencoded":
+		return r.Form(mediaType, v)
+	}
+	if isJSON(essence(mediaType)) {
+		return r.JSON(mediaType, v)
+	}
+	return fmt.Errorf("encoding the request body: no encoding of %T as %s", v, mediaType)
+}
+
+// Form sets the body to v, encoded as JSON would encode it and then written
+// as application/x-www-form-urlencoded in bracket notation: an object's
+// members as name[member], list items as name[0], name[1], a top-level
+// list of scalars as the name repeated, scalars as JSON writes them
+// (strings unquoted), null members left out.
+func (r *Request) Form(mediaType string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding the request body: %w", err)
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var tree any
+	if err := dec.Decode(&tree); err != nil {
+		return fmt.Errorf("encoding the request body: %w", err)
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		return fmt.Errorf("encoding the request body: a form needs an object, not %T", v)
+	}
+	form := url.Values{}
+	for name, val := range obj {
+		addForm(form, name, val, true)
+	}
+	r.Body, r.ContentType = []byte(form.Encode()), mediaType
+	return nil
+}
+
+func addForm(form url.Values, name string, v any, top bool) {
+	switch x := v.(type) {
+	case nil:
+	case map[string]any:
+		for k, y := range x {
+			addForm(form, name+"["+k+"]", y, false)
+		}
+	case []any:
+		scalars := true
+		for _, y := range x {
+			switch y.(type) {
+			case map[string]any, []any:
+				scalars = false
+			}
+		}
+		for i, y := range x {
+			if scalars && top {
+				addForm(form, name, y, false)
+				continue
+			}
+			addForm(form, name+"["+strconv.Itoa(i)+"]", y, false)
+		}
+	case string:
+		form.Add(name, x)
+	case json.Number:
+		form.Add(name, x.String())
+	case bool:
+		form.Add(name, strconv.FormatBool(x))
+	}
 }
 
 // Declared reports whether the response carries the declared media type

@@ -1,6 +1,7 @@
 package idemimpl
 
 import (
+	"bytes"
 	"encoding/json"
 	"errors"
 	"fmt"
@@ -131,5 +132,18 @@ func RawBody(body []byte, required bool) ([]byte, error) {
 // v from the canonical encoding of the decoded value. An empty body leaves v
 // alone, or is an *idem.RequestError when required.
 func DecodeJSON(body []byte, v any, required bool) error {
-	return NewRequest(nil).JSONBody(body, v, required)
+	if len(bytes.TrimSpace(body)) == 0 {
+		if required {
+			return bodyErr(ErrMissing)
+		}
+		return nil
+	}
+	tree, err := ParseJSON(body)
+	if err != nil {
+		return bodyErr(fmt.Errorf("%w: %w", idem.ErrInvalidJSON, err))
+	}
+	if err := json.Unmarshal(AppendJSON(nil, &tree, nil), v); err != nil {
+		return bodyErr(unmarshalError(err))
+	}
+	return nil
 }

@@ -141,3 +141,21 @@ func TestRequestErrorIsBadRequest(t *testing.T) {
 		t.Errorf("status %d, want 400", w.Code)
 	}
 }
+
+func requestError(t *testing.T, err error, where string, cause error) {
+	t.Helper()
+	var re *idem.RequestError
+	if !errors.As(err, &re) {
+		t.Fatalf("error %v (%T) is not an *idem.RequestError", err, err)
+	}
+	if re.Where != where {
+		t.Errorf("Where = %q, want %q", re.Where, where)
+	}
+	if cause != nil && !errors.Is(err, cause) {
+		t.Errorf("error %v does not wrap %v", err, cause)
+	}
+}
+
+type color string
+
+func (c color) Valid() bool { return c == "red" || c == "green" }

@@ -2,102 +2,499 @@ package idemimpl
 
 import (
 	"bytes"
-	"encoding/base64"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
 	"mime"
 	"net/http"
+	"net/url"
+	"strconv"
 	"strings"
+
+	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// Request is the decoding state of one request: the canonical form of what
-// the generated decoder read from it, which becomes idem.Prepared.Canonical.
+// Request is the decoding state of one request in a generated decoder. It
+// decodes each declared parameter and the body into a Value, validates it
+// against the operation's schemas, unmarshals the typed request from the
+// Value's canonical encoding and records that encoding, which becomes
+// idem.Prepared.Canonical. Violations are collected and returned together
+// by Err.
 //
 // The canonical form is the canonical JSON encoding (AppendJSON) of one
 // object: {"body": <decoded body>, "cookie": {...}, "header": {...},
-// "media": <media type essence>, "path": {...}, "query": {...}}, with every
-// declared parameter the request carries, absent ones left out, header names
-// lower-cased.
+// "media": <media type>, "path": {...}, "query": {...}}, with every
+// fingerprinted parameter the request carries (absent ones left out, header
+// names lower-cased) and the body's media type reduced to what changes its
+// meaning (MediaType).
 type Request struct {
-	r      *http.Request
-	params map[string]*Value // by location: path, query, header, cookie
-	body   *Value
-	media  string
+	r       *http.Request
+	t       *Schemas
+	params  map[string]*Value // by location: path, query, header, cookie
+	body    *Value
+	media   string
+	out     []idem.Violation
+	err     error // a 415, which ends decoding
+	query   url.Values
+	queryOK bool
 }
 
-// NewRequest starts decoding r.
-func NewRequest(r *http.Request) *Request {
-	return &Request{r: r, params: map[string]*Value{}}
+// NewRequest starts decoding r against the schemas of t (nil: no schemas).
+func NewRequest(r *http.Request, t *Schemas) *Request {
+	if t == nil {
+		t = &Schemas{}
+	}
+	t.compile()
+	return &Request{r: r, t: t}
 }
 
-// Param records the raw values of the declared parameter key in location in
-// (path, query, header, cookie) in the canonical form; an absent parameter
-// is left out.
-func (q *Request) Param(in, key string) {
-	vs := lookup(q.r, in, key)
-	if len(vs) == 0 {
-		return
+// Err returns the outcome of decoding: nil, an error wrapping
+// idem.ErrUnsupportedMediaType, or an *idem.ValidationError listing every
+// violation found.
+func (q *Request) Err() error {
+	if q.err != nil {
+		return q.err
 	}
-	name := key
-	if in == "header" {
-		name = strings.ToLower(key)
-	}
-	v := Value{Kind: KindString, Str: vs[0]}
-	if len(vs) > 1 {
-		v = Value{Kind: KindArray}
-		for _, s := range vs {
-			v.Items = append(v.Items, Value{Kind: KindString, Str: s})
-		}
-	}
-	q.param(in).Members = append(q.param(in).Members, Member{Name: name, Value: v})
-}
-
-func (q *Request) param(in string) *Value {
-	p := q.params[in]
-	if p == nil {
-		p = &Value{Kind: KindObject}
-		q.params[in] = p
-	}
-	return p
-}
-
-// JSONBody decodes a JSON request body strictly (ParseJSON) and unmarshals
-// v from the canonical encoding of the decoded value, so what the handler
-// sees is what the fingerprint covers. An empty (or all white space) body
-// leaves v alone, or is an *idem.RequestError when required.
-func (q *Request) JSONBody(body []byte, v any, required bool) error {
-	if len(bytes.TrimSpace(body)) == 0 {
-		if required {
-			return bodyErr(ErrMissing)
-		}
-		return nil
-	}
-	tree, err := ParseJSON(body)
-	if err != nil {
-		return bodyErr(err)
-	}
-	q.setBody(tree)
-	if err := json.Unmarshal(AppendJSON(nil, &tree, nil), v); err != nil {
-		return bodyErr(unmarshalError(err))
+	if len(q.out) > 0 {
+		return &idem.ValidationError{Violations: q.out}
 	}
 	return nil
 }
 
-// RawBody returns a body that is not decoded, recording its bytes (base64)
-// in the canonical form; an empty one is an *idem.RequestError when
-// required.
-func (q *Request) RawBody(body []byte, required bool) ([]byte, error) {
-	b, err := RawBody(body, required)
-	if err == nil && len(body) > 0 {
-		q.setBody(Value{Kind: KindString, Str: base64.StdEncoding.EncodeToString(body)})
-	}
-	return b, err
+// Style is how a parameter is serialised (OpenAPI's style, plus JSON for a
+// parameter declared with content: application/json).
+type Style uint8
+
+const (
+	StyleSimple Style = iota
+	StyleForm
+	StyleLabel
+	StyleMatrix
+	StyleSpaceDelimited
+	StylePipeDelimited
+	StyleDeepObject
+	StyleJSON
+)
+
+// Param describes one declared parameter.
+type Param struct {
+	In       string // path, query, header, cookie
+	Name     string // as declared
+	Key      string // lookup key: Name, or the ServeMux wildcard of a path parameter
+	Schema   int    // index in the Schemas table
+	Style    Style
+	Explode  bool
+	Required bool
+	// Fingerprint is whether the parameter is part of the canonical form:
+	// every parameter but the idempotency key header and those the
+	// operation's x-idempotent.fingerprint excludes.
+	Fingerprint bool
 }
 
-func (q *Request) setBody(v Value) {
-	q.body = &v
-	if q.r != nil {
-		q.media = MediaTypeEssence(q.r.Header.Get("Content-Type"))
+// Param decodes, validates and records parameter p and unmarshals it into
+// target, a pointer to the request field. An absent optional parameter
+// without a default leaves target alone.
+func (q *Request) Param(p *Param, target any) {
+	vd := &validator{t: q.t, in: p.In, name: p.Name}
+	v, ok := q.paramValue(p, vd)
+	if !ok {
+		if d := q.defaultOf(p.Schema); d != nil {
+			v, ok = *d, true
+		} else if p.Required {
+			vd.fail("required", "is required")
+		}
 	}
+	if ok && len(vd.out) == 0 {
+		vd.validate(&v, p.Schema)
+	}
+	q.out = append(q.out, vd.out...)
+	if !ok || len(vd.out) > 0 {
+		return
+	}
+	q.t.applyDefaults(&v, p.Schema)
+	q.unmarshal(vd, &v, target)
+	if p.Fingerprint {
+		name := p.Name
+		if p.In == "header" {
+			name = strings.ToLower(name)
+		}
+		if q.params == nil {
+			q.params = map[string]*Value{}
+		}
+		loc := q.params[p.In]
+		if loc == nil {
+			loc = &Value{Kind: KindObject}
+			q.params[p.In] = loc
+		}
+		loc.Members = append(loc.Members, Member{Name: name, Value: v})
+	}
+}
+
+func (q *Request) defaultOf(idx int) *Value {
+	if idx <= 0 || idx >= len(q.t.List) {
+		return nil
+	}
+	return q.t.compiled[idx].def
+}
+
+// unmarshal decodes target from v's canonical encoding. An error here means
+// the generated type and the schema disagree; it is reported as a violation
+// at the JSON pointer, without Go's type names.
+func (q *Request) unmarshal(vd *validator, v *Value, target any) {
+	if target == nil {
+		return
+	}
+	if err := json.Unmarshal(AppendJSON(nil, v, nil), target); err != nil {
+		vd.fail("type", unmarshalError(err).Error())
+		q.out = append(q.out, vd.out[len(vd.out)-1])
+	}
+}
+
+// rawValues returns the values of a parameter as sent, and whether it is
+// present.
+func (q *Request) rawValues(p *Param, vd *validator) ([]string, bool) {
+	switch p.In {
+	case "path":
+		v := q.r.PathValue(p.Key)
+		return []string{v}, v != ""
+	case "query":
+		vs, ok := q.parsedQuery(vd)[p.Key]
+		return vs, ok
+	case "header":
+		vs := q.r.Header.Values(p.Key)
+		return vs, len(vs) > 0
+	case "cookie":
+		var vs []string
+		for _, c := range q.r.Cookies() {
+			if c.Name == p.Key {
+				vs = append(vs, c.Value)
+			}
+		}
+		return vs, len(vs) > 0
+	}
+	return nil, false
+}
+
+// parsedQuery parses the query once, strictly: a malformed escape is a
+// violation rather than a silently dropped parameter.
+func (q *Request) parsedQuery(vd *validator) url.Values {
+	if !q.queryOK {
+		q.queryOK = true
+		var err error
+		q.query, err = url.ParseQuery(q.r.URL.RawQuery)
+		if err != nil {
+			q.out = append(q.out, idem.Violation{In: "query", Rule: "syntax", Detail: "the query string is malformed: " + strings.TrimPrefix(err.Error(), "invalid URL escape ")})
+		}
+	}
+	return q.query
+}
+
+// paramValue decodes parameter p into a Value as its style says.
+func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
+	if p.Style == StyleDeepObject {
+		n, ok := deepObjectNode(q.parsedQuery(vd), p.Key, vd)
+		if !ok {
+			return Value{}, false
+		}
+		return vd.coerce(n, p.Schema), true
+	}
+	vs, ok := q.rawValues(p, vd)
+	if !ok {
+		return Value{}, false
+	}
+	if p.Style == StyleJSON {
+		if len(vs) > 1 {
+			vd.fail("syntax", fmt.Sprintf("is given %d times", len(vs)))
+			return Value{}, true
+		}
+		v, err := ParseJSON([]byte(vs[0]))
+		if err != nil {
+			vd.fail("syntax", "is not JSON: "+err.Error())
+		}
+		return v, true
+	}
+	shape := q.t.shape(p.Schema)
+	n := &formNode{}
+	switch {
+	case shape == TypeArray:
+		for _, s := range vs {
+			if p.Style == StyleForm && p.Explode && p.In == "query" {
+				n.vals = append(n.vals, s)
+				continue
+			}
+			n.vals = append(n.vals, strings.Split(s, delimiter(p.Style))...)
+		}
+	case shape == TypeObject && (p.Style == StyleSimple || p.Style == StyleForm):
+		if len(vs) > 1 {
+			vd.fail("syntax", fmt.Sprintf("is given %d times", len(vs)))
+			return Value{}, true
+		}
+		if !objectNode(n, vs[0], p.Explode, vd) {
+			return Value{}, true
+		}
+	default:
+		if p.In == "header" && len(vs) > 1 {
+			vs = []string{strings.Join(vs, ",")}
+		}
+		n.vals = vs
+	}
+	return vd.coerce(n, p.Schema), true
+}
+
+func delimiter(s Style) string {
+	switch s {
+	case StyleSpaceDelimited:
+		return " "
+	case StylePipeDelimited:
+		return "|"
+	}
+	return ","
+}
+
+// objectNode reads a simple or form object: "R,100,G,200" or, exploded,
+// "R=100,G=200".
+func objectNode(n *formNode, s string, explode bool, vd *validator) bool {
+	parts := strings.Split(s, ",")
+	if explode {
+		for _, kv := range parts {
+			k, v, ok := strings.Cut(kv, "=")
+			if !ok {
+				vd.fail("syntax", fmt.Sprintf("%q is not a name=value pair", kv))
+				return false
+			}
+			n.child(k).vals = append(n.child(k).vals, v)
+		}
+		return true
+	}
+	if len(parts)%2 != 0 {
+		vd.fail("syntax", "must list names and values in pairs")
+		return false
+	}
+	for i := 0; i < len(parts); i += 2 {
+		n.child(parts[i]).vals = append(n.child(parts[i]).vals, parts[i+1])
+	}
+	return true
+}
+
+// shape is the JSON type a parameter's schema takes when it has one shape:
+// TypeArray, TypeObject, or 0 for a scalar or a mix.
+func (t *Schemas) shape(idx int) Types {
+	if idx <= 0 || idx >= len(t.List) {
+		return 0
+	}
+	s := &t.List[idx]
+	switch {
+	case s.Types == TypeArray || s.Types == TypeArray|TypeNull:
+		return TypeArray
+	case s.Types == TypeObject || s.Types == TypeObject|TypeNull || s.Types == 0 && len(s.Props) > 0:
+		return TypeObject
+	}
+	return 0
+}
+
+// Media is one media type an operation's request body may have.
+type Media struct {
+	// Type is the declared media type range: "application/json",
+	// "application/*", "*/*".
+	Type   string
+	Decode Decoding
+	Schema int
+	// Unexploded lists the form properties serialised as one
+	// comma-separated value (an encoding object with explode: false).
+	Unexploded []string
+}
+
+// Decoding is how a body of a media type is decoded.
+type Decoding uint8
+
+const (
+	AsJSON       Decoding = iota // application/json and +json
+	AsMergePatch                 // application/merge-patch+json (RFC 7396)
+	AsForm                       // application/x-www-form-urlencoded
+	AsBytes                      // anything else: the bytes as sent
+)
+
+// Body describes an operation's request body.
+type Body struct {
+	Required bool
+	Media    []Media // in order of preference
+}
+
+// Body decodes the request body: it picks the declared media type the
+// Content-Type names (415 when none; without a Content-Type, the only
+// declared one, or JSON), decodes the body into a Value, validates it and
+// unmarshals target from its canonical encoding. target is a pointer to
+// the request's Body field; for a AsBytes media type it is a *[]byte or
+// an *io.Reader.
+func (q *Request) Body(body []byte, b *Body, target any) {
+	ct := q.r.Header.Get("Content-Type")
+	if len(body) == 0 {
+		if b.Required {
+			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
+		}
+		return
+	}
+	m, media, err := pickMedia(b, ct)
+	if err != nil {
+		q.err = err
+		return
+	}
+	vd := &validator{t: q.t, in: "body"}
+	var v Value
+	switch m.Decode {
+	case AsJSON, AsMergePatch:
+		tree, err := ParseJSON(body)
+		if err != nil {
+			q.syntax(err)
+			return
+		}
+		v = tree
+		if m.Decode == AsMergePatch {
+			vd.mode = modePatch
+		}
+	case AsForm:
+		n, err := parseForm(string(body))
+		if err != nil {
+			q.syntax(err)
+			return
+		}
+		splitUnexploded(n, m.Unexploded)
+		v = vd.coerce(n, m.Schema)
+	default:
+		sum := sha256.Sum256(body)
+		q.setBody(Value{Kind: KindString, Str: "sha-256:" + hex.EncodeToString(sum[:])}, media)
+		switch t := target.(type) {
+		case *[]byte:
+			*t = body
+		case *io.Reader:
+			*t = bytes.NewReader(body)
+		}
+		return
+	}
+	if len(vd.out) == 0 {
+		vd.validate(&v, m.Schema)
+	}
+	if len(vd.out) > 0 {
+		q.out = append(q.out, vd.out...)
+		return
+	}
+	if vd.mode != modePatch {
+		q.t.applyDefaults(&v, m.Schema)
+	}
+	q.unmarshal(vd, &v, target)
+	q.setBody(v, media)
+}
+
+func (q *Request) syntax(err error) {
+	var se *SyntaxError
+	ptr := "#"
+	msg := err.Error()
+	if errors.As(err, &se) {
+		ptr += se.Pointer
+		msg = se.Msg
+		if se.Offset >= 0 {
+			msg += " (byte " + strconv.FormatInt(se.Offset, 10) + ")"
+		}
+	}
+	q.out = append(q.out, idem.Violation{In: "body", Pointer: ptr, Rule: "syntax", Detail: msg})
+}
+
+func (q *Request) setBody(v Value, media string) {
+	q.body = &v
+	q.media = media
+}
+
+// pickMedia matches a Content-Type against the declared media types:
+// exactly, then type/*, then */*. It returns the media type as the
+// canonical form records it (MediaType).
+func pickMedia(b *Body, ct string) (*Media, string, error) {
+	if strings.TrimSpace(ct) == "" {
+		switch {
+		case len(b.Media) == 1:
+			return &b.Media[0], canonicalMedia(&b.Media[0], b.Media[0].Type, nil), nil
+		case b.Media[0].Decode == AsJSON:
+			return &b.Media[0], "application/json", nil
+		}
+		return nil, "", fmt.Errorf("%w: the request has no Content-Type; send one of %s", idem.ErrUnsupportedMediaType, declared(b))
+	}
+	essence, params, err := mime.ParseMediaType(ct)
+	if err != nil {
+		return nil, "", fmt.Errorf("%w: Content-Type %q does not parse", idem.ErrUnsupportedMediaType, ct)
+	}
+	var best *Media
+	rank := 0
+	for i := range b.Media {
+		m := &b.Media[i]
+		r := 0
+		switch {
+		case m.Type == essence:
+			r = 3
+		case strings.HasSuffix(m.Type, "/*") && strings.HasPrefix(essence, strings.TrimSuffix(m.Type, "*")):
+			r = 2
+		case m.Type == "*/*":
+			r = 1
+		}
+		if r > rank {
+			best, rank = m, r
+		}
+	}
+	if best == nil {
+		return nil, "", fmt.Errorf("%w: %s; send one of %s", idem.ErrUnsupportedMediaType, essence, declared(b))
+	}
+	if best.Decode != AsBytes {
+		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
+			return nil, "", fmt.Errorf("%w: %s with charset %s; only UTF-8 is accepted", idem.ErrUnsupportedMediaType, essence, cs)
+		}
+	}
+	return best, canonicalMedia(best, essence, params), nil
+}
+
+func declared(b *Body) string {
+	ts := make([]string, len(b.Media))
+	for i := range b.Media {
+		ts[i] = b.Media[i].Type
+	}
+	return strings.Join(ts, ", ")
+}
+
+// canonicalMedia is a media type as the canonical form records it: the
+// essence, and for bodies taken as bytes the parameters too (a charset
+// changes what text bytes mean). Decoded bodies are recorded by what they
+// decode to, so their parameters (a JSON charset, a multipart boundary)
+// are left out.
+func canonicalMedia(m *Media, essence string, params map[string]string) string {
+	if m.Decode != AsBytes || len(params) == 0 {
+		return essence
+	}
+	return mime.FormatMediaType(essence, lowerValues(params))
+}
+
+func lowerValues(params map[string]string) map[string]string {
+	out := make(map[string]string, len(params))
+	for k, v := range params {
+		if k == "charset" {
+			v = strings.ToLower(v)
+		}
+		out[k] = v
+	}
+	return out
+}
+
+// MediaType returns the lower-cased type/subtype of a Content-Type header
+// value, without parameters; "" when there is none.
+func MediaType(ct string) string {
+	if strings.TrimSpace(ct) == "" {
+		return ""
+	}
+	mt, _, err := mime.ParseMediaType(ct)
+	if err != nil {
+		mt, _, _ = strings.Cut(ct, ";")
+		mt = strings.ToLower(strings.TrimSpace(mt))
+	}
+	return mt
 }
 
 // Canonical returns the canonical form, leaving out the body members at the
@@ -108,9 +505,11 @@ func (q *Request) Canonical(exclude []string) []byte {
 	if q.body != nil {
 		doc.Members = append(doc.Members, Member{Name: "body", Value: *q.body}, Member{Name: "media", Value: Value{Kind: KindString, Str: q.media}})
 	}
-	for in, p := range q.params {
-		p.SortMembers()
-		doc.Members = append(doc.Members, Member{Name: in, Value: *p})
+	for _, in := range []string{"cookie", "header", "path", "query"} {
+		if p := q.params[in]; p != nil {
+			p.SortMembers()
+			doc.Members = append(doc.Members, Member{Name: in, Value: *p})
+		}
 	}
 	doc.SortMembers()
 	var ex [][]string
@@ -121,18 +520,4 @@ func (q *Request) Canonical(exclude []string) []byte {
 		}
 	}
 	return AppendJSON(make([]byte, 0, 256), &doc, ex)
-}
-
-// MediaTypeEssence returns the lower-cased type/subtype of a Content-Type
-// header value, without parameters; "" when there is none.
-func MediaTypeEssence(ct string) string {
-	if strings.TrimSpace(ct) == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		mt, _, _ = strings.Cut(ct, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-	}
-	return mt
 }

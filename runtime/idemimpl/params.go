@@ -3,103 +3,17 @@ package idemimpl
 import (
 	"errors"
 	"fmt"
-	"net/http"
 	"strconv"
-	"strings"
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// ErrMissing is the cause of an *idem.RequestError for a required parameter
-// or body that is absent: `query parameter "limit": is required`.
+// ErrMissing is the cause of an *idem.RequestError for a required body
+// that is absent: `body: is required`.
 var ErrMissing = errors.New("is required")
 
-// lookup returns the raw values of a parameter; key is the spec name (the
-// ServeMux wildcard for path parameters).
-func lookup(r *http.Request, in, key string) []string {
-	switch in {
-	case "path":
-		if v := r.PathValue(key); v != "" {
-			return []string{v}
-		}
-	case "query":
-		return r.URL.Query()[key]
-	case "header":
-		return r.Header.Values(key)
-	case "cookie":
-		if c, err := r.Cookie(key); err == nil {
-			return []string{c.Value}
-		}
-	}
-	return nil
-}
-
-func where(in, key string) string { return in + " parameter " + strconv.Quote(key) }
-
-// ParamRequired parses the first value of a required parameter. in is path,
-// query, header or cookie; key is the spec name (the ServeMux wildcard of a
-// path parameter). A missing or unparsable value is an *idem.RequestError.
-func ParamRequired[T any](r *http.Request, in, key string, parse func(string) (T, error)) (T, error) {
-	var zero T
-	vs := lookup(r, in, key)
-	if len(vs) == 0 {
-		return zero, idem.InvalidRequest(where(in, key), ErrMissing)
-	}
-	v, err := parse(vs[0])
-	if err != nil {
-		return zero, idem.InvalidRequest(where(in, key), err)
-	}
-	return v, nil
-}
-
-// ParamOptional parses the first value of an optional parameter; nil when it
-// is absent. An unparsable value is an *idem.RequestError.
-func ParamOptional[T any](r *http.Request, in, key string, parse func(string) (T, error)) (*T, error) {
-	vs := lookup(r, in, key)
-	if len(vs) == 0 {
-		return nil, nil
-	}
-	v, err := parse(vs[0])
-	if err != nil {
-		return nil, idem.InvalidRequest(where(in, key), err)
-	}
-	return &v, nil
-}
-
-// ParamList parses an array parameter. An exploded query parameter repeats
-// (`?tag=a&tag=b`); any other is comma-separated (`?tag=a,b`). Elements are
-// trimmed of white space. Absent, it is nil, or an *idem.RequestError when
-// required.
-func ParamList[T any](r *http.Request, in, key string, required, explode bool, parse func(string) (T, error)) ([]T, error) {
-	vs := lookup(r, in, key)
-	if !explode || in != "query" {
-		var split []string
-		for _, v := range vs {
-			split = append(split, strings.Split(v, ",")...)
-		}
-		vs = split
-	}
-	if len(vs) == 0 {
-		if required {
-			return nil, idem.InvalidRequest(where(in, key), ErrMissing)
-		}
-		return nil, nil
-	}
-	out := make([]T, 0, len(vs))
-	for _, s := range vs {
-		v, err := parse(strings.TrimSpace(s))
-		if err != nil {
-			return nil, idem.InvalidRequest(where(in, key), err)
-		}
-		out = append(out, v)
-	}
-	return out, nil
-}
-
-// ParseString returns s: the parse function of a string parameter.
+// ParseString returns s: the parse function of a string header.
 func ParseString(s string) (string, error) { return s, nil }
 
 // ParseBool parses a boolean parameter as strconv.ParseBool does.

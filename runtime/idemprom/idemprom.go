@@ -5,12 +5,13 @@
 //	m := idemprom.New(idemprom.Options{})
 //	prometheus.MustRegister(m)
 //	engine, _ := idem.New(pool, idem.Config{Observers: []idem.Observer{m}, ...})
-//	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{OnPass: m.ObserveSweep})
+//	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{OnPass: m.ObserveSweep})   // live-record gauges
 //	prometheus.MustRegister(idemprom.NewOutboxCollector(pool))   // with runtime/events
 //
 // Metrics (labels in braces; tenant only with Options.TenantLabel):
 //
 //	idem_requests_total{operation,outcome}            counter: every request, by idem.Outcome.Label
+//	idem_requests_in_flight{operation}                gauge: requests this process is serving
 //	idem_phase_duration_seconds{operation,phase}      histogram: read, claim, handler, recover, store, replay
 //	idem_request_duration_seconds{operation}          histogram: the whole request
 //	idem_stored_response_bytes{operation}             histogram: bodies stored for replay
@@ -18,8 +19,11 @@
 //	idem_new_keys_total{operation[,tenant]}           counter: first executions of a key
 //	idem_conflicts_total{operation[,tenant]}          counter: a key reused with another request
 //	idem_records{state}                               gauge: live IN_PROGRESS and UNKNOWN records, per sweep
+//	idem_records_abandoned                            gauge: IN_PROGRESS claims whose lease lapsed, per sweep
 //	idem_oldest_live_record_seconds                   gauge: age of the oldest of them, per sweep
 //	idem_sweeper_rows_total{action}                   counter: records expired and deleted
+//	idem_abandoned_claims_total                       counter: claims past their expiry made UNKNOWN
+//	idem_records_unresolved                           gauge: UNKNOWN records past their expiry, per sweep
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
 //	idem_outbox_pending, idem_outbox_dead             gauges, read at scrape (OutboxCollector)
 //	idem_outbox_lag_seconds                           gauge: age of the oldest pending event
@@ -56,19 +60,22 @@ type Options struct {
 // Metrics holds the engine's metrics. It is an idem.Observer and a
 // prometheus.Collector.
 type Metrics struct {
-	opts      Options
-	requests  *prometheus.CounterVec
-	inFlight  *prometheus.GaugeVec
-	phases    *prometheus.HistogramVec
-	duration  *prometheus.HistogramVec
-	stored    *prometheus.HistogramVec
-	replayAge *prometheus.HistogramVec
-	newKeys   *prometheus.CounterVec
-	conflicts *prometheus.CounterVec
-	live      *prometheus.GaugeVec
-	oldest    prometheus.Gauge
-	swept     *prometheus.CounterVec
-	sweepDur  prometheus.Histogram
+	opts        Options
+	requests    *prometheus.CounterVec
+	inFlight    *prometheus.GaugeVec
+	phases      *prometheus.HistogramVec
+	duration    *prometheus.HistogramVec
+	stored      *prometheus.HistogramVec
+	replayAge   *prometheus.HistogramVec
+	newKeys     *prometheus.CounterVec
+	conflicts   *prometheus.CounterVec
+	live        *prometheus.GaugeVec
+	abandoned   prometheus.Gauge
+	oldest      prometheus.Gauge
+	swept       *prometheus.CounterVec
+	madeUnknown prometheus.Counter
+	unresolved  prometheus.Gauge
+	sweepDur    prometheus.Histogram
 
 	mu      sync.Mutex
 	tenants sync.Map // tenant -> struct{}, at most MaxTenants
@@ -124,10 +131,16 @@ func New(opts Options) *Metrics {
 			Help: "Requests refused because their key was used before with another request."}, abuse),
 		live: prometheus.NewGaugeVec(prometheus.GaugeOpts{Namespace: ns, Name: "records",
 			Help: "Live records by state (IN_PROGRESS, UNKNOWN), counted by the sweeper."}, []string{"state"}),
+		abandoned: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_abandoned",
+			Help: "IN_PROGRESS claims whose lease lapsed and that no retry took over, counted by the sweeper."}),
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "oldest_live_record_seconds",
 			Help: "Age of the oldest IN_PROGRESS or UNKNOWN record, by the sweeper's last pass."}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sweeper_rows_total",
-			Help: "Records the sweeper expired (response dropped) and deleted."}, []string{"action"}),
+			Help: "Records the sweeper expired (response dropped), deleted, and deleted unresolved after UnknownGrace."}, []string{"action"}),
+		madeUnknown: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "abandoned_claims_total",
+			Help: "Lease claims the sweeper found abandoned past their key's expiry and made UNKNOWN."}),
+		unresolved: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_unresolved",
+			Help: "UNKNOWN records past their expiry, waiting for a resolution (idemgen records resolve)."}),
 		sweepDur: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sweeper_pass_duration_seconds",
 			Help: "Duration of one sweeper pass.", Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300}}),
 	}
@@ -135,7 +148,7 @@ func New(opts Options) *Metrics {
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.inFlight, m.phases, m.duration, m.stored, m.replayAge, m.newKeys,
-		m.conflicts, m.live, m.oldest, m.swept, m.sweepDur}
+		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.madeUnknown, m.unresolved, m.sweepDur}
 }
 
 // Describe implements prometheus.Collector.
@@ -223,4 +236,14 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
 	m.swept.WithLabelValues("expired").Add(float64(r.Expired))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
+	m.swept.WithLabelValues("unknown_deleted").Add(float64(r.UnknownDeleted))
+	m.madeUnknown.Add(float64(r.Abandoned))
+	m.unresolved.Set(float64(r.Unknown))
+	m.sweepDur.Observe(r.Duration.Seconds())
+	if l := r.Live; l != nil {
+		m.live.WithLabelValues(string(idem.StateInProgress)).Set(float64(l.InProgress))
+		m.live.WithLabelValues(string(idem.StateUnknown)).Set(float64(l.Unknown))
+		m.abandoned.Set(float64(l.Abandoned))
+		m.oldest.Set(l.Oldest.Seconds())
+	}
 }

@@ -145,6 +145,20 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// A sweeper pass, with one claim whose lease lapsed.
+	if _, err := s.db.Exec(ctx, `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version, lease_expires_at, expires_at)
+		VALUES ('', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx); err != nil {
+		t.Fatal(err)
+	}
+	res, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx)
+	if err != nil {
+		t.Fatal(err)
+	}
+	m.ObserveSweep(ctx, res)
+
 	body := s.scrape()
 	exact := []string{
 		`idem_requests_total{operation="createThing",outcome="executed"} 4`,
@@ -163,6 +177,11 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 		`idem_outbox_pending 1`,
 		`idem_outbox_dead 0`,
 		`idem_outbox_up 1`,
+		`idem_records{state="IN_PROGRESS"} 1`,
+		`idem_records{state="UNKNOWN"} 0`,
+		`idem_records_abandoned 1`,
+		`idem_records_unresolved 0`,
+		`idem_sweeper_pass_duration_seconds_count 1`,
 	}
 	for _, line := range exact {
 		if !strings.Contains(body, line+"\n") {

@@ -6,6 +6,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"os"
 	"strconv"
 	"strings"
 	"sync"
@@ -228,4 +229,49 @@ type noEchoWriter struct{ http.ResponseWriter }
 func (n *noEchoWriter) WriteHeader(status int) {
 	n.Header().Del("Idempotency-Key")
 	n.ResponseWriter.WriteHeader(status)
+}
+
+// TestConformanceFollowsTheProfile: under profile ietf a reused key with
+// another payload is 422. The service and the spec both declaring ietf
+// conform; a service answering ietf to a spec declaring the default
+// profile fails the conflict check.
+func TestConformanceFollowsTheProfile(t *testing.T) {
+	// The generated handlers serve with the package's operation table:
+	// switch it to ietf for this test (no test of the package runs in
+	// parallel) and back.
+	for _, op := range api.IdempotentOperations {
+		op.Policy.Profile = idem.ProfileIETF
+	}
+	t.Cleanup(func() {
+		for _, op := range api.IdempotentOperations {
+			op.Policy.Profile = idem.ProfileDefault
+		}
+	})
+	srv, _ := conformanceServer(t, false, nil)
+	spec, err := os.ReadFile("../openapi.yaml")
+	if err != nil {
+		t.Fatal(err)
+	}
+	ietfSpec := bytes.Replace(spec, []byte("\nx-idempotent:\n"), []byte("\nx-idempotent:\n  profile: ietf\n"), 1)
+	if bytes.Equal(ietfSpec, spec) {
+		t.Fatal("no root x-idempotent in openapi.yaml to add the profile to")
+	}
+	run := func(data []byte) *conformance.Report {
+		ctx, cancel := context.WithTimeout(context.Background(), time.Minute)
+		defer cancel()
+		rep, err := conformance.Run(ctx, conformance.Config{Spec: "openapi.yaml", SpecData: data, URL: srv.URL, Operations: []string{"createRefund"}, Concurrency: 4})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return rep
+	}
+	if rep := run(ietfSpec); !rep.OK() {
+		var b strings.Builder
+		_ = rep.WriteText(&b)
+		t.Fatalf("an ietf service against an ietf spec:\n%s", b.String())
+	}
+	res := run(spec).Find("createRefund", "conflict")
+	if res == nil || res.Outcome != conformance.Fail || !strings.Contains(res.Evidence, "want 409") {
+		t.Fatalf("an ietf service against a default spec: %+v, want the conflict check to fail wanting 409", res)
+	}
 }

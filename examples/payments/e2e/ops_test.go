@@ -82,6 +82,9 @@ func TestOperatingTheService(t *testing.T) {
 		`idem_outbox_pending 4`,
 		`idem_outbox_dead 0`,
 		`idem_outbox_up 1`,
+		// The sweeper's pass at start-up.
+		`idem_records{state="IN_PROGRESS"} 0`,
+		`idem_records_abandoned 0`,
 	} {
 		if !strings.Contains(metrics, line+"\n") {
 			t.Errorf("/metrics lacks %s", line)

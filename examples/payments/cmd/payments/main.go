@@ -140,7 +140,8 @@ func run(ctx context.Context, log *slog.Logger) error {
 	}
 
 	// The sweeper retires expired idempotency records in the background.
-	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: time.Minute})
+	// Each pass also counts live claims and UNKNOWN records for /metrics.
+	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: time.Minute, OnPass: o.metrics.ObserveSweep, Logger: log})
 	go func() {
 		if err := sweeper.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("sweeper stopped", "err", err)

@@ -1,0 +1,35 @@
+package main
+
+import (
+	"fmt"
+	"io"
+
+	"github.com/idemgen/idemgen/generator"
+)
+
+// lint runs `idemgen lint [-require] SPEC`: findings go to standard output,
+// one per line (`idemgen: error: ...`, `idemgen: warning: ...`,
+// `idemgen: note: ...`); the exit status is 1 when there is an error.
+func lint(args []string, stdout, stderr io.Writer) error {
+	fs := newFlags("lint", stderr)
+	require := fs.Bool("require", false, "fail on x-idempotent: false on a POST or PATCH (an opt-out is a note otherwise)")
+	if err := parse(fs, args); err != nil {
+		return err
+	}
+	if fs.NArg() != 1 {
+		return usageError{"lint takes one SPEC"}
+	}
+	findings, err := generator.Lint(generator.Config{Spec: fs.Arg(0), RequireIdempotent: *require})
+	if err != nil {
+		return err
+	}
+	failed := false
+	for _, f := range findings {
+		fmt.Fprintf(stdout, "idemgen: %s\n", f)
+		failed = failed || f.Severity == generator.SeverityError
+	}
+	if failed {
+		return errSilent
+	}
+	return nil
+}

@@ -1,0 +1,388 @@
+package generator
+
+import (
+	"fmt"
+	"net/http"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// params builds the operation's parameters, the path item's overridden by
+// the operation's of the same name and location, in a fixed order.
+func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Operation, where string) {
+	type key struct{ in, name string }
+	merged := map[key]*openapi3.Parameter{}
+	var order []key
+	for _, list := range []openapi3.Parameters{item.Parameters, op.Parameters} {
+		for _, pr := range list {
+			if pr == nil || pr.Value == nil {
+				continue
+			}
+			k := key{pr.Value.In, pr.Value.Name}
+			if pr.Value.In == "header" {
+				k.name = http.CanonicalHeaderKey(k.name)
+			}
+			if _, ok := merged[k]; !ok {
+				order = append(order, k)
+			}
+			merged[k] = pr.Value
+		}
+	}
+	sort.Slice(order, func(i, j int) bool {
+		ri, rj := inRank(order[i].in), inRank(order[j].in)
+		if ri != rj {
+			return ri < rj
+		}
+		return order[i].name < order[j].name
+	})
+	excluded := map[key]bool{}
+	for i, x := range o.Policy.FingerprintExcludeParams {
+		k := key{x.In, x.Name}
+		if x.In == "header" {
+			k.name = http.CanonicalHeaderKey(k.name)
+		}
+		if _, ok := merged[k]; ok && !o.ownExclusions {
+			b.rootExclUsed[fmt.Sprintf("excludeParameters[%d]", i)] = true
+		} else if !ok && o.ownExclusions {
+			b.errs.addf("%sx-idempotent.fingerprint.excludeParameters[%d]: the operation declares no %s parameter %q", where, i, x.In, x.Name)
+		}
+		excluded[k] = true
+	}
+	noValidate := b.req.skipOperation(o.ID)
+	for _, k := range order {
+		p := merged[k]
+		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
+		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
+		want := goName(p.Name)
+		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
+		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
+		if p.In == "path" {
+			prm.Key = muxWildcard(p.Name)
+		}
+		sr, style := p.Schema, paramStyle(p)
+		schemaLoc := ploc + "/schema"
+		if sr == nil && len(p.Content) > 0 {
+			mt, media := pickMedia(p.Content)
+			if media != nil {
+				sr, style = media.Schema, "StyleJSON"
+				schemaLoc = ploc + "/content/" + pointerEscape(mt) + "/schema"
+				if !isJSON(mt) {
+					b.warnf(strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
+				}
+			}
+		}
+		prm.Style = style
+		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
+		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
+		b.paramType(prm, sr, nameHint{o.ident, want}, schemaLoc)
+		o.Params = append(o.Params, prm)
+	}
+}
+
+func inRank(in string) int {
+	switch in {
+	case "path":
+		return 0
+	case "query":
+		return 1
+	case "header":
+		return 2
+	}
+	return 3
+}
+
+// paramStyle is the idemimpl.Style constant of a parameter's style, its
+// location's default when it has none.
+func paramStyle(p *openapi3.Parameter) string {
+	style := p.Style
+	if style == "" {
+		style = map[string]string{"path": "simple", "header": "simple", "query": "form", "cookie": "form"}[p.In]
+	}
+	return "Style" + goName(style)
+}
+
+// paramType sets the Go type of a parameter's field: the schema's type, an
+// array's element type for a list, a string when there is no schema.
+func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint nameHint, loc string) {
+	if sr == nil || sr.Value == nil {
+		p.Type = GoType{Kind: GoBuiltin, Name: "string"}
+		return
+	}
+	types, _ := typesOf(sr.Value)
+	if len(types) == 1 && types[0] == openapi3.TypeArray && sr.Value.Items != nil && sr.Ref == "" {
+		p.List = true
+		p.Type = b.goType(sr.Value.Items, hint.plus("Item"), loc+"/items")
+		return
+	}
+	p.Type = b.goType(sr, hint, loc)
+}
+
+// body builds the request body: the Go type of its preferred media type
+// (JSON when declared) and every declared media type whose body decodes to
+// that type, in order of preference.
+func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
+	if op.RequestBody == nil || op.RequestBody.Value == nil {
+		return
+	}
+	rb := op.RequestBody.Value
+	if len(rb.Content) == 0 {
+		return
+	}
+	noValidate := b.req.skipOperation(o.ID)
+	body := &Body{Required: rb.Required}
+	keys := sortedKeys(rb.Content)
+	sort.SliceStable(keys, func(i, j int) bool { return mediaRank(keys[i]) < mediaRank(keys[j]) })
+	for _, mt := range keys {
+		media := rb.Content[mt]
+		dec := decoding(mt)
+		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt))
+		var gt GoType
+		if dec == "AsBytes" {
+			gt = GoType{Kind: GoBytes}
+		} else {
+			var sr *openapi3.SchemaRef
+			if media != nil {
+				sr = media.Schema
+			}
+			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
+		}
+		if body.Media == nil {
+			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
+		} else if !sameType(gt, body.Type) {
+			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): its schema is not the one of %s, which types the body", mt, body.MediaType)
+			continue
+		}
+		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}
+		if dec != "AsBytes" && media != nil {
+			m.Schema = b.req.index(media.Schema, loc, noValidate)
+			for _, name := range sortedKeys(media.Encoding) {
+				if e := media.Encoding[name]; e != nil && e.Explode != nil && !*e.Explode && dec == "AsForm" {
+					m.Unexploded = append(m.Unexploded, name)
+				}
+			}
+		}
+		body.Media = append(body.Media, m)
+	}
+	if body.JSON && !body.Required && !body.Type.nilable() {
+		body.Type = ptr(body.Type)
+	}
+	o.Body = body
+}
+
+// decoding is the idemimpl.Decoding constant for a declared media type.
+func decoding(mt string) string {
+	mt = strings.ToLower(mt)
+	switch {
+	case mt == "application/merge-patch+json":
+		return "AsMergePatch"
+	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+		return "AsJSON"
+	case mt == "application/x-www-form-urlencoded":
+		return "AsForm"
+	}
+	return "AsBytes"
+}
+
+// mediaRank orders request media types: JSON, then forms, then the rest.
+func mediaRank(mt string) int {
+	switch decoding(mt) {
+	case "AsJSON":
+		return 0
+	case "AsMergePatch":
+		return 1
+	case "AsForm":
+		return 2
+	}
+	return 4
+}
+
+// checkExclusions refuses fingerprint exclusions that name nothing in the
+// request body of any decoded media type.
+func (b *builder) checkExclusions(o *Operation, where string) {
+	if !o.Idempotent || len(o.Policy.FingerprintExclude) == 0 {
+		return
+	}
+	for i, ptr := range o.Policy.FingerprintExclude {
+		toks, err := parsePointer(ptr)
+		if err != nil {
+			continue // the policy check reports it
+		}
+		found := false
+		media := "it has no request body"
+		if o.Body != nil {
+			media = "decoded as " + o.Body.mediaList()
+			for _, m := range o.Body.Media {
+				if m.Decode != "AsBytes" && b.req.resolves(m.Schema, toks) {
+					found = true
+				}
+			}
+		}
+		if found && !o.ownExclusions {
+			b.rootExclUsed[fmt.Sprintf("exclude[%d]", i)] = true
+		} else if !found && o.ownExclusions {
+			b.errs.addf("%sx-idempotent.fingerprint.exclude[%d]: %s names no member of the request body (%s)", where, i, ptr, media)
+		}
+	}
+}
+
+// checkRootExclusions refuses root fingerprint exclusions that name
+// nothing in any operation they apply to.
+func (b *builder) checkRootExclusions(root *policyPatch) {
+	if root == nil || !root.set["fingerprint"] {
+		return
+	}
+	for i, ptr := range root.policy.FingerprintExclude {
+		if !b.rootExclUsed[fmt.Sprintf("exclude[%d]", i)] {
+			b.errs.addf("%s: x-idempotent.fingerprint.exclude[%d]: %s names no member of any idempotent operation's request body", b.file, i, ptr)
+		}
+	}
+	for i, x := range root.policy.FingerprintExcludeParams {
+		if !b.rootExclUsed[fmt.Sprintf("excludeParameters[%d]", i)] {
+			b.errs.addf("%s: x-idempotent.fingerprint.excludeParameters[%d]: no idempotent operation declares %s parameter %q", b.file, i, x.In, x.Name)
+		}
+	}
+}
+
+func (bd *Body) mediaList() string {
+	var out []string
+	for _, m := range bd.Media {
+		out = append(out, m.Type)
+	}
+	return strings.Join(out, ", ")
+}
+
+func parsePointer(p string) ([]string, error) {
+	if p == "" || p[0] != '/' {
+		return nil, fmt.Errorf("JSON pointer %q must start with /", p)
+	}
+	toks := strings.Split(p[1:], "/")
+	for i, t := range toks {
+		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+	}
+	return toks, nil
+}
+
+// BodyMedia is one media type a request body is accepted in.
+type BodyMedia struct {
+	Type       string   // as declared, lower-cased
+	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes
+	Schema     int      // index in the request schema table
+	Unexploded []string // form members with explode: false
+}
+
+// Literal renders the media type as an idemimpl.Media literal.
+func (m *BodyMedia) Literal() string {
+	s := fmt.Sprintf("{Type: %s, Decode: idemimpl.%s", strconv.Quote(m.Type), m.Decode)
+	if m.Schema != 0 {
+		s += fmt.Sprintf(", Schema: %d", m.Schema)
+	}
+	if len(m.Unexploded) > 0 {
+		q := make([]string, len(m.Unexploded))
+		for i, u := range m.Unexploded {
+			q[i] = strconv.Quote(u)
+		}
+		s += ", Unexploded: []string{" + strings.Join(q, ", ") + "}"
+	}
+	return s + "}"
+}
+
+// Literal renders the parameter as an idemimpl.Param literal.
+func (p *Param) Literal() string {
+	s := fmt.Sprintf("{In: %s, Name: %s", strconv.Quote(p.In), strconv.Quote(p.Name))
+	if p.Key != p.Name {
+		s += ", Key: " + strconv.Quote(p.Key)
+	} else {
+		s += ", Key: " + strconv.Quote(p.Name)
+	}
+	if p.Schema != 0 {
+		s += fmt.Sprintf(", Schema: %d", p.Schema)
+	}
+	s += ", Style: idemimpl." + p.Style
+	if p.Explode {
+		s += ", Explode: true"
+	}
+	if p.Required {
+		s += ", Required: true"
+	}
+	if p.Fingerprint {
+		s += ", Fingerprint: true"
+	}
+	return s + "}"
+}
+
+// skipOperation reports whether the config turns validation off for the
+// operation.
+func (t *reqTable) skipOperation(id string) bool {
+	if t.skip[id] {
+		t.used[id] = true
+	}
+	return t.skip[id]
+}
+
+// checkSkip reports the config's validation.skip entries that named
+// neither an operation nor a schema of a request.
+func (t *reqTable) checkSkip(file string) {
+	for _, s := range sortedKeys(t.skip) {
+		if !t.used[s] {
+			t.b.errs.addf("%s: config validation.skip: %q names no operationId and no schema or property of a request body or parameter", file, s)
+		}
+	}
+}
+
+// resolves reports whether the pointer toks can name a member of values of
+// schema idx: a declared property (also through allOf, anyOf and oneOf),
+// an additional property, or an array item.
+func (t *reqTable) resolves(idx int, toks []string) bool {
+	return t.resolve(idx, toks, map[int]bool{})
+}
+
+func (t *reqTable) resolve(idx int, toks []string, seen map[int]bool) bool {
+	if len(toks) == 0 {
+		return true
+	}
+	if idx <= 0 || idx >= len(t.schemas) || seen[idx] {
+		return idx == 0 // any value may hold anything
+	}
+	seen[idx] = true
+	defer delete(seen, idx)
+	s := t.schemas[idx]
+	if s == nil {
+		return false
+	}
+	if p, ok := s.Properties[toks[0]]; ok && t.resolve(t.byKey[reqKey{p.Value, t.noValidate[idx]}], toks[1:], seen) {
+		return true
+	}
+	types, _ := typesOf(s)
+	objectish := len(types) == 0 || slices.Contains(types, openapi3.TypeObject)
+	if ap := s.AdditionalProperties; objectish && (ap.Schema != nil || ap.Has == nil && len(s.Properties) == 0 && s.Items == nil && len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) == 0) {
+		if ap.Schema == nil || t.resolve(t.byKey[reqKey{ap.Schema.Value, t.noValidate[idx]}], toks[1:], seen) {
+			return true
+		}
+	}
+	if s.Items != nil {
+		if _, err := strconv.Atoi(toks[0]); err == nil && t.resolve(t.byKey[reqKey{s.Items.Value, t.noValidate[idx]}], toks[1:], seen) {
+			return true
+		}
+	}
+	for _, refs := range []openapi3.SchemaRefs{s.AllOf, s.AnyOf, s.OneOf} {
+		for _, m := range refs {
+			if m != nil && t.resolve(t.byKey[reqKey{m.Value, t.noValidate[idx]}], toks, seen) {
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// sameType reports whether two Go types are the same (names of named types
+// are not decided yet when bodies are built).
+func sameType(a, b GoType) bool {
+	if a.Kind != b.Kind || a.Name != b.Name || a.Named != b.Named || (a.Elem == nil) != (b.Elem == nil) {
+		return false
+	}
+	return a.Elem == nil || sameType(*a.Elem, *b.Elem)
+}

@@ -1,0 +1,252 @@
+package idemimpl
+
+import (
+	"errors"
+	"fmt"
+	"net/url"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// formNode is a form, a multipart body or a deepObject parameter as sent:
+// names with their bracket paths (metadata[order], items[0][price],
+// expand[]) become a tree whose leaves are the values as strings. The
+// schema turns it into a typed Value (coerce).
+type formNode struct {
+	vals  []string
+	names []string // children in the order first seen
+	kids  map[string]*formNode
+}
+
+func (n *formNode) child(name string) *formNode {
+	if c := n.kids[name]; c != nil {
+		return c
+	}
+	if n.kids == nil {
+		n.kids = map[string]*formNode{}
+	}
+	c := &formNode{}
+	n.kids[name] = c
+	n.names = append(n.names, name)
+	return c
+}
+
+// add stores value at the bracket path of key: "a[b][0]", "a[]".
+func (n *formNode) add(key, value string) error {
+	name, rest, _ := strings.Cut(key, "[")
+	if name == "" {
+		return fmt.Errorf("name %q is empty before its brackets", key)
+	}
+	cur := n.child(name)
+	if rest != "" {
+		rest = "[" + rest
+	}
+	for rest != "" {
+		end := strings.IndexByte(rest, ']')
+		if rest[0] != '[' || end < 0 {
+			return fmt.Errorf("name %q has unbalanced brackets", key)
+		}
+		tok := rest[1:end]
+		rest = rest[end+1:]
+		if tok == "" {
+			if rest != "" {
+				return fmt.Errorf("name %q: [] may only end a name", key)
+			}
+			break
+		}
+		cur = cur.child(tok)
+	}
+	cur.vals = append(cur.vals, value)
+	return nil
+}
+
+// parseForm parses an application/x-www-form-urlencoded body into a tree.
+// Percent-encoding and '+' are decoded; names use bracket notation.
+func parseForm(body string) (*formNode, error) {
+	root := &formNode{}
+	for pair := range strings.SplitSeq(body, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		key, err := url.QueryUnescape(k)
+		if err != nil {
+			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form name %q is not percent-encoded correctly", k)}
+		}
+		val, err := url.QueryUnescape(v)
+		if err != nil {
+			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form value of %q is not percent-encoded correctly", key)}
+		}
+		if err := root.add(key, val); err != nil {
+			return nil, &SyntaxError{Offset: -1, Msg: "form " + err.Error()}
+		}
+	}
+	return root, nil
+}
+
+// deepObjectNode collects a deepObject query parameter: name[prop]=value,
+// with Stripe's nesting (name[a][b]) and lists (name[]=x, name[0]=x).
+func deepObjectNode(query url.Values, name string, vd *validator) (*formNode, bool) {
+	root := &formNode{}
+	keys := make([]string, 0, 4)
+	for k := range query {
+		if k == name || strings.HasPrefix(k, name+"[") {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
+		return nil, false
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		for _, v := range query[k] {
+			if err := root.add(k, v); err != nil {
+				vd.fail("syntax", err.Error())
+				return nil, false
+			}
+		}
+	}
+	return root.kids[name], true
+}
+
+// splitUnexploded splits the values of top-level form members whose
+// encoding has explode: false at commas.
+func splitUnexploded(n *formNode, names []string) {
+	for _, name := range names {
+		c := n.kids[name]
+		if c == nil {
+			continue
+		}
+		var vals []string
+		for _, v := range c.vals {
+			vals = append(vals, strings.Split(v, ",")...)
+		}
+		c.vals = vals
+	}
+}
+
+// coerce turns a tree of strings into a Value typed by schema idx:
+// "5" becomes a number where the schema wants one, brackets become objects
+// or, with indices, arrays. What cannot be typed is a violation.
+func (vd *validator) coerce(n *formNode, idx int) Value {
+	s := &Schema{}
+	if idx > 0 && idx < len(vd.t.List) {
+		s = &vd.t.List[idx]
+	}
+	if members := append(s.AnyOf[:len(s.AnyOf):len(s.AnyOf)], s.OneOf...); len(members) > 0 && s.Types == 0 && len(s.Props) == 0 {
+		for _, m := range members {
+			trial := &validator{t: vd.t, in: vd.in, name: vd.name, path: append([]string(nil), vd.path...)}
+			v := trial.coerce(n, m)
+			if len(trial.out) == 0 && trial.matches(&v, m) {
+				return v
+			}
+		}
+	}
+	if len(n.kids) > 0 {
+		if len(n.vals) > 0 {
+			vd.fail("syntax", "is given both as a value and with [brackets]")
+			return Value{}
+		}
+		if s.Types&TypeArray != 0 || s.Items > 0 && s.Types&TypeObject == 0 {
+			return vd.indexed(n, s)
+		}
+		if s.Types != 0 && s.Types&TypeObject == 0 {
+			vd.fail("type", typeDetail(&Value{Kind: KindObject}, s.Types))
+			return Value{}
+		}
+		return vd.members(n, s)
+	}
+	if s.Types&TypeArray != 0 && (s.Types&^(TypeArray|TypeNull) == 0 || len(n.vals) != 1) {
+		v := Value{Kind: KindArray, Items: make([]Value, 0, len(n.vals))}
+		for i, str := range n.vals {
+			vd.push(strconv.Itoa(i))
+			v.Items = append(v.Items, vd.scalar(str, vd.schema(s.Items)))
+			vd.pop()
+		}
+		return v
+	}
+	if len(n.vals) > 1 {
+		vd.fail("syntax", fmt.Sprintf("is given %d times; it takes one value", len(n.vals)))
+		return Value{}
+	}
+	if len(n.vals) == 0 {
+		return Value{Kind: KindString}
+	}
+	return vd.scalar(n.vals[0], s)
+}
+
+func (vd *validator) schema(idx int) *Schema {
+	if idx > 0 && idx < len(vd.t.List) {
+		return &vd.t.List[idx]
+	}
+	return &Schema{}
+}
+
+// members types the children of n as the members of an object.
+func (vd *validator) members(n *formNode, s *Schema) Value {
+	v := Value{Kind: KindObject, Members: make([]Member, 0, len(n.names))}
+	for _, name := range n.names {
+		sub := s.AdditionalProperties
+		if p := findProp(s.Props, name); p != nil {
+			sub = p.Schema
+		} else if sub < 0 {
+			sub = 0 // the validator reports the member
+		}
+		vd.push(name)
+		v.Members = append(v.Members, Member{Name: name, Value: vd.coerce(n.kids[name], sub)})
+		vd.pop()
+	}
+	v.SortMembers()
+	return v
+}
+
+var errIndices = errors.New("array indices must run from 0 without gaps")
+
+// indexed types the children of n, named 0, 1, ..., as array items.
+func (vd *validator) indexed(n *formNode, s *Schema) Value {
+	items := make([]Value, len(n.names))
+	for _, name := range n.names {
+		i, err := strconv.Atoi(name)
+		if err != nil || i < 0 || i >= len(items) || strconv.Itoa(i) != name || items[i].Kind != KindNull {
+			vd.fail("syntax", errIndices.Error())
+			return Value{}
+		}
+		vd.push(name)
+		items[i] = vd.coerce(n.kids[name], s.Items)
+		vd.pop()
+		if items[i].Kind == KindNull {
+			items[i] = Value{Kind: KindString} // a placeholder that is never null
+		}
+	}
+	return Value{Kind: KindArray, Items: items}
+}
+
+// scalar types one string value as schema s allows: a boolean, a number, a
+// declared enum value, else a string.
+func (vd *validator) scalar(str string, s *Schema) Value {
+	if s.Types == 0 && len(s.Enum) > 0 {
+		for _, e := range s.Enum {
+			v, err := ParseJSON([]byte(e))
+			if err == nil && (v.Kind == KindString && v.Str == str || v.Kind != KindString && e == str) {
+				return v
+			}
+		}
+	}
+	if s.Types&TypeBoolean != 0 && (str == "true" || str == "false") {
+		return Value{Kind: KindBool, Bool: str == "true"}
+	}
+	if s.Types&(TypeInteger|TypeNumber) != 0 {
+		if n, err := ParseNumber(str); err == nil && (n.IsInt || s.Types&TypeNumber != 0) {
+			return Value{Kind: KindNumber, Num: n}
+		}
+	}
+	if s.Types == 0 || s.Types&TypeString != 0 {
+		return Value{Kind: KindString, Str: str}
+	}
+	if s.Types&TypeNull != 0 && str == "null" {
+		return Value{Kind: KindNull}
+	}
+	vd.fail("type", typeDetail(&Value{Kind: KindString}, s.Types)+fmt.Sprintf(", not %q", str))
+	return Value{}
+}

@@ -1,0 +1,681 @@
+package idemimpl
+
+import (
+	"fmt"
+	"math"
+	"math/big"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"sync"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Types is the set of JSON types a Schema allows.
+type Types uint8
+
+const (
+	TypeNull Types = 1 << iota
+	TypeBoolean
+	TypeInteger
+	TypeNumber
+	TypeString
+	TypeArray
+	TypeObject
+)
+
+// Has says which optional limits of a Schema are set.
+type Has uint16
+
+const (
+	HasMinimum Has = 1 << iota
+	HasMaximum
+	HasMultipleOf
+	HasMinLength
+	HasMaxLength
+	HasMinItems
+	HasMaxItems
+	HasMinProperties
+	HasMaxProperties
+)
+
+// Format is a value of the format keyword that the validator checks or
+// that bounds a number's range.
+type Format uint8
+
+const (
+	FormatNone Format = iota
+	FormatInt32
+	FormatInt64
+	FormatFloat
+	FormatDateTime
+	FormatDate
+	FormatUUID
+	FormatEmail
+	FormatURI
+	FormatIPv4
+	FormatIPv6
+	FormatByte
+	FormatBinary
+)
+
+// NoAdditional is Schema.AdditionalProperties for additionalProperties:
+// false.
+const NoAdditional = -1
+
+// Schema is the compact descriptor of one request schema that generated
+// code emits, one per schema (named schemas shared), in a Schemas table.
+// Other schemas are referred to by their index in the table; index 0 is the
+// schema that allows any value. The zero value of a field is "no
+// constraint".
+type Schema struct {
+	Types Types // allowed JSON types; 0: any
+	// Nullable makes null valid whatever the other keywords say: OpenAPI
+	// 3.0's nullable on a schema without a type (a nullable $ref wrapper).
+	Nullable bool
+	Format   Format
+	// Enum holds the canonical JSON encodings (AppendJSON) of the allowed
+	// values: enum and const.
+	Enum []string
+	Has  Has // which limits below are set
+	// Minimum, Maximum and MultipleOf are exact decimals.
+	Minimum, Maximum                   string
+	ExclusiveMinimum, ExclusiveMaximum bool
+	MultipleOf                         string
+	MinLength, MaxLength               int // in characters (code points)
+	Pattern                            string
+	MinItems, MaxItems                 int
+	UniqueItems                        bool
+	MinProperties, MaxProperties       int
+	Items                              int    // schema of array items; 0: any
+	Props                              []Prop // declared properties, sorted by name
+	// AdditionalProperties is the schema of undeclared members: 0 any,
+	// NoAdditional for none.
+	AdditionalProperties int
+	AllOf, AnyOf, OneOf  []int
+	Not                  int // 0: no not keyword
+	// Discriminator is the oneOf/anyOf discriminator's property name;
+	// Mapping maps its values to member schemas.
+	Discriminator string
+	Mapping       []Mapping
+	// Default is the canonical JSON of the default value, applied when the
+	// property or parameter is absent; "" for none.
+	Default string
+	// ReadOnly members are refused in requests (and not required there).
+	ReadOnly bool
+	// NoValidate turns validation off (the config's validation.skip): only
+	// what decoding needs is checked (JSON types, duplicate and
+	// case-variant members).
+	NoValidate bool
+}
+
+// Prop is one declared property of an object schema.
+type Prop struct {
+	Name     string
+	Schema   int
+	Required bool
+}
+
+// Mapping is one value of a discriminator and the schema it selects.
+type Mapping struct {
+	Value  string
+	Schema int
+}
+
+// Schemas is the table of a generated package's request schemas.
+type Schemas struct {
+	List []Schema
+
+	once     sync.Once
+	compiled []compiled
+}
+
+// compiled is what a Schema needs at run time, prepared once.
+type compiled struct {
+	min, max, mult *big.Rat
+	minInt, maxInt int64 // when the limits are integers
+	intLimits      bool
+	pattern        *regexp.Regexp
+	enum           map[string]bool
+	def            *Value
+	// known is every property name the schema declares itself or through
+	// allOf, sorted: a member one allOf branch declares is not an
+	// additional property of another.
+	known []string
+}
+
+func (t *Schemas) compile() {
+	t.once.Do(func() {
+		t.compiled = make([]compiled, len(t.List))
+		for i := range t.List {
+			s, c := &t.List[i], &t.compiled[i]
+			c.min, c.max, c.mult = rat(s.Minimum), rat(s.Maximum), rat(s.MultipleOf)
+			c.minInt, c.maxInt = math.MinInt64, math.MaxInt64
+			c.intLimits = true
+			for _, lim := range []struct {
+				r   *big.Rat
+				dst *int64
+			}{{c.min, &c.minInt}, {c.max, &c.maxInt}} {
+				if lim.r != nil {
+					if !lim.r.IsInt() || !lim.r.Num().IsInt64() {
+						c.intLimits = false
+					} else {
+						*lim.dst = lim.r.Num().Int64()
+					}
+				}
+			}
+			if s.Pattern != "" {
+				// The generator compiled it; one that does not compile
+				// is reported there and not emitted.
+				c.pattern, _ = regexp.Compile(s.Pattern)
+			}
+			if len(s.Enum) > 0 {
+				c.enum = make(map[string]bool, len(s.Enum))
+				for _, e := range s.Enum {
+					c.enum[e] = true
+				}
+			}
+			if s.Default != "" {
+				if v, err := ParseJSON([]byte(s.Default)); err == nil {
+					c.def = &v
+				}
+			}
+			if len(s.AllOf) > 0 {
+				seen := map[string]bool{}
+				t.collectKnown(i, map[int]bool{}, seen)
+				for n := range seen {
+					c.known = append(c.known, n)
+				}
+				sort.Strings(c.known)
+			}
+		}
+	})
+}
+
+func (t *Schemas) collectKnown(idx int, visited map[int]bool, names map[string]bool) {
+	if idx <= 0 || idx >= len(t.List) || visited[idx] {
+		return
+	}
+	visited[idx] = true
+	for _, p := range t.List[idx].Props {
+		names[p.Name] = true
+	}
+	for _, sub := range t.List[idx].AllOf {
+		t.collectKnown(sub, visited, names)
+	}
+}
+
+func rat(s string) *big.Rat {
+	if s == "" {
+		return nil
+	}
+	r, ok := new(big.Rat).SetString(s)
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// mode says what a value is validated as.
+type mode uint8
+
+const (
+	modeRequest mode = iota // a request body or parameter
+	modePatch               // an RFC 7396 merge patch: members optional, null removes
+)
+
+// validator collects the violations of one value.
+type validator struct {
+	t    *Schemas
+	in   string // body, path, query, header, cookie
+	name string // parameter name
+	path []string
+	out  []idem.Violation
+	mode mode
+	// known are the member names an enclosing allOf declares, while its
+	// branches are validated.
+	known []string
+}
+
+func (vd *validator) fail(rule, detail string) {
+	vd.out = append(vd.out, idem.Violation{In: vd.in, Parameter: vd.name, Pointer: vd.pointer(), Rule: rule, Detail: detail})
+}
+
+func (vd *validator) pointer() string {
+	if len(vd.path) == 0 {
+		if vd.name != "" {
+			return ""
+		}
+		return "#"
+	}
+	var b strings.Builder
+	b.WriteByte('#')
+	for _, t := range vd.path {
+		b.WriteByte('/')
+		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+	}
+	return b.String()
+}
+
+func (vd *validator) push(tok string) { vd.path = append(vd.path, tok) }
+func (vd *validator) pop()            { vd.path = vd.path[:len(vd.path)-1] }
+
+// typeOf is the set of types v is an instance of.
+func typeOf(v *Value) Types {
+	switch v.Kind {
+	case KindNull:
+		return TypeNull
+	case KindBool:
+		return TypeBoolean
+	case KindNumber:
+		if v.Num.IsInt {
+			return TypeInteger | TypeNumber
+		}
+		return TypeNumber
+	case KindString:
+		return TypeString
+	case KindArray:
+		return TypeArray
+	}
+	return TypeObject
+}
+
+// validate checks v against schema idx, appending violations.
+func (vd *validator) validate(v *Value, idx int) {
+	if idx <= 0 || idx >= len(vd.t.List) {
+		return
+	}
+	s, c := &vd.t.List[idx], &vd.t.compiled[idx]
+	if s.Nullable && v.Kind == KindNull {
+		return
+	}
+	if s.Types != 0 && typeOf(v)&s.Types == 0 {
+		vd.fail("type", typeDetail(v, s.Types))
+		return
+	}
+	switch v.Kind {
+	case KindNumber:
+		vd.number(v, s, c)
+	case KindString:
+		if !s.NoValidate {
+			vd.str(v.Str, s, c)
+		}
+	case KindArray:
+		vd.array(v, s)
+	case KindObject:
+		known := vd.known
+		if len(c.known) > 0 {
+			known = append(known[:len(known):len(known)], c.known...)
+			sort.Strings(known)
+		}
+		vd.object(v, s, known)
+	}
+	if !s.NoValidate && c.enum != nil && !c.enum[string(AppendJSON(nil, v, nil))] {
+		vd.fail(enumRule(s), "must be "+oneOf(s.Enum))
+	}
+	if len(s.AllOf) > 0 {
+		outer := vd.known
+		vd.known = c.known
+		for _, sub := range s.AllOf {
+			vd.validate(v, sub)
+		}
+		vd.known = outer
+	}
+	if len(s.AnyOf) > 0 || len(s.OneOf) > 0 {
+		vd.union(v, s)
+	}
+	if s.Not > 0 && !s.NoValidate && vd.matches(v, s.Not) {
+		vd.fail("not", "must not match the schema it is declared not to match")
+	}
+}
+
+func enumRule(s *Schema) string {
+	if len(s.Enum) == 1 {
+		return "const"
+	}
+	return "enum"
+}
+
+func oneOf(enc []string) string {
+	if len(enc) == 1 {
+		return enc[0]
+	}
+	shown := enc
+	if len(shown) > 10 {
+		shown = shown[:10]
+	}
+	s := "one of " + strings.Join(shown, ", ")
+	if len(enc) > len(shown) {
+		s += fmt.Sprintf(" (and %d more)", len(enc)-len(shown))
+	}
+	return s
+}
+
+// matches reports whether v is valid against schema idx.
+func (vd *validator) matches(v *Value, idx int) bool {
+	sub := validator{t: vd.t, in: vd.in, name: vd.name, mode: vd.mode}
+	sub.validate(v, idx)
+	return len(sub.out) == 0
+}
+
+func (vd *validator) union(v *Value, s *Schema) {
+	members, kw := s.OneOf, "oneOf"
+	if len(members) == 0 {
+		members, kw = s.AnyOf, "anyOf"
+	}
+	if s.Discriminator != "" && v.Kind == KindObject {
+		d := v.Member(s.Discriminator)
+		if d == nil || d.Kind != KindString {
+			vd.push(s.Discriminator)
+			vd.fail("discriminator", "is required: it selects the schema of the object")
+			vd.pop()
+			return
+		}
+		var vals []string
+		for _, m := range s.Mapping {
+			if m.Value == d.Str {
+				vd.validate(v, m.Schema)
+				return
+			}
+			vals = append(vals, strconv.Quote(m.Value))
+		}
+		vd.push(s.Discriminator)
+		vd.fail("discriminator", "must be "+oneOf(vals))
+		vd.pop()
+		return
+	}
+	var matched []int
+	for i, m := range members {
+		if vd.matches(v, m) {
+			matched = append(matched, i)
+			if kw == "anyOf" {
+				return
+			}
+		}
+	}
+	switch {
+	case len(matched) == 0 && len(members) == 1:
+		vd.validate(v, members[0]) // the member's own violations say more
+	case len(matched) == 0:
+		vd.fail(kw, fmt.Sprintf("must match %s the %d schemas it may take", map[string]string{"oneOf": "exactly one of", "anyOf": "one of"}[kw], len(members)))
+	case len(matched) > 1:
+		vd.fail(kw, fmt.Sprintf("matches %d of the schemas it may take (%s), exactly one must match", len(matched), intList(matched)))
+	}
+}
+
+func intList(xs []int) string {
+	s := make([]string, len(xs))
+	for i, x := range xs {
+		s[i] = strconv.Itoa(x)
+	}
+	return strings.Join(s, ", ")
+}
+
+func typeDetail(v *Value, t Types) string {
+	var names []string
+	for _, n := range []struct {
+		t    Types
+		name string
+	}{{TypeObject, "an object"}, {TypeArray, "an array"}, {TypeString, "a string"}, {TypeInteger, "an integer"},
+		{TypeNumber, "a number"}, {TypeBoolean, "a boolean"}, {TypeNull, "null"}} {
+		if t&n.t != 0 && !(n.t == TypeInteger && t&TypeNumber != 0) {
+			names = append(names, n.name)
+		}
+	}
+	want := strings.Join(names, " or ")
+	if v.Kind == KindNumber && t&TypeInteger != 0 && v.Num.Float == math.Trunc(v.Num.Float) {
+		return "must be " + want + " between -2^63 and 2^63-1"
+	}
+	return "must be " + want
+}
+
+func (vd *validator) number(v *Value, s *Schema, c *compiled) {
+	n := &v.Num
+	switch s.Format {
+	case FormatInt32:
+		if n.IsInt && (n.Int < math.MinInt32 || n.Int > math.MaxInt32) && s.Types&TypeNumber == 0 {
+			vd.fail("format", "must be an integer between -2^31 and 2^31-1 (int32)")
+			return
+		}
+	case FormatFloat:
+		if math.Abs(n.Float) > math.MaxFloat32 {
+			vd.fail("format", "must be within the range of a 32-bit float")
+			return
+		}
+	}
+	if s.NoValidate || s.Has&(HasMinimum|HasMaximum|HasMultipleOf) == 0 {
+		return
+	}
+	if n.IsInt && c.intLimits {
+		if s.Has&HasMinimum != 0 && (n.Int < c.minInt || s.ExclusiveMinimum && n.Int == c.minInt) {
+			vd.fail(minRule(s.ExclusiveMinimum), boundDetail(s.ExclusiveMinimum, "greater than", "at least", s.Minimum))
+		}
+		if s.Has&HasMaximum != 0 && (n.Int > c.maxInt || s.ExclusiveMaximum && n.Int == c.maxInt) {
+			vd.fail(maxRule(s.ExclusiveMaximum), boundDetail(s.ExclusiveMaximum, "less than", "at most", s.Maximum))
+		}
+	} else if s.Has&(HasMinimum|HasMaximum) != 0 {
+		x, _ := new(big.Rat).SetString(n.Text)
+		if c.min != nil && (x.Cmp(c.min) < 0 || s.ExclusiveMinimum && x.Cmp(c.min) == 0) {
+			vd.fail(minRule(s.ExclusiveMinimum), boundDetail(s.ExclusiveMinimum, "greater than", "at least", s.Minimum))
+		}
+		if c.max != nil && (x.Cmp(c.max) > 0 || s.ExclusiveMaximum && x.Cmp(c.max) == 0) {
+			vd.fail(maxRule(s.ExclusiveMaximum), boundDetail(s.ExclusiveMaximum, "less than", "at most", s.Maximum))
+		}
+	}
+	if c.mult != nil && c.mult.Sign() > 0 {
+		x, _ := new(big.Rat).SetString(n.Text)
+		if !x.Quo(x, c.mult).IsInt() {
+			vd.fail("multipleOf", "must be a multiple of "+s.MultipleOf)
+		}
+	}
+}
+
+func minRule(excl bool) string {
+	if excl {
+		return "exclusiveMinimum"
+	}
+	return "minimum"
+}
+
+func maxRule(excl bool) string {
+	if excl {
+		return "exclusiveMaximum"
+	}
+	return "maximum"
+}
+
+func boundDetail(excl bool, strict, loose, limit string) string {
+	if excl {
+		return "must be " + strict + " " + limit
+	}
+	return "must be " + loose + " " + limit
+}
+
+func plural(n int, one string) string {
+	if n == 1 {
+		return "1 " + one
+	}
+	return strconv.Itoa(n) + " " + one + "s"
+}
+
+func (vd *validator) str(s string, sc *Schema, c *compiled) {
+	if sc.Has&(HasMinLength|HasMaxLength) != 0 {
+		n := len([]rune(s))
+		if sc.Has&HasMinLength != 0 && n < sc.MinLength {
+			vd.fail("minLength", "must be at least "+plural(sc.MinLength, "character")+" long")
+		}
+		if sc.Has&HasMaxLength != 0 && n > sc.MaxLength {
+			vd.fail("maxLength", "must be at most "+plural(sc.MaxLength, "character")+" long")
+		}
+	}
+	if c.pattern != nil && !c.pattern.MatchString(s) {
+		vd.fail("pattern", "must match the pattern "+sc.Pattern)
+	}
+	if sc.Format != FormatNone {
+		if msg := checkFormat(sc.Format, s); msg != "" {
+			vd.fail("format", msg)
+		}
+	}
+}
+
+func (vd *validator) array(v *Value, s *Schema) {
+	if !s.NoValidate {
+		n := len(v.Items)
+		if s.Has&HasMinItems != 0 && n < s.MinItems {
+			vd.fail("minItems", "must have at least "+plural(s.MinItems, "item"))
+		}
+		if s.Has&HasMaxItems != 0 && n > s.MaxItems {
+			vd.fail("maxItems", "must have at most "+plural(s.MaxItems, "item"))
+		}
+		if s.UniqueItems && n > 1 {
+			seen := make(map[string]int, n)
+			for i := range v.Items {
+				enc := string(AppendJSON(nil, &v.Items[i], nil))
+				if j, ok := seen[enc]; ok {
+					vd.fail("uniqueItems", fmt.Sprintf("items %d and %d are equal; items must be unique", j, i))
+					break
+				}
+				seen[enc] = i
+			}
+		}
+	}
+	if s.Items > 0 {
+		for i := range v.Items {
+			vd.push(strconv.Itoa(i))
+			vd.validate(&v.Items[i], s.Items)
+			vd.pop()
+		}
+	}
+}
+
+func (vd *validator) object(v *Value, s *Schema, known []string) {
+	vd.known = nil // not below this object
+	defer func() { vd.known = known }()
+	for i := range v.Members {
+		m := &v.Members[i]
+		vd.push(m.Name)
+		if p := findProp(s.Props, m.Name); p != nil {
+			ps := &vd.t.List[p.Schema]
+			switch {
+			case ps.ReadOnly && !s.NoValidate:
+				vd.fail("readOnly", "is read-only: the server sets it")
+			case vd.mode == modePatch && m.Value.Kind == KindNull:
+				if p.Required {
+					vd.fail("required", "is required and cannot be removed")
+				}
+			default:
+				vd.validate(&m.Value, p.Schema)
+			}
+		} else if isKnown(known, m.Name) {
+			// another allOf branch declares it and validates it
+		} else if d := foldProp(s.Props, known, m.Name); d != "" {
+			vd.fail("properties", fmt.Sprintf("differs from the declared member %q only in case", d))
+		} else if s.AdditionalProperties == NoAdditional {
+			if !s.NoValidate {
+				vd.fail("additionalProperties", "is not a member the schema declares")
+			}
+		} else if vd.mode == modePatch && m.Value.Kind == KindNull {
+			// removes a member
+		} else {
+			vd.validate(&m.Value, s.AdditionalProperties)
+		}
+		vd.pop()
+	}
+	if s.NoValidate {
+		return
+	}
+	if vd.mode != modePatch {
+		for _, p := range s.Props {
+			if p.Required && !vd.t.List[p.Schema].ReadOnly && v.Member(p.Name) == nil {
+				vd.push(p.Name)
+				vd.fail("required", "is required")
+				vd.pop()
+			}
+		}
+	}
+	n := len(v.Members)
+	if s.Has&HasMinProperties != 0 && n < s.MinProperties {
+		vd.fail("minProperties", "must have at least "+plural(s.MinProperties, "member"))
+	}
+	if s.Has&HasMaxProperties != 0 && n > s.MaxProperties {
+		vd.fail("maxProperties", "must have at most "+plural(s.MaxProperties, "member"))
+	}
+}
+
+func findProp(props []Prop, name string) *Prop {
+	lo, hi := 0, len(props)
+	for lo < hi {
+		m := (lo + hi) / 2
+		switch {
+		case props[m].Name == name:
+			return &props[m]
+		case props[m].Name < name:
+			lo = m + 1
+		default:
+			hi = m
+		}
+	}
+	return nil
+}
+
+// foldProp returns the declared property that name matches only under
+// Unicode case folding, as encoding/json would match it; "" for none.
+func foldProp(props []Prop, known []string, name string) string {
+	for i := range props {
+		if strings.EqualFold(props[i].Name, name) {
+			return props[i].Name
+		}
+	}
+	for _, k := range known {
+		if strings.EqualFold(k, name) {
+			return k
+		}
+	}
+	return ""
+}
+
+func isKnown(known []string, name string) bool {
+	i := sort.SearchStrings(known, name)
+	return i < len(known) && known[i] == name
+}
+
+// applyDefaults adds the declared defaults of absent members, below
+// objects, arrays and allOf; not inside anyOf or oneOf, where which member
+// applies is not known.
+func (t *Schemas) applyDefaults(v *Value, idx int) {
+	if idx <= 0 || idx >= len(t.List) {
+		return
+	}
+	s := &t.List[idx]
+	switch v.Kind {
+	case KindObject:
+		added := false
+		for _, p := range s.Props {
+			if m := v.Member(p.Name); m != nil {
+				t.applyDefaults(m, p.Schema)
+			} else if d := t.compiled[p.Schema].def; d != nil && !t.List[p.Schema].ReadOnly {
+				v.Members = append(v.Members, Member{Name: p.Name, Value: *d})
+				added = true
+			}
+		}
+		if added {
+			v.SortMembers()
+		}
+		if s.AdditionalProperties > 0 {
+			for i := range v.Members {
+				if findProp(s.Props, v.Members[i].Name) == nil {
+					t.applyDefaults(&v.Members[i].Value, s.AdditionalProperties)
+				}
+			}
+		}
+	case KindArray:
+		for i := range v.Items {
+			t.applyDefaults(&v.Items[i], s.Items)
+		}
+	}
+	for _, sub := range s.AllOf {
+		t.applyDefaults(v, sub)
+	}
+}
