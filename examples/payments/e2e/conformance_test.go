@@ -57,7 +57,9 @@ func conformanceServer(t *testing.T, scoped bool, wrap func(http.Handler) http.H
 
 func runConformance(t *testing.T, url string, tenants bool, ops ...string) *conformance.Report {
 	t.Helper()
-	cfg := conformance.Config{Spec: "../openapi.yaml", URL: url, Operations: ops, Concurrency: 8}
+	// Settle: how long the concurrent check waits for a key in flight to
+	// finish; the service finishes in well under a second.
+	cfg := conformance.Config{Spec: "../openapi.yaml", URL: url, Operations: ops, Concurrency: 8, Settle: 3 * time.Second}
 	if tenants {
 		cfg.TenantHeader, cfg.Tenants = tenantHeader, []string{"acme", "globex"}
 	}
@@ -99,21 +101,32 @@ func TestConformancePasses(t *testing.T) {
 }
 
 // TestConformanceCatchesBrokenServers: each deliberately broken server
-// fails the check that names its defect.
+// fails the check that names its defect, with the evidence saying what is
+// wrong. Every check of the list in package conformance has a server here
+// that only it catches as described.
 func TestConformanceCatchesBrokenServers(t *testing.T) {
 	cases := []struct {
 		name    string
 		scoped  bool // records scoped by tenant
 		wrap    func(http.Handler) http.Handler
 		latency time.Duration
-		fails   string // the check that must fail
-		because string // in its evidence
+		fails   string   // the check that must fail
+		because []string // in its evidence
 	}{
-		{"no replay", true, newKeyEveryTime, 0, "replay", "Idempotent-Replayed: true is missing"},
-		{"replays another body's response", true, firstBodyWins, 0, "conflict", "want 409 CONFLICTING_IDEMPOTENT_REQUEST, got 201"},
-		{"executes duplicates concurrently", true, duplicatesInFlightRun, 100 * time.Millisecond, "concurrent", "requests were executed"},
-		{"echoes no key", true, dropKeyEcho, 0, "key-echo", `echoed Idempotency-Key ""`},
-		{"shares keys across tenants", false, nil, 0, "tenants", "got a replay for a key only tenant acme used"},
+		{"no replay", true, newKeyEveryTime, 0, "replay", []string{"Idempotent-Replayed: true is missing", "the replay had an effect"}},
+		{"replays another body's response", true, firstBodyWins, 0, "conflict", []string{"want 409 CONFLICTING_IDEMPOTENT_REQUEST, got 201"}},
+		{"executes duplicates concurrently", true, duplicatesInFlightRun, 100 * time.Millisecond, "concurrent",
+			[]string{"requests were executed", "the duplicates had several effects"}},
+		{"echoes no key", true, dropKeyEcho, 0, "key-echo", []string{`echoed Idempotency-Key ""`}},
+		{"shares keys across tenants", false, nil, 0, "tenants", []string{"got a replay for a key only tenant acme used"}},
+		{"runs requests without a key", true, keyWhenMissing, 0, "missing-key",
+			[]string{"want 400 IDEMPOTENCY_KEY_REQUIRED, got 201", "the request without a key had an effect"}},
+		{"accepts a key one character too long", true, trimLongKeys, 0, "malformed-key/too-long", []string{"want 400 IDEMPOTENCY_KEY_MALFORMED, got 201"}},
+		{"sends no Content-Digest", true, dropHeader("Content-Digest"), 0, "content-digest", []string{`has Content-Digest ""`}},
+		{"replays a Last-Modified from the future", true, futureLastModified, 0, "replay/last-modified", []string{"is after Date"}},
+		{"fingerprints the raw bytes", true, keyPerRawBody, 0, "replay/canonical-json", []string{"Idempotent-Replayed: true is missing"}},
+		{"takes a quoted key for another key", true, quotedKeyApart, 0, "quoted-key", []string{"Idempotent-Replayed: true is missing"}},
+		{"leaves duplicates in flight", true, inFlightForever, 0, "concurrent", []string{"still in flight after"}},
 	}
 	for _, tc := range cases {
 		t.Run(tc.name, func(t *testing.T) {
@@ -127,8 +140,13 @@ func TestConformanceCatchesBrokenServers(t *testing.T) {
 			if res == nil || res.Outcome != conformance.Fail {
 				t.Fatalf("check %s: %+v, want FAIL", tc.fails, res)
 			}
-			if len(res.Exchanges) == 0 || !strings.Contains(res.Evidence, tc.because) {
-				t.Errorf("check %s failed without the evidence %q: %+v", tc.fails, tc.because, res)
+			if len(res.Exchanges) == 0 {
+				t.Errorf("check %s failed without exchanges as evidence", tc.fails)
+			}
+			for _, b := range tc.because {
+				if !strings.Contains(res.Evidence, b) {
+					t.Errorf("check %s failed without the evidence %q: %s", tc.fails, b, res.Evidence)
+				}
 			}
 		})
 	}
@@ -274,4 +292,98 @@ func TestConformanceFollowsTheProfile(t *testing.T) {
 	if res == nil || res.Outcome != conformance.Fail || !strings.Contains(res.Evidence, "want 409") {
 		t.Fatalf("an ietf service against a default spec: %+v, want the conflict check to fail wanting 409", res)
 	}
+}
+
+// keyWhenMissing gives a request without a key a fresh one: the server runs
+// it instead of refusing it.
+func keyWhenMissing(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.Header.Get("Idempotency-Key") == "" {
+			r.Header.Set("Idempotency-Key", uuid.NewString())
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// trimLongKeys cuts a key of 37 characters to the UUID it starts with: the
+// server accepts keys longer than their format.
+func trimLongKeys(next http.Handler) http.Handler {
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		if len(key) == 37 {
+			return key[:36], func() {}
+		}
+		return key, func() {}
+	})
+}
+
+// dropHeader removes a response header.
+func dropHeader(name string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerWriter{ResponseWriter: w, edit: func(h http.Header) { h.Del(name) }}, r)
+		})
+	}
+}
+
+// futureLastModified dates every replay an hour after its Date.
+func futureLastModified(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&headerWriter{ResponseWriter: w, edit: func(h http.Header) {
+			if h.Get("Last-Modified") != "" {
+				h.Set("Last-Modified", time.Now().Add(time.Hour).UTC().Format(http.TimeFormat))
+			}
+		}}, r)
+	})
+}
+
+type headerWriter struct {
+	http.ResponseWriter
+	edit func(http.Header)
+}
+
+func (h *headerWriter) WriteHeader(status int) {
+	h.edit(h.Header())
+	h.ResponseWriter.WriteHeader(status)
+}
+
+// keyPerRawBody runs each request under a key derived from its key and its
+// body's bytes: the same JSON written differently is another request.
+func keyPerRawBody(next http.Handler) http.Handler {
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		body, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(body))
+		return uuid.NewSHA1(uuid.NameSpaceOID, append([]byte(key), body...)).String(), func() {}
+	})
+}
+
+// quotedKeyApart runs a key sent as a quoted string under a key of its own.
+func quotedKeyApart(next http.Handler) http.Handler {
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		if strings.HasPrefix(key, `"`) {
+			return uuid.NewSHA1(uuid.NameSpaceOID, []byte(key)).String(), func() {}
+		}
+		return key, func() {}
+	})
+}
+
+// inFlightForever answers every request after the first of a key with 409
+// IDEMPOTENT_REQUEST_IN_PROGRESS: a claim that never completes.
+func inFlightForever(next http.Handler) http.Handler {
+	var mu sync.Mutex
+	seen := map[string]bool{}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		key := r.Header.Get("Idempotency-Key")
+		mu.Lock()
+		again := seen[key]
+		seen[key] = true
+		mu.Unlock()
+		if key == "" || !again {
+			next.ServeHTTP(w, r)
+			return
+		}
+		w.Header().Set("Retry-After", "1")
+		w.Header().Set("Content-Type", "application/problem+json")
+		w.WriteHeader(http.StatusConflict)
+		_, _ = io.WriteString(w, `{"type":"about:blank","title":"Conflict","status":409,"code":"ERR409_SERVER_STATE_CONFLICT","reason":"IDEMPOTENT_REQUEST_IN_PROGRESS"}`)
+	})
 }
