@@ -8,6 +8,7 @@ import (
 	"io"
 	"math/rand/v2"
 	"net"
+	"net/http"
 	"os"
 	"os/exec"
 	"strconv"
@@ -251,11 +252,30 @@ func (p *dropProxy) serve(in net.Conn, drop bool) {
 // client and the service is cut after the request went through and before
 // the response comes back. Every call ends with its payment, and there is
 // exactly one payment and one charge per intent.
+//
+// With keep-alive, net/http itself may resend a request carrying an
+// Idempotency-Key when a reused connection closes before any answer, so a
+// drop need not reach the generated client. With a connection per
+// attempt every drop does: each one is an attempt that failed in transport,
+// and the call it belongs to ends with a replay of what the dropped attempt
+// ran.
 func TestClientThroughDroppedConnections(t *testing.T) {
-	s := newStack(t)
-	s.gw.Set(gateway.Switches{Latency: 20 * time.Millisecond})
-	proxy := newDropProxy(t, strings.TrimPrefix(s.srv.URL, "http://"))
-	c := newAPIClient(t, "http://"+proxy.ln.Addr().String())
+	for _, tc := range []struct {
+		name      string
+		keepAlive bool
+	}{{"keep-alive", true}, {"a connection per attempt", false}} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := newStack(t)
+			s.gw.Set(gateway.Switches{Latency: 20 * time.Millisecond})
+			proxy := newDropProxy(t, strings.TrimPrefix(s.srv.URL, "http://"))
+			hc := &http.Client{Transport: &http.Transport{DisableKeepAlives: !tc.keepAlive}}
+			c := newAPIClient(t, "http://"+proxy.ln.Addr().String(), idemclient.WithHTTPClient(hc))
+			dropThrough(t, s, proxy, c, !tc.keepAlive)
+		})
+	}
+}
+
+func dropThrough(t *testing.T, s *stack, proxy *dropProxy, c *api.Client, everyDropRetried bool) {
 	const intents = 30
 	want := map[string]int64{}
 	keys := make([]string, intents)
@@ -267,6 +287,7 @@ func TestClientThroughDroppedConnections(t *testing.T) {
 		key      string
 		id       string
 		attempts int
+		cut      int // attempts that ended in a transport error
 		replayed bool
 		err      error
 	}
@@ -278,16 +299,22 @@ func TestClientThroughDroppedConnections(t *testing.T) {
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem }()
-			res, err := c.CreatePayment(ctx, paymentRequest(want[key]), idemclient.WithIdempotencyKey(key))
+			var cut atomic.Int32
+			res, err := c.CreatePayment(ctx, paymentRequest(want[key]), idemclient.WithIdempotencyKey(key),
+				idemclient.WithAttemptObserver(func(a idemclient.Attempt) {
+					if a.Err != nil {
+						cut.Add(1)
+					}
+				}))
 			p, err := createdPayment(res, err)
-			o := outcome{key: key, id: p.ID, err: err}
+			o := outcome{key: key, id: p.ID, err: err, cut: int(cut.Load())}
 			if res != nil {
 				o.attempts, o.replayed = res.Attempts, res.Replayed
 			}
 			out <- o
 		}()
 	}
-	retried, replayed := 0, 0
+	retried, replayed, cut := 0, 0, 0
 	for range intents {
 		o := <-out
 		if o.err != nil {
@@ -300,13 +327,23 @@ func TestClientThroughDroppedConnections(t *testing.T) {
 		if o.replayed {
 			replayed++
 		}
+		cut += o.cut
+		if o.cut != o.attempts-1 {
+			t.Errorf("key %s: %d attempts, %d of them cut: a retry for another reason", o.key, o.attempts, o.cut)
+		}
+		if o.cut > 0 && !o.replayed {
+			t.Errorf("key %s: an attempt ran and was cut, yet the call's answer is not a replay of it", o.key)
+		}
 	}
 	l := readLedger(t, s.db)
 	checkBooks(t, l, s.gw, want)
-	t.Logf("%d intents over %d connections, %d responses dropped after the request ran: %d calls retried, %d answered by a replay",
-		intents, proxy.n.Load(), proxy.dropped.Load(), retried, replayed)
+	t.Logf("%d intents over %d connections, %d responses dropped after the request ran: %d calls retried by the client (%d attempts cut), %d answered by a replay",
+		intents, proxy.n.Load(), proxy.dropped.Load(), retried, cut, replayed)
 	if proxy.dropped.Load() == 0 || replayed == 0 {
 		t.Error("no response was dropped and replayed: the test did not exercise what it claims")
+	}
+	if everyDropRetried && int64(cut) != proxy.dropped.Load() {
+		t.Errorf("%d responses dropped, the client saw %d attempts cut", proxy.dropped.Load(), cut)
 	}
 }
 

@@ -12,6 +12,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/api"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/idemclient"
@@ -162,6 +163,67 @@ func TestProcessCrash(t *testing.T) {
 		if n := gw.Calls(key); n != 1 {
 			t.Fatalf("the gateway was asked to charge %d times, want 1 (the recovery hook looks the charge up)", n)
 		}
+	})
+
+	// One call of the generated client spans the crash: it is in flight at
+	// the gateway's charge when the service is killed, and the same call,
+	// with the same key, retries through the refused connections of the
+	// restart and the 409s in progress of the stuck claim (honouring their
+	// Retry-After) until the lease lapses and its retry is taken over.
+	t.Run("a generated client's call across the kill", func(t *testing.T) {
+		key := harness.NewKey()
+		want[key] = 5432
+		gw.Set(gateway.Switches{Latency: 2 * time.Second})
+		client := newAPIClient(t, svc.url())
+		type result struct {
+			res *idemclient.Result[api.CreatePaymentResponse]
+			err error
+		}
+		done := make(chan result, 1)
+		var mu sync.Mutex
+		var attempts []idemclient.Attempt
+		go func() {
+			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			defer cancel()
+			res, err := client.CreatePayment(ctx, paymentRequest(5432), idemclient.WithIdempotencyKey(key),
+				idemclient.WithAttemptObserver(func(a idemclient.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() }))
+			done <- result{res, err}
+		}()
+		waitFor(t, 20*time.Second, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
+		svc.kill9()
+		gw.Set(gateway.Switches{})
+		svc.start()
+		r := <-done
+		p, err := createdPayment(r.res, r.err)
+		if err != nil {
+			t.Fatalf("the call did not survive the crash: %v", err)
+		}
+		charged, _, _ := gw.Lookup(context.Background(), key)
+		if p.ChargeID != charged.ID || r.res.Key != key {
+			t.Fatalf("payment carries charge %s under key %s, the gateway made %s for %s", p.ChargeID, r.res.Key, charged.ID, key)
+		}
+		if n := gw.Calls(key); n != 1 {
+			t.Fatalf("the gateway was asked to charge %d times, want 1", n)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		cut, inProgress := 0, 0
+		for _, a := range attempts {
+			if a.Key != key {
+				t.Errorf("attempt %d carried key %s, want %s", a.N, a.Key, key)
+			}
+			switch {
+			case a.Status == 0:
+				cut++
+			case a.Status == 409:
+				inProgress++
+			}
+		}
+		if cut == 0 || len(attempts) != r.res.Attempts {
+			t.Errorf("%d attempts observed, %d cut by the kill, result says %d attempts", len(attempts), cut, r.res.Attempts)
+		}
+		t.Logf("one call, %d attempts: %d cut or refused during the kill and restart, %d answered 409 in progress, then %d (replayed: %v)",
+			r.res.Attempts, cut, inProgress, r.res.Status, r.res.Replayed)
 	})
 
 	// Load with kills at random points: the generated client retries
