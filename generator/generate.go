@@ -206,6 +206,9 @@ func funcMap(im *importer) template.FuncMap {
 	return template.FuncMap{
 		"qual":  func(path string) importRef { return importRef{im, path} },
 		"quote": strconv.Quote,
+		// describeSecurity says a list of security alternatives in words:
+		// "apiKey and bearerAuth, or basicAuth".
+		"describeSecurity": describeSecurity,
 		// goType prints a GoType, recording the imports it needs:
 		// {{goType .Payload}} -> []time.Time (imports time).
 		"goType": func(t GoType) string { return qualType(im, t) },

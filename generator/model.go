@@ -28,6 +28,9 @@ type Model struct {
 	// SecuritySchemes are the security schemes operations require, sorted
 	// by name (see SecurityScheme).
 	SecuritySchemes []*SecurityScheme
+	// SecurityRequirements are the distinct security requirements of the
+	// operations (Operation.SecurityIndex).
+	SecurityRequirements [][]SecurityRequirement
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
 	Client   ClientModel
@@ -243,7 +246,8 @@ type Operation struct {
 	// Security lists the alternatives of the operation's security
 	// requirements (its own, else the document's); nil when it requires
 	// none. Checked before the idempotency engine runs.
-	Security []SecurityRequirement
+	Security      []SecurityRequirement
+	SecurityIndex int // in Model.SecurityRequirements
 
 	// RequestTypeName and ResponseTypeName are GoName+"Request" and
 	// GoName+"Response" unless a schema of the same name took them first.

@@ -106,8 +106,12 @@ func (r SecurityRequirement) Literal() string {
 	return "{" + strings.Join(parts, ", ") + "}"
 }
 
-// SecurityVar names the operation's []idemimpl.Requirement variable.
-func (o *Operation) SecurityVar() string { return "security" + o.GoName }
+// SecurityVar is the operation's []idemimpl.Requirement: an entry of
+// securityRequirements, the distinct requirements of all operations
+// (Model.SecurityRequirements).
+func (o *Operation) SecurityVar() string {
+	return "securityRequirements[" + strconv.Itoa(o.SecurityIndex) + "]"
+}
 
 // Secured reports whether some operation requires security: the server
 // then has a Security interface, WithSecurity and Principal.
@@ -293,8 +297,9 @@ func quotedString(s string) string {
 	return out.String()
 }
 
-// finishSecurity lists the schemes operations use, in name order, and
-// reserves the names of a secured server.
+// finishSecurity lists the schemes operations use, in name order, and the
+// distinct requirements, in the order of the first operation using each,
+// and reserves the names of a secured server.
 func (b *builder) finishSecurity(m *Model) {
 	if len(b.schemes) == 0 {
 		return
@@ -304,5 +309,44 @@ func (b *builder) finishSecurity(m *Model) {
 		s.Index = len(m.SecuritySchemes)
 		m.SecuritySchemes = append(m.SecuritySchemes, s)
 	}
+	index := map[string]int{}
+	for _, o := range m.Operations {
+		if o.Security == nil {
+			continue
+		}
+		lits := make([]string, len(o.Security))
+		for i, alt := range o.Security {
+			lits[i] = alt.Literal()
+		}
+		k := strings.Join(lits, ",")
+		i, ok := index[k]
+		if !ok {
+			i = len(m.SecurityRequirements)
+			index[k] = i
+			m.SecurityRequirements = append(m.SecurityRequirements, o.Security)
+		}
+		o.SecurityIndex = i
+	}
 	b.names.pkg.reserve(securityPkgNames...)
+}
+
+// describeSecurity says alternatives in words: "apiKey and bearerAuth, or
+// basicAuth, or anonymous".
+func describeSecurity(alts []SecurityRequirement) string {
+	words := make([]string, len(alts))
+	for i, alt := range alts {
+		if len(alt) == 0 {
+			words[i] = "anonymous"
+			continue
+		}
+		names := make([]string, len(alt))
+		for j, u := range alt {
+			names[j] = u.Scheme.Name
+			if len(u.Scopes) > 0 {
+				names[j] += " (" + strings.Join(u.Scopes, " ") + ")"
+			}
+		}
+		words[i] = strings.Join(names, " and ")
+	}
+	return strings.Join(words, ", or ")
 }
