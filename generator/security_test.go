@@ -7,7 +7,7 @@ import (
 	"testing"
 )
 
-// TestSecurityHooks generates testdata/security (every kind of security
+// TestSecurityHooks generates the golden case testdata/golden/security (every kind of security
 // scheme, AND/OR requirements, optional and no security, an undefined
 // scheme) and runs testdata/security/secured_test.go against the generated
 // package: real HTTP, real PostgreSQL (DATABASE_URL; under CI=true a
@@ -16,7 +16,7 @@ func TestSecurityHooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code; skipped with -short")
 	}
-	cfg, err := LoadConfig(filepath.Join("testdata", "security", "idemgen.yaml"))
+	cfg, err := LoadConfig(filepath.Join("testdata", "golden", "security", "idemgen.yaml"))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -42,7 +42,7 @@ func TestSecurityHooks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test of the generated package: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestRefusedWithoutRecord", "TestAdmitted", "TestPrincipalScopesTheKey", "TestCredentialsNotFingerprinted", "TestNewHandlerWithoutSecurity"} {
+	for _, name := range []string{"TestRefusedWithoutRecord", "TestAdmitted", "TestPrincipalScopesTheKey", "TestCredentialsNotFingerprinted", "TestNewHandlerWithoutSecurity", "TestClientCredentials"} {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}

@@ -1,6 +1,7 @@
 package secured
 
-// This file is copied next to the package generated from openapi.yaml and
+// This file is copied next to the package generated from
+// ../golden/security/openapi.yaml (the golden case) and
 // run by generator.TestSecurityHooks: over real HTTP, against a real
 // PostgreSQL (DATABASE_URL).
 
@@ -21,6 +22,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -452,4 +454,36 @@ func TestNewHandlerWithoutSecurity(t *testing.T) {
 		}
 	}()
 	NewHandler(&srv{}, nil)
+}
+
+// The generated client sends credentials through a request editor; a 401
+// is final for it (not retried) and leaves no record.
+func TestClientCredentials(t *testing.T) {
+	e := newEnv(t, idem.Config{})
+	token := ""
+	c, err := NewClient(e.url, idemclient.WithRequestEditor(func(r *http.Request) error {
+		if token != "" {
+			r.Header.Set("Authorization", "Bearer "+token)
+		}
+		return nil
+	}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	_, err = c.CreateOrder(context.Background(), CreateOrderRequest{Body: Order{Item: "x"}})
+	var ce *idemclient.Error
+	if !errors.As(err, &ce) || ce.Status != 401 || ce.Reason() != "UNAUTHENTICATED" || ce.Attempts != 1 {
+		t.Errorf("without a token: %v; want one 401 attempt", err)
+	}
+	if n := e.records(); n != 0 {
+		t.Errorf("%d records after a 401", n)
+	}
+	token = "tok-alice"
+	res, err := c.CreateOrder(context.Background(), CreateOrderRequest{Body: Order{Item: "x"}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if r, ok := res.Response.(CreateOrder201Response); !ok || r.Body.Principal != "alice@bearerAuth" {
+		t.Errorf("with a token: %#v", res.Response)
+	}
 }
