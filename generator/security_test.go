@@ -7,11 +7,11 @@ import (
 	"testing"
 )
 
-// TestSecurityHooks generates the golden case testdata/golden/security (every kind of security
-// scheme, AND/OR requirements, optional and no security, an undefined
-// scheme) and runs testdata/security/secured_test.go against the generated
-// package: real HTTP, real PostgreSQL (DATABASE_URL; under CI=true a
-// missing database fails the test).
+// TestSecurityHooks generates the golden case testdata/golden/security
+// (every kind of security scheme, AND/OR requirements, optional and no
+// security, an undefined scheme) and runs testdata/security/secured_test.go
+// against the generated package: real HTTP, real PostgreSQL (DATABASE_URL;
+// under CI=true a missing database fails the test).
 func TestSecurityHooks(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code; skipped with -short")

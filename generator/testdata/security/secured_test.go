@@ -12,6 +12,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"slices"
@@ -405,7 +406,30 @@ func TestAdmitted(t *testing.T) {
 // same key and request from two principals are two executions, and each
 // replays only its own.
 func TestPrincipalScopesTheKey(t *testing.T) {
-	e := newEnv(t, idem.Config{Scope: idem.PrincipalScope(func(u *user) string { return "user:" + u.Name })})
+	var logs lockedBuffer
+	var mu sync.Mutex
+	var audits []idem.Audit
+	e := newEnv(t, idem.Config{
+		Scope:  idem.PrincipalScope(func(u *user) string { return "user:" + u.Name }),
+		Logger: slog.New(slog.NewJSONHandler(&logs, &slog.HandlerOptions{Level: slog.LevelDebug})),
+		Hooks: idem.Hooks{OnAudit: func(_ context.Context, a idem.Audit) {
+			mu.Lock()
+			defer mu.Unlock()
+			audits = append(audits, a)
+		}},
+	})
+	defer func() {
+		// What the engine logs and audits names the tenant, never a credential.
+		mu.Lock()
+		text := logs.String() + fmt.Sprintf("%+v", audits)
+		mu.Unlock()
+		if !strings.Contains(logs.String(), `"tenant":"user:alice"`) || len(audits) == 0 {
+			t.Errorf("the engine logged or audited nothing about alice's keys: %s", text)
+		}
+		if strings.Contains(text, "tok-") {
+			t.Errorf("a credential reached the engine's logs or audit: %s", text)
+		}
+	}()
 	key := e.key()
 	a1 := e.send("POST", "/orders", key, "book", "Authorization: Bearer tok-alice")
 	b1 := e.send("POST", "/orders", key, "book", "Authorization: Bearer tok-bob")
@@ -486,4 +510,21 @@ func TestClientCredentials(t *testing.T) {
 	if r, ok := res.Response.(CreateOrder201Response); !ok || r.Body.Principal != "alice@bearerAuth" {
 		t.Errorf("with a token: %#v", res.Response)
 	}
+}
+
+type lockedBuffer struct {
+	mu sync.Mutex
+	b  strings.Builder
+}
+
+func (l *lockedBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.Write(p)
+}
+
+func (l *lockedBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.b.String()
 }
