@@ -14,7 +14,7 @@ type Model struct {
 	Package  string  // Go package name
 	Version  string  // idemgen version in the file headers; "(devel)" when not a release
 	Source   string  // spec path relative to the output dir, slash-separated
-	BasePath string  // prefix of every route pattern, from the config
+	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	Types    []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
 	// generated decoders validate against (idemimpl.Schemas).
@@ -350,7 +350,8 @@ type builder struct {
 
 // reservedNames are package-level identifiers of the generated server.
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
-	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations"}
+	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
+	"Route", "Routes"}
 
 // typeMethods are the methods a generated struct or union may have; no
 // field takes their names.
