@@ -110,9 +110,44 @@ func createUntilDone(ctx context.Context, c *harness.Client, key string, amount 
 // latency, while the gateway fails before and after charging. Afterwards the
 // ledger holds exactly one payment per key and the gateway exactly one
 // charge per key, and every client that got a 201 for a key got the same
-// payment.
+// payment. The clients are hand-rolled loops (a timeout per attempt that
+// grows, any answer but a 201 retried), then the generated client (a fixed
+// attempt timeout, its own retry rules).
 func TestRetryingClients(t *testing.T) {
+	t.Run("hand-rolled", func(t *testing.T) {
+		retryingClients(t, func(s *stack) createFunc {
+			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
+				c := &harness.Client{URL: s.srv.URL, HTTP: &http.Client{}}
+				// 40ms: shorter than the 120ms the gateway takes.
+				return createUntilDone(ctx, c, key, amount, 40*time.Millisecond, st)
+			}
+		})
+	})
+	t.Run("generated client", func(t *testing.T) {
+		retryingClients(t, func(s *stack) createFunc {
+			client := newAPIClient(t, s.srv.URL)
+			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
+				res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
+					idemclient.WithAttemptTimeout(40*time.Millisecond), idemclient.WithAttemptObserver(st.noteAttempt))
+				p, err := createdPayment(res, err)
+				if err != nil {
+					t.Logf("key %s: %v", key, err)
+					return false
+				}
+				st.notePayment(key, p.ID, res.Replayed)
+				return true
+			}
+		})
+	})
+}
+
+// createFunc creates the payment of one intent, retrying until it gets a
+// 201; false when it gives up.
+type createFunc func(ctx context.Context, key string, amount int64, st *retryStats) bool
+
+func retryingClients(t *testing.T, newCreate func(*stack) createFunc) {
 	s := newStack(t)
+	create := newCreate(s)
 	s.gw.Set(gateway.Switches{Latency: 120 * time.Millisecond, FailBeforeRate: 0.1, FailAfterRate: 0.1})
 	const keys, clientsPerKey = 40, 3
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -130,9 +165,7 @@ func TestRetryingClients(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := &harness.Client{URL: s.srv.URL, HTTP: &http.Client{}}
-				// 40ms: shorter than the 120ms the gateway takes.
-				if !createUntilDone(ctx, c, key, amount, 40*time.Millisecond, st) {
+				if !create(ctx, key, amount, st) {
 					failed <- key
 				}
 			}()
