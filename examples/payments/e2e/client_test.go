@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
 	"path/filepath"
 	"strconv"
@@ -71,25 +70,18 @@ type clientProc struct {
 	done    chan error
 }
 
-// buildPay builds cmd/pay once per test binary.
-var buildPay = sync.OnceValues(func() (string, error) {
-	dir, err := os.MkdirTemp("", "payments-pay")
-	if err != nil {
-		return "", err
-	}
-	bin := filepath.Join(dir, "pay")
-	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemgen/idemgen/examples/payments/cmd/pay").CombinedOutput(); err != nil {
-		return "", fmt.Errorf("go build ./cmd/pay: %v\n%s", err, out)
-	}
-	return bin, nil
-})
-
-func startClientProc(t *testing.T, url, key string, amount int64) *clientProc {
+// buildPay builds cmd/pay into a directory of the test's.
+func buildPay(t *testing.T) string {
 	t.Helper()
-	bin, err := buildPay()
-	if err != nil {
-		t.Fatal(err)
+	bin := filepath.Join(t.TempDir(), "pay")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemgen/idemgen/examples/payments/cmd/pay").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/pay: %v\n%s", err, out)
 	}
+	return bin
+}
+
+func startClientProc(t *testing.T, bin, url, key string, amount int64) *clientProc {
+	t.Helper()
 	cmd := exec.Command(bin, "-url", url, "-key", key, "-amount", strconv.FormatInt(amount, 10), "-description", "e2e", "-timeout", "60s")
 	stdout, err := cmd.StdoutPipe()
 	if err != nil {
@@ -139,6 +131,7 @@ func startClientProc(t *testing.T, url, key string, amount int64) *clientProc {
 // as a caller that stores its key with the intent does after a crash.
 // Exactly one payment and one charge per intent.
 func TestClientKilledMidCall(t *testing.T) {
+	bin := buildPay(t)
 	s := newStack(t)
 	s.gw.Set(gateway.Switches{Latency: 400 * time.Millisecond})
 	const intents, kills = 10, 2
@@ -159,7 +152,7 @@ func TestClientKilledMidCall(t *testing.T) {
 			defer wg.Done()
 			for range kills {
 				callsAtStart := s.gw.Calls(key)
-				p := startClientProc(t, s.srv.URL, key, amount)
+				p := startClientProc(t, bin, s.srv.URL, key, amount)
 				select {
 				case <-p.calling:
 				case err := <-p.done:
@@ -182,7 +175,7 @@ func TestClientKilledMidCall(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-			p := startClientProc(t, s.srv.URL, key, amount)
+			p := startClientProc(t, bin, s.srv.URL, key, amount)
 			var result string
 			for line := range p.out {
 				if strings.HasPrefix(line, "payment ") || strings.HasPrefix(line, "stderr: ") {
