@@ -111,8 +111,9 @@ func createUntilDone(ctx context.Context, c *harness.Client, key string, amount 
 // ledger holds exactly one payment per key and the gateway exactly one
 // charge per key, and every client that got a 201 for a key got the same
 // payment. The clients are hand-rolled loops (a timeout per attempt that
-// grows, any answer but a 201 retried), then the generated client (a fixed
-// attempt timeout, its own retry rules).
+// grows, any answer but a 201 retried), then the generated client (its own
+// retry rules, 5 attempts per call with a timeout starting at 40ms, the
+// intent's key again with a doubled timeout when a call runs out).
 func TestRetryingClients(t *testing.T) {
 	t.Run("hand-rolled", func(t *testing.T) {
 		retryingClients(t, func(s *stack) createFunc {
@@ -126,16 +127,23 @@ func TestRetryingClients(t *testing.T) {
 	t.Run("generated client", func(t *testing.T) {
 		retryingClients(t, func(s *stack) createFunc {
 			client := newAPIClient(t, s.srv.URL)
+			// A caller whose call runs out of attempts calls again with the
+			// intent's key and more patience, as IsRetryable says it may.
 			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
-				res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
-					idemclient.WithAttemptTimeout(40*time.Millisecond), idemclient.WithAttemptObserver(st.noteAttempt))
-				p, err := createdPayment(res, err)
-				if err != nil {
-					t.Logf("key %s: %v", key, err)
-					return false
+				for timeout := 40 * time.Millisecond; ; timeout = min(timeout*2, 5*time.Second) {
+					res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
+						idemclient.WithAttemptTimeout(timeout), idemclient.WithMaxAttempts(5), idemclient.WithAttemptObserver(st.noteAttempt))
+					p, err := createdPayment(res, err)
+					if idemclient.IsRetryable(err) && ctx.Err() == nil {
+						continue
+					}
+					if err != nil {
+						t.Logf("key %s: %v", key, err)
+						return false
+					}
+					st.notePayment(key, p.ID, res.Replayed)
+					return true
 				}
-				st.notePayment(key, p.ID, res.Replayed)
-				return true
 			}
 		})
 	})
