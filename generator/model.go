@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -261,6 +262,10 @@ func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" 
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
+
+// PathPattern is Pattern without net/http.ServeMux's end anchor: "/" rather
+// than "/{$}", as routers other than ServeMux (chi) write an exact path.
+func (o *Operation) PathPattern() string { return strings.TrimSuffix(o.Pattern, "{$}") }
 
 // Param is one path, query, header or cookie parameter.
 type Param struct {

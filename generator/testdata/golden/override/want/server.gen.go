@@ -121,7 +121,8 @@ type Route struct {
 	OperationID string
 	Method      string // GET, POST, ...
 	// Pattern is the path under the base path, with {name} wildcards as in
-	// net/http.ServeMux and chi: "/v1/payments/{paymentId}".
+	// net/http.ServeMux and chi: "/v1/payments/{paymentId}". It matches that
+	// path exactly: one ending in / does too, so on a ServeMux add {$}.
 	Pattern string
 	// Handler serves the operation, middleware applied. It reads path
 	// parameters with Request.PathValue, which net/http.ServeMux and chi
@@ -163,7 +164,11 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	mux := http.NewServeMux()
 	handle := func(pattern string, fn http.HandlerFunc) { mux.Handle(pattern, o.wrap(fn)) }
 	for _, rt := range h.routes() {
-		mux.Handle(rt.Method+" "+rt.Pattern, rt.Handler)
+		p := rt.Pattern
+		if strings.HasSuffix(p, "/") {
+			p += "{$}" // the path itself, not the subtree below it
+		}
+		mux.Handle(rt.Method+" "+p, rt.Handler)
 	}
 	_ = handle // for the routes/after block of a template override
 
