@@ -27,7 +27,7 @@ paths:
 func TestBasePathFromServers(t *testing.T) {
 	for _, tc := range []struct {
 		name, servers, want string
-		warn             []string // substrings of the one warning; nil: no warning
+		warn                []string // substrings of the one warning; nil: no warning
 	}{
 		{"no servers", ``, "", nil},
 		{"absolute", `servers: [{url: "https://api.example.com/v1"}]`, "/v1", nil},
