@@ -29,7 +29,8 @@ const secret = "4111-1111-1111-1111"
 // tenants from X-Tenant. POST /{op} serves the operation; the body is the
 // request.
 type sealedService struct {
-	t      *testing.T
+	t      testing.TB
+	pad    int // bytes of padding in each response body
 	db     *pgtest.DB
 	srv    *httptest.Server
 	logs   *bytes.Buffer
@@ -40,7 +41,7 @@ type sealedService struct {
 	mu     sync.Mutex
 }
 
-func newSealedService(t *testing.T, db *pgtest.DB, sealer idem.Sealer) *sealedService {
+func newSealedService(t testing.TB, db *pgtest.DB, sealer idem.Sealer) *sealedService {
 	t.Helper()
 	s := &sealedService{t: t, db: db, logs: &bytes.Buffer{}, logMu: &sync.Mutex{}, ran: map[string]int{}, ops: map[string]*idem.Operation{}}
 	atomic := idem.DefaultPolicy()
@@ -81,12 +82,19 @@ func newSealedService(t *testing.T, db *pgtest.DB, sealer idem.Sealer) *sealedSe
 					}
 				}
 				h := http.Header{"Content-Type": {"application/json"}, "Location": {"/things/" + secret}}
-				return &idem.Response{Status: 201, Header: h, Body: []byte(`{"card":"` + secret + `"}`)}, nil
+				return &idem.Response{Status: 201, Header: h, Body: []byte(`{"card":"` + secret + `"` + pad(s.pad) + `}`)}, nil
 			}}, nil
 		})
 	}))
 	t.Cleanup(s.srv.Close)
 	return s
+}
+
+func pad(n int) string {
+	if n == 0 {
+		return ""
+	}
+	return `,"pad":"` + strings.Repeat("x", n) + `"`
 }
 
 type lockedBuffer struct {
@@ -166,7 +174,7 @@ func copyRecord(t *testing.T, db *pgtest.DB, from, to [3]string) {
 	}
 }
 
-func sealerOf(t *testing.T, current idemseal.Key, retired ...idemseal.Key) *idemseal.Sealer {
+func sealerOf(t testing.TB, current idemseal.Key, retired ...idemseal.Key) *idemseal.Sealer {
 	return idemseal.New(ring(t, current, retired...))
 }
 
