@@ -243,7 +243,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 			undefined(fmt.Sprintf("(%s) has no name", loc))
 			return s
 		}
-		s.What = "API key in " + ss.In + " " + s.Param
+		s.What = "API key in " + ss.In + " " + ss.Name
 	case "http":
 		switch sch := strings.ToLower(ss.Scheme); sch {
 		case "bearer":

@@ -130,7 +130,7 @@ type Principal = any
 type Security interface {
 	// APIKeyCookie authenticates "apiKeyCookie": API key in cookie session.
 	APIKeyCookie(ctx context.Context, key string, scopes []string) (Principal, error)
-	// APIKeyHeader authenticates "apiKeyHeader": API key in header X-Api-Key.
+	// APIKeyHeader authenticates "apiKeyHeader": API key in header X-API-Key.
 	APIKeyHeader(ctx context.Context, key string, scopes []string) (Principal, error)
 	// APIKeyQuery authenticates "apiKeyQuery": API key in query api_key.
 	APIKeyQuery(ctx context.Context, key string, scopes []string) (Principal, error)
