@@ -1,0 +1,399 @@
+package api
+
+// Compiled into the package generated from openapi.yaml beside it and run by
+// generator.TestStripeLike: typed decoding of Stripe's encodings over real
+// HTTP, with the idempotency engine on a real PostgreSQL.
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"reflect"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+// service records every typed request its handlers receive.
+type service struct {
+	Unimplemented
+	mu   sync.Mutex
+	seen []any
+}
+
+func (s *service) saw(req any) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.seen = append(s.seen, req)
+}
+
+// take returns the requests seen since the last call.
+func (s *service) take() []any {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	out := s.seen
+	s.seen = nil
+	return out
+}
+
+func (s *service) PostCharges(ctx context.Context, tx pgx.Tx, req PostChargesRequest) (PostChargesResponse, error) {
+	s.saw(req)
+	var n int
+	if err := tx.QueryRow(ctx, "SELECT 1").Scan(&n); err != nil {
+		return nil, err
+	}
+	return PostCharges200Response{Body: Charge{ID: "ch_1", Object: ChargeObjectCharge, Amount: req.Body.Amount, Currency: req.Body.Currency}}, nil
+}
+
+func (s *service) PostCustomers(ctx context.Context, tx pgx.Tx, req PostCustomersRequest) (PostCustomersResponse, error) {
+	s.saw(req)
+	secret := "hunter2"
+	number := "4242424242424242"
+	c := Customer{
+		ID: "cus_1", Object: CustomerObjectCustomer, Password: &secret, Balance: req.Body.Balance,
+		DefaultSource: idem.NewNullable(StringOrCard{Card: &Card{ID: "card_1", Object: CardObjectCard, Last4: "4242", Number: &number}}),
+		Shipping:      idem.Null[Shipping](),
+		Discount:      idem.Empty[Discount](),
+	}
+	if req.Body.Birthday != nil {
+		c.Birthday = idem.NewNullable(*req.Body.Birthday)
+	}
+	review, _ := idem.ParseDate("2027-01-31")
+	return PostCustomers200Response{Body: c, XRateLimitRemaining: 99, XNextReview: &review}, nil
+}
+
+func (s *service) PostPaymentMethods(ctx context.Context, tx pgx.Tx, req PostPaymentMethodsRequest) (PostPaymentMethodsResponse, error) {
+	s.saw(req)
+	pm := PaymentMethod{ID: "pm_1", Object: PaymentMethodObjectPaymentMethod}
+	switch {
+	case req.Body.CardInput != nil:
+		pm.Type = "card"
+		pm.Card = &Card{ID: "card_2", Object: CardObjectCard, Last4: (*req.Body.CardInput.Number)[12:], Number: req.Body.CardInput.Number}
+	case req.Body.SepaDebitInput != nil:
+		pm.Type = "sepa_debit"
+	}
+	return PostPaymentMethods200Response{Body: pm}, nil
+}
+
+func (s *service) GetCharges(ctx context.Context, req GetChargesRequest) (GetChargesResponse, error) {
+	s.saw(req)
+	return GetCharges200Response{Body: GetCharges200ResponseBody{Object: GetCharges200ResponseBodyObjectList, Data: []Charge{
+		{ID: "ch_1", Object: ChargeObjectCharge, Amount: 1, Currency: "usd", Customer: idem.NewNullable(StringOrCustomer{String: ptr("cus_1")}), Shipping: idem.Null[Shipping]()},
+		{ID: "ch_2", Object: ChargeObjectCharge, Amount: 2, Currency: "usd", Customer: idem.NewNullable(StringOrCustomer{Customer: &Customer{ID: "cus_2", Object: CustomerObjectCustomer}}),
+			Shipping: idem.NewNullable(Shipping{Name: "Jenny", Phone: idem.Null[string]()})},
+	}}}, nil
+}
+
+func ptr[T any](v T) *T { return &v }
+
+type fixture struct {
+	t   *testing.T
+	url string
+	db  *pgtest.DB
+	svc *service
+}
+
+func start(t *testing.T) *fixture {
+	db := pgtest.New(t, pgtest.Options{})
+	// Every policy the spec generates with is one the runtime starts with.
+	engine, err := idem.New(db.Pool, idem.Config{Operations: IdempotentOperations})
+	if err != nil {
+		t.Fatalf("idem.New refuses the generated operations: %v", err)
+	}
+	svc := &service{}
+	srv := httptest.NewServer(NewHandler(svc, engine))
+	t.Cleanup(srv.Close)
+	return &fixture{t: t, url: srv.URL, db: db, svc: svc}
+}
+
+type reply struct {
+	status int
+	header http.Header
+	body   string
+}
+
+func (f *fixture) do(method, path, key, ct, body string) reply {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	if ct != "" {
+		req.Header.Set("Content-Type", ct)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+	}
+	res, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer res.Body.Close()
+	b, err := io.ReadAll(res.Body)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	return reply{res.StatusCode, res.Header, string(b)}
+}
+
+// records counts the idempotency records of key.
+func (f *fixture) records(key string) int {
+	f.t.Helper()
+	var n int
+	if err := f.db.Pool.QueryRow(context.Background(), "SELECT count(*) FROM idem_records WHERE idempotency_key = $1", key).Scan(&n); err != nil {
+		f.t.Fatal(err)
+	}
+	return n
+}
+
+// one returns the only request the handlers saw since the last call.
+func (f *fixture) one() any {
+	f.t.Helper()
+	seen := f.svc.take()
+	if len(seen) != 1 {
+		f.t.Fatalf("the handlers saw %d requests, want 1: %+v", len(seen), seen)
+	}
+	return seen[0]
+}
+
+func (f *fixture) none(what string) {
+	f.t.Helper()
+	if seen := f.svc.take(); len(seen) != 0 {
+		f.t.Fatalf("%s: the handlers saw %+v", what, seen)
+	}
+}
+
+// refused asserts a 400 problem naming every wanted fragment, no handler
+// call and no record for key.
+func (f *fixture) refused(r reply, key string, want ...string) {
+	f.t.Helper()
+	if r.status != 400 || !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") {
+		f.t.Fatalf("want a 400 problem, got %d %s: %s", r.status, r.header.Get("Content-Type"), r.body)
+	}
+	for _, w := range want {
+		if !strings.Contains(r.body, w) {
+			f.t.Errorf("problem lacks %q: %s", w, r.body)
+		}
+	}
+	f.none("a refused request")
+	if key != "" && f.records(key) != 0 {
+		f.t.Errorf("a refused request left a record for %s", key)
+	}
+}
+
+const form = "application/x-www-form-urlencoded"
+
+// chargeForm is a Stripe-style form body in bracket notation.
+const chargeForm = "amount=2000&currency=usd&customer=cus_1&description=Tea" +
+	"&items[0][price]=p_1&items[0][quantity]=2&items[1][price]=p_2" +
+	"&metadata[order]=6735&metadata[note]=a%20b&expand[]=customer&expand[]=invoice" +
+	"&shipping[name]=Jenny%20Rosen&shipping[address][city]=Berlin"
+
+// chargeFormReordered is chargeForm with its fields in another order, its
+// brackets percent-encoded and other spellings of the same values.
+const chargeFormReordered = "shipping%5Baddress%5D%5Bcity%5D=Berlin&expand%5B%5D=customer&metadata[note]=a+b" +
+	"&items[1][price]=p_2&currency=%75sd&items[0][quantity]=2&amount=2000&shipping[name]=Jenny+Rosen" +
+	"&expand[]=invoice&description=Tea&items[0][price]=p_1&customer=cus_1&metadata[order]=6735"
+
+func TestFormBody(t *testing.T) {
+	f := start(t)
+	r := f.do("POST", "/v1/charges", "k-form", form, chargeForm)
+	if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %v %s", r.status, r.header, r.body)
+	}
+	got := f.one().(PostChargesRequest).Body
+	want := PostChargesRequestBody{
+		Amount: 2000, Currency: "usd", Customer: ptr("cus_1"), Description: ptr("Tea"),
+		Capture: ptr(true), // default
+		Items: []PostChargesRequestBodyItemsItem{
+			{Price: "p_1", Quantity: ptr(int64(2))},
+			{Price: "p_2", Quantity: ptr(int64(1))}, // default inside an array item
+		},
+		Metadata: idem.NewOrEmpty(map[string]string{"order": "6735", "note": "a b"}),
+		Expand:   []string{"customer", "invoice"},
+		Shipping: idem.NewOrEmpty(ShippingInput{Name: "Jenny Rosen", Address: &ShippingInputAddress{City: ptr("Berlin")}}),
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("typed body:\n got %+v\nwant %+v", got, want)
+	}
+
+	// The same form in another order and spelling is the same request: a
+	// replay, byte for byte, without running the handler.
+	again := f.do("POST", "/v1/charges", "k-form", form, chargeFormReordered)
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.body != r.body {
+		t.Fatalf("reordered form: %d %v %s; want the replay of %s", again.status, again.header, again.body, r.body)
+	}
+	f.none("a replay")
+	// Another value under the same key is a conflict.
+	if c := f.do("POST", "/v1/charges", "k-form", form, strings.Replace(chargeForm, "items[1][price]=p_2", "items[1][price]=p_3", 1)); c.status != 409 {
+		t.Fatalf("changed item: %d %s", c.status, c.body)
+	}
+	f.none("a conflict")
+
+	// "" unsets an expandable-or-empty member.
+	f.do("POST", "/v1/charges", "k-empty", form, "amount=1&currency=eur&metadata=&shipping=")
+	got = f.one().(PostChargesRequest).Body
+	if !got.Metadata.IsEmpty() || !got.Shipping.IsEmpty() {
+		t.Errorf("metadata= and shipping=: %+v", got)
+	}
+}
+
+func TestFormBodyRefused(t *testing.T) {
+	f := start(t)
+	for _, tc := range []struct{ body, want string }{
+		{"amount=abc&currency=usd", `"pointer":"#/amount"`},
+		{"amount=1&currency=usd&items[1][price]=p_1", "#/items"},            // an index gap
+		{"amount=1&currency=usd&items[0][quantity]=1", `"rule":"required"`}, // price missing
+		{"amount=1&currency=usd&amount=2", "#/amount"},                      // a scalar given twice
+		{"amount=1&currency=USD", `"rule":"pattern"`},
+		{"amount=1&currency=usd&shipping[phone]=1", "#/shipping"}, // neither a ShippingInput nor ""
+		{"amount=1&currency=usd&metadata=x", "#/metadata"},
+	} {
+		t.Run(tc.body, func(t *testing.T) {
+			f.t = t
+			f.refused(f.do("POST", "/v1/charges", "k-bad", form, tc.body), "k-bad", tc.want)
+		})
+	}
+	f.t = t
+	// Nothing was kept for the key: a corrected request runs.
+	if r := f.do("POST", "/v1/charges", "k-bad", form, "amount=1&currency=usd"); r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("corrected: %d %s", r.status, r.body)
+	}
+	f.one()
+}
+
+// TestJSONOrForm: one operation, two media types, dispatched on
+// Content-Type to the same typed body.
+func TestJSONOrForm(t *testing.T) {
+	f := start(t)
+	bodies := map[string]string{
+		"application/json":                `{"email":"j@example.com","birthday":"1990-02-28","metadata":{"order":"6735"},"expand":["default_source"],"shipping":{"name":"Jenny"}}`,
+		form:                              "email=j%40example.com&birthday=1990-02-28&metadata[order]=6735&expand[]=default_source&shipping[name]=Jenny",
+		"application/json; charset=utf-8": `{"email":"j@example.com","birthday":"1990-02-28","metadata":{"order":"6735"},"expand":["default_source"],"shipping":{"name":"Jenny"}}`,
+	}
+	var first string
+	for i, ct := range []string{"application/json", form, "application/json; charset=utf-8"} {
+		key := fmt.Sprintf("k-customer-%d", i)
+		r := f.do("POST", "/v1/customers", key, ct, bodies[ct])
+		if r.status != 200 {
+			t.Fatalf("%s: %d %s", ct, r.status, r.body)
+		}
+		got := f.one().(PostCustomersRequest).Body
+		b, _ := json.Marshal(got)
+		if first == "" {
+			first = string(b)
+		} else if string(b) != first {
+			t.Errorf("%s decodes to\n%s\nJSON to\n%s", ct, b, first)
+		}
+		if got.Birthday == nil || got.Birthday.String() != "1990-02-28" || got.Birthday.Month != 2 ||
+			got.TaxExempt == nil || *got.TaxExempt != CustomerInputTaxExemptNone || got.Balance == nil || *got.Balance != 0 {
+			t.Errorf("%s: date or defaults: %+v", ct, got)
+		}
+		// Typed response headers, and writeOnly members never sent.
+		if r.header.Get("X-Rate-Limit-Remaining") != "99" || r.header.Get("X-Next-Review") != "2027-01-31" {
+			t.Errorf("%s: response headers %v", ct, r.header)
+		}
+		for _, secret := range []string{"hunter2", "password", "4242424242424242", `"number"`} {
+			if strings.Contains(r.body, secret) {
+				t.Errorf("%s: the response sends the writeOnly %s: %s", ct, secret, r.body)
+			}
+		}
+		for _, want := range []string{`"default_source":{"id":"card_1","last4":"4242","object":"card"}`, `"shipping":null`, `"discount":""`, `"birthday":"1990-02-28"`} {
+			if !strings.Contains(r.body, want) {
+				t.Errorf("%s: response lacks %s: %s", ct, want, r.body)
+			}
+		}
+		// The replay sends the stored body: no writeOnly member there either.
+		re := f.do("POST", "/v1/customers", key, ct, bodies[ct])
+		if re.header.Get("Idempotent-Replayed") != "true" || re.body != r.body {
+			t.Errorf("%s: replay %d %v %s", ct, re.status, re.header, re.body)
+		}
+		f.none("a replay")
+	}
+	// A media type the operation does not declare is 415, and no record.
+	if r := f.do("POST", "/v1/customers", "k-text", "text/plain", "email=x"); r.status != 415 || f.records("k-text") != 0 {
+		t.Errorf("text/plain: %d %s", r.status, r.body)
+	}
+	f.none("a 415")
+}
+
+func TestReadOnlyAndDates(t *testing.T) {
+	f := start(t)
+	for _, tc := range []struct{ ct, body, want string }{
+		{form, "id=cus_x&email=a", `"rule":"readOnly"`},
+		{"application/json", `{"id":"cus_x"}`, `"rule":"readOnly"`},
+		{form, "birthday=2026-02-30", "#/birthday"},
+		{"application/json", `{"birthday":"2026-1-2"}`, "#/birthday"},
+		{"application/json", `{"tax_exempt":"sometimes"}`, "#/tax_exempt"},
+	} {
+		f.refused(f.do("POST", "/v1/customers", "k-ro", tc.ct, tc.body), "k-ro", tc.want)
+	}
+}
+
+func TestDiscriminator(t *testing.T) {
+	f := start(t)
+	ct := "application/json"
+	r := f.do("POST", "/v1/payment_methods", "k-card", ct, `{"type":"card","number":"4000056655665556","exp_month":12,"billing_details":null}`)
+	if r.status != 200 {
+		t.Fatalf("card: %d %s", r.status, r.body)
+	}
+	pm := f.one().(PostPaymentMethodsRequest).Body
+	if pm.CardInput == nil || pm.SepaDebitInput != nil || *pm.CardInput.Number != "4000056655665556" || pm.CardInput.ExpMonth != 12 || !pm.CardInput.BillingDetails.IsNull() {
+		t.Fatalf("card: %+v", pm)
+	}
+	if strings.Contains(r.body, "4000056655665556") || !strings.Contains(r.body, `"last4":"5556"`) {
+		t.Errorf("card response: %s", r.body)
+	}
+	f.do("POST", "/v1/payment_methods", "k-sepa", ct, `{"type":"sepa_debit","iban":"DE89370400440532013000"}`)
+	pm = f.one().(PostPaymentMethodsRequest).Body
+	if pm.SepaDebitInput == nil || pm.CardInput != nil || pm.SepaDebitInput.Iban != "DE89370400440532013000" {
+		t.Fatalf("sepa: %+v", pm)
+	}
+	for _, bad := range []string{
+		`{"type":"bird","number":"1","exp_month":1}`,      // unknown discriminator value
+		`{"type":"bird","iban":"DE89370400440532013000"}`, // valid as SepaDebitInput but for the discriminator
+		`{"type":"Card","number":"1","exp_month":1}`,      // mapping values are exact
+		`42`, `"card"`, `[]`, // not objects
+		`{"number":"1","exp_month":1}`,                     // no discriminator
+		`{"type":"sepa_debit","number":"1","exp_month":1}`, // the mapped member refuses it
+		`{"type":"card","number":"1","exp_month":13}`,      // the member's rules apply
+	} {
+		f.refused(f.do("POST", "/v1/payment_methods", "k-bad", ct, bad), "k-bad")
+	}
+}
+
+func TestDeepObjectQuery(t *testing.T) {
+	f := start(t)
+	r := f.do("GET", "/v1/charges?created[gt]=1700000000&created%5Blte%5D=1800000000&expand[]=data.customer&expand[]=data.shipping", "", "", "")
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	got := f.one().(GetChargesRequest)
+	if got.Created == nil || got.Created.RangeQuery == nil || got.Created.Int64 != nil ||
+		!reflect.DeepEqual(*got.Created.RangeQuery, RangeQuery{Gt: ptr(int64(1700000000)), Lte: ptr(int64(1800000000))}) {
+		t.Errorf("created: %+v", got.Created)
+	}
+	if !reflect.DeepEqual(got.Expand, []string{"data.customer", "data.shipping"}) || got.Limit == nil || *got.Limit != 10 {
+		t.Errorf("expand, limit: %+v", got)
+	}
+	// Expandable fields in responses: an id, or the object; null wrappers.
+	for _, want := range []string{`"customer":"cus_1"`, `"customer":{"id":"cus_2","object":"customer"}`, `"shipping":null`, `"shipping":{"name":"Jenny","phone":null}`} {
+		if !strings.Contains(r.body, want) {
+			t.Errorf("response lacks %s: %s", want, r.body)
+		}
+	}
+	for _, bad := range []string{"created[gt]=soon", "created[gt]=1&created[gt]=2", "limit=0"} {
+		if r := f.do("GET", "/v1/charges?"+bad, "", "", ""); r.status != 400 {
+			t.Errorf("%s: %d %s", bad, r.status, r.body)
+		}
+		f.none(bad)
+	}
+}
