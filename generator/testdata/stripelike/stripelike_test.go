@@ -5,13 +5,22 @@ package api
 // HTTP, with the idempotency engine on a real PostgreSQL.
 
 import (
+	"bytes"
 	"context"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
+	"maps"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"os"
 	"reflect"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -92,6 +101,56 @@ func (s *service) GetCharges(ctx context.Context, req GetChargesRequest) (GetCha
 	}}}, nil
 }
 
+// PostFiles reads the file part as the stream it is given.
+func (s *service) PostFiles(ctx context.Context, tx pgx.Tx, req PostFilesRequest) (PostFilesResponse, error) {
+	size, sum, err := digest(req.Body.File.Content)
+	if err != nil {
+		return nil, err
+	}
+	s.saw(upload{req: req, size: size, sum: sum, spooled: spooled()})
+	return PostFiles200Response{Body: FileObject{ID: "file_1", Object: FileObjectObjectFile, Size: size, Sha256: sum,
+		Filename: ptr(req.Body.File.Filename), Purpose: ptr(string(req.Body.Purpose))}}, nil
+}
+
+// PostFileContents reads the binary body as the stream it is given.
+func (s *service) PostFileContents(ctx context.Context, tx pgx.Tx, req PostFileContentsRequest) (PostFileContentsResponse, error) {
+	size, sum, err := digest(req.Body)
+	if err != nil {
+		return nil, err
+	}
+	s.saw(upload{req: req, size: size, sum: sum, spooled: spooled()})
+	return PostFileContents200Response{Body: FileObject{ID: req.File, Object: FileObjectObjectFile, Size: size, Sha256: sum}}, nil
+}
+
+// upload is what an upload handler saw: the request and what it read.
+type upload struct {
+	req     any
+	size    int64
+	sum     string
+	spooled map[string]int64 // the spool files in TMPDIR while the handler ran, by name
+}
+
+// spooled lists the files the server spooled request content to.
+func spooled() map[string]int64 {
+	out := map[string]int64{}
+	entries, _ := os.ReadDir(os.TempDir())
+	for _, e := range entries {
+		if info, err := e.Info(); err == nil && strings.HasPrefix(e.Name(), "idemgen-body-") {
+			out[e.Name()] = info.Size()
+		}
+	}
+	return out
+}
+
+func digest(r io.Reader) (int64, string, error) {
+	if r == nil {
+		return 0, "", errors.New("no content")
+	}
+	h := sha256.New()
+	n, err := io.Copy(h, r)
+	return n, hex.EncodeToString(h.Sum(nil)), err
+}
+
 func ptr[T any](v T) *T { return &v }
 
 type fixture struct {
@@ -103,6 +162,12 @@ type fixture struct {
 
 func start(t *testing.T) *fixture {
 	db := pgtest.New(t, pgtest.Options{})
+	t.Setenv("TMPDIR", t.TempDir()) // where the server spools streamed content
+	t.Cleanup(func() {
+		if left := spooled(); len(left) > 0 {
+			t.Errorf("spooled files left behind: %v", left)
+		}
+	})
 	// Every policy the spec generates with is one the runtime starts with.
 	engine, err := idem.New(db.Pool, idem.Config{Operations: IdempotentOperations})
 	if err != nil {
@@ -122,7 +187,12 @@ type reply struct {
 
 func (f *fixture) do(method, path, key, ct, body string) reply {
 	f.t.Helper()
-	req, err := http.NewRequest(method, f.url+path, strings.NewReader(body))
+	return f.send(method, path, key, ct, strings.NewReader(body))
+}
+
+func (f *fixture) send(method, path, key, ct string, body io.Reader) reply {
+	f.t.Helper()
+	req, err := http.NewRequest(method, f.url+path, body)
 	if err != nil {
 		f.t.Fatal(err)
 	}
@@ -396,4 +466,192 @@ func TestDeepObjectQuery(t *testing.T) {
 		}
 		f.none(bad)
 	}
+}
+
+// part is one part of a multipart body.
+type part struct {
+	name, filename, ct string
+	content            io.Reader
+}
+
+// multipartBody writes parts with the boundary given.
+func multipartBody(t *testing.T, boundary string, parts ...part) (string, io.Reader) {
+	t.Helper()
+	pr, pw := io.Pipe()
+	mw := multipart.NewWriter(pw)
+	if err := mw.SetBoundary(boundary); err != nil {
+		t.Fatal(err)
+	}
+	go func() {
+		for _, p := range parts {
+			h := textproto.MIMEHeader{}
+			cd := fmt.Sprintf(`form-data; name="%s"`, p.name)
+			if p.filename != "" {
+				cd += fmt.Sprintf(`; filename="%s"`, p.filename)
+			}
+			h.Set("Content-Disposition", cd)
+			if p.ct != "" {
+				h.Set("Content-Type", p.ct)
+			}
+			w, err := mw.CreatePart(h)
+			if err == nil {
+				_, err = io.Copy(w, p.content)
+			}
+			if err != nil {
+				pw.CloseWithError(err)
+				return
+			}
+		}
+		pw.CloseWithError(mw.Close())
+	}()
+	return mw.FormDataContentType(), pr
+}
+
+// pattern is n bytes of a repeating pattern seeded by seed.
+func pattern(n int, seed byte) io.Reader {
+	b := make([]byte, 4096)
+	for i := range b {
+		b[i] = seed + byte(i%251)
+	}
+	return io.LimitReader(&repeat{b: b}, int64(n))
+}
+
+type repeat struct {
+	b   []byte
+	off int
+}
+
+func (r *repeat) Read(p []byte) (int, error) {
+	n := 0
+	for n < len(p) {
+		c := copy(p[n:], r.b[r.off:])
+		n += c
+		r.off = (r.off + c) % len(r.b)
+	}
+	return n, nil
+}
+
+func sumOf(r io.Reader) (int64, string) {
+	n, s, _ := digest(r)
+	return n, s
+}
+
+// TestMultipart: a file part reaches the handler as a stream with its part
+// headers, typed fields beside it in bracket notation; the same parts in
+// another order and with another boundary are a replay; another file is a
+// conflict. The file is larger than idem.DefaultMaxBodyBytes and than
+// idemimpl.MaxPartMemory, which bound what is held in memory.
+func TestMultipart(t *testing.T) {
+	f := start(t)
+	const size = 3<<20 + 17
+	wantSize, wantSum := sumOf(pattern(size, 1))
+	parts := []part{
+		{name: "purpose", content: strings.NewReader("dispute_evidence")},
+		{name: "file_link_data[create]", content: strings.NewReader("true")},
+		{name: "file_link_data[metadata][case]", content: strings.NewReader("7")},
+		{name: "expand[]", content: strings.NewReader("links")},
+		{name: "file", filename: "evidence.png", ct: "image/png", content: pattern(size, 1)},
+	}
+	ct, body := multipartBody(t, "b0undary-1", parts...)
+	r := f.send("POST", "/v1/files", "k-file", ct, body)
+	if r.status != 200 {
+		t.Fatalf("upload: %d %s", r.status, r.body)
+	}
+	up := f.one().(upload)
+	got := up.req.(PostFilesRequest).Body
+	if up.size != wantSize || up.sum != wantSum {
+		t.Errorf("the handler read %d bytes, sha-256 %s; want %d, %s", up.size, up.sum, wantSize, wantSum)
+	}
+	// The file reached the handler from a temporary file, not from memory;
+	// the other parts were not spooled. The file is gone after the response.
+	if len(up.spooled) != 1 || !slices.Contains(slices.Collect(maps.Values(up.spooled)), wantSize) {
+		t.Errorf("spooled while the handler ran: %v; want one file of %d bytes", up.spooled, wantSize)
+	}
+	if left := spooled(); len(left) != 0 {
+		t.Errorf("spooled files left after the response: %v", left)
+	}
+	file := got.File
+	if file.Filename != "evidence.png" || file.ContentType() != "image/png" || file.Size != wantSize || file.SHA256 != wantSum ||
+		!strings.Contains(file.Header.Get("Content-Disposition"), `filename="evidence.png"`) {
+		t.Errorf("file part: %+v", file)
+	}
+	if got.Purpose != PostFilesRequestBodyPurposeDisputeEvidence || got.FileLinkData == nil || !got.FileLinkData.Create ||
+		!reflect.DeepEqual(got.Expand, []string{"links"}) {
+		t.Errorf("fields: %+v", got)
+	}
+	if md, ok := got.FileLinkData.Metadata.Value(); !ok || md["case"] != "7" {
+		t.Errorf("file_link_data[metadata]: %+v", got.FileLinkData.Metadata)
+	}
+
+	// The same parts in another order, with another boundary: a replay.
+	reordered := []part{parts[4], parts[3], parts[2], parts[0], parts[1]}
+	reordered[0].content = pattern(size, 1)
+	for i := range reordered[1:] {
+		reordered[i+1].content = strings.NewReader(map[string]string{"purpose": "dispute_evidence", "file_link_data[create]": "true",
+			"file_link_data[metadata][case]": "7", "expand[]": "links"}[reordered[i+1].name])
+	}
+	ct, body = multipartBody(t, "another-boundary", reordered...)
+	again := f.send("POST", "/v1/files", "k-file", ct, body)
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.body != r.body {
+		t.Fatalf("reordered parts: %d %v %s", again.status, again.header, again.body)
+	}
+	f.none("a replay")
+	// Another file under the key: a conflict.
+	ct, body = multipartBody(t, "b0undary-1", part{name: "purpose", content: strings.NewReader("dispute_evidence")},
+		part{name: "file", filename: "evidence.png", ct: "image/png", content: pattern(size, 2)})
+	if c := f.send("POST", "/v1/files", "k-file", ct, body); c.status != 409 {
+		t.Fatalf("another file: %d %s", c.status, c.body)
+	}
+	f.none("a conflict")
+
+	for name, bad := range map[string][]part{
+		"no file":               {{name: "purpose", content: strings.NewReader("dispute_evidence")}},
+		"file without a name":   {{name: "purpose", content: strings.NewReader("dispute_evidence")}, {name: "file", content: strings.NewReader("x")}},
+		"file where a value is": {{name: "purpose", content: strings.NewReader("dispute_evidence")}, {name: "expand[]", filename: "e.txt", content: strings.NewReader("links")}, {name: "file", filename: "a", content: strings.NewReader("x")}},
+		"bad enum":              {{name: "purpose", content: strings.NewReader("selfie")}, {name: "file", filename: "a", content: strings.NewReader("x")}},
+		"bad boolean":           {{name: "purpose", content: strings.NewReader("dispute_evidence")}, {name: "file_link_data[create]", content: strings.NewReader("yes")}, {name: "file", filename: "a", content: strings.NewReader("x")}},
+	} {
+		t.Run(name, func(t *testing.T) {
+			f.t = t
+			ct, body := multipartBody(t, "b", bad...)
+			f.refused(f.send("POST", "/v1/files", "k-bad-file", ct, body), "k-bad-file")
+		})
+	}
+	f.t = t
+	// A multipart body without its boundary is malformed.
+	f.refused(f.do("POST", "/v1/files", "k-bad-file", "multipart/form-data", "--x\r\n"), "k-bad-file")
+}
+
+// TestBinaryBody: an application/octet-stream body reaches the handler as
+// an io.Reader; a replay and a conflict are decided by its SHA-256.
+func TestBinaryBody(t *testing.T) {
+	f := start(t)
+	const size = 5 << 20
+	wantSize, wantSum := sumOf(pattern(size, 3))
+	r := f.send("POST", "/v1/files/file_9/contents", "k-bin", "application/octet-stream", pattern(size, 3))
+	if r.status != 200 {
+		t.Fatalf("%d %s", r.status, r.body)
+	}
+	up := f.one().(upload)
+	if up.size != wantSize || up.sum != wantSum || up.req.(PostFileContentsRequest).File != "file_9" {
+		t.Errorf("the handler read %d bytes, sha-256 %s of %+v; want %d, %s", up.size, up.sum, up.req, wantSize, wantSum)
+	}
+	if len(up.spooled) != 1 || !slices.Contains(slices.Collect(maps.Values(up.spooled)), wantSize) {
+		t.Errorf("spooled while the handler ran: %v; want one file of %d bytes", up.spooled, wantSize)
+	}
+	if again := f.send("POST", "/v1/files/file_9/contents", "k-bin", "application/octet-stream", pattern(size, 3)); again.header.Get("Idempotent-Replayed") != "true" || again.body != r.body {
+		t.Errorf("replay: %d %v %s", again.status, again.header, again.body)
+	}
+	f.none("a replay")
+	if c := f.send("POST", "/v1/files/file_9/contents", "k-bin", "application/octet-stream", pattern(size, 4)); c.status != 409 {
+		t.Errorf("other content: %d %s", c.status, c.body)
+	}
+	if e := f.send("POST", "/v1/files/file_9/contents", "k-empty", "application/octet-stream", bytes.NewReader(nil)); e.status != 400 || f.records("k-empty") != 0 {
+		t.Errorf("empty body: %d %s", e.status, e.body)
+	}
+	// More than idem.Config.MaxStreamedBodyBytes: 413, no record.
+	if big := f.send("POST", "/v1/files/file_9/contents", "k-big", "application/octet-stream", pattern(idem.DefaultMaxStreamedBodyBytes+1, 5)); big.status != 413 || f.records("k-big") != 0 {
+		t.Errorf("too large: %d %s", big.status, big.body)
+	}
+	f.none("refused uploads")
 }
