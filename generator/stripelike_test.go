@@ -26,7 +26,7 @@ func TestStripeLike(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	files, warns, err := Generate(Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", Output: "api"})
+	files, warns, err := Generate(Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", Output: "api", Client: ClientConfig{Enabled: true}})
 	if err != nil {
 		t.Fatal(err)
 	}

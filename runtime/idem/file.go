@@ -97,3 +97,9 @@ func (f *File) UnmarshalText(b []byte) error {
 	*f = out
 	return nil
 }
+
+// MultipartFile returns what a client sends of f in a multipart/form-data
+// body: its filename, part headers and content (idemclient.FilePart).
+func (f File) MultipartFile() (string, textproto.MIMEHeader, io.Reader) {
+	return f.Filename, f.Header, f.Content
+}

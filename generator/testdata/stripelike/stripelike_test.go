@@ -28,6 +28,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -654,4 +655,50 @@ func TestBinaryBody(t *testing.T) {
 		t.Errorf("too large: %d %s", big.status, big.body)
 	}
 	f.none("refused uploads")
+}
+
+// TestClientUploads: the generated client sends a multipart body with its
+// file and a binary body, and a retry under the same key is a replay.
+func TestClientUploads(t *testing.T) {
+	f := start(t)
+	c, err := NewClient(f.url)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	send := func() (*idemclient.Result[PostFilesResponse], error) {
+		return c.PostFiles(ctx, PostFilesRequest{Body: PostFilesRequestBody{
+			Purpose:      PostFilesRequestBodyPurposeIdentityDocument,
+			FileLinkData: &PostFilesRequestBodyFileLinkData{Create: true, Metadata: idem.NewOrEmpty(map[string]string{"a": "b"})},
+			File:         idem.File{Filename: "passport.pdf", Header: textproto.MIMEHeader{"Content-Type": {"application/pdf"}}, Content: strings.NewReader("%PDF-1.7 ...")},
+		}}, idemclient.WithIdempotencyKey("k-client-file"))
+	}
+	res, err := send()
+	if err != nil {
+		t.Fatal(err)
+	}
+	seen := f.one().(upload)
+	got := seen.req.(PostFilesRequest).Body
+	if seen.size != 12 || got.File.Filename != "passport.pdf" || got.File.ContentType() != "application/pdf" ||
+		got.Purpose != PostFilesRequestBodyPurposeIdentityDocument || got.FileLinkData == nil || !got.FileLinkData.Create {
+		t.Errorf("the handler saw %+v (%d bytes)", got, seen.size)
+	}
+	if md, _ := got.FileLinkData.Metadata.Value(); md["a"] != "b" {
+		t.Errorf("metadata: %+v", got.FileLinkData.Metadata)
+	}
+	if ok, isOK := res.Response.(PostFiles200Response); !isOK || ok.Body.Size != 12 || res.Replayed {
+		t.Errorf("result %+v", res)
+	}
+	if again, err := send(); err != nil || !again.Replayed {
+		t.Errorf("the same upload again: %+v %v", again, err)
+	}
+	f.none("a replay")
+
+	bin, err := c.PostFileContents(ctx, PostFileContentsRequest{File: "file_3", Body: strings.NewReader("raw bytes")}, idemclient.WithIdempotencyKey("k-client-bin"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if seen := f.one().(upload); seen.size != 9 || bin.Response.(PostFileContents200Response).Body.ID != "file_3" {
+		t.Errorf("binary: %+v", seen)
+	}
 }
