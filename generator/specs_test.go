@@ -121,13 +121,11 @@ func TestRealSpecs(t *testing.T) {
 				var content string
 				for _, f := range files {
 					if f.Name == name {
-						// Normalised once: containsCode on GitHub's 14 MB of
-						// source per snippet took minutes under -race.
-						content = blanks.ReplaceAllString(string(f.Content), " ")
+						content = squeezeBlanks(string(f.Content))
 					}
 				}
 				for _, want := range snippets {
-					if !strings.Contains(content, blanks.ReplaceAllString(want, " ")) {
+					if !strings.Contains(content, squeezeBlanks(want)) {
 						t.Errorf("%s lacks %q", name, want)
 					}
 				}
