@@ -445,6 +445,44 @@ func TestBaseURLAndParameters(t *testing.T) {
 	}
 }
 
+// TestBasePath: WithBasePath adds the server's base path to the base URL
+// unless the base URL already ends in it (the spec's server URL), and a
+// later WithBasePath replaces an earlier one (a generated client passes its
+// own first).
+func TestBasePath(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.EscapedPath()
+		created(false)(w, r)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		base string
+		opts []Option
+		want string
+	}{
+		{srv.URL, []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/", []Option{WithBasePath("/v1/")}, "/v1/things"},
+		{srv.URL + "/v1", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/v1/", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/gateway", []Option{WithBasePath("/v1")}, "/gateway/v1/things"},
+		{srv.URL + "/xv1", []Option{WithBasePath("/v1")}, "/xv1/v1/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("/api")}, "/api/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("")}, "/things"},
+	} {
+		c, err := New(tc.base, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Do(context.Background(), c, &getOp, NewRequest("/things"), readThing); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("base URL %s: path %q, want %q", tc.base, got, tc.want)
+		}
+	}
+}
+
 func TestDeclared(t *testing.T) {
 	resp := func(ct, body string) *Response {
 		return &Response{Status: 200, Header: http.Header{"Content-Type": {ct}}, Body: []byte(body)}
