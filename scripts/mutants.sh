@@ -30,6 +30,10 @@ MUTANTS=(
 	"c|atomic mode: a duplicate's record write silently succeeds|s/^(    now\(\) \+ \(@ttl_ms::bigint\) \* interval '1 millisecond'\));\$/\1 ON CONFLICT DO NOTHING;/"
 	"d|the replay read ignores the fingerprint|s/\(fingerprint = @fingerprint\)::boolean AS same_request/true::boolean AS same_request/"
 	"e|lease renewals renew nothing|s/  AND r\.fence = v\.fence AND r\.state = 'IN_PROGRESS'/  AND false/"
+	"f|an outcome the recovery hook cannot tell is stored as EXPIRED, not UNKNOWN|/^-- name: MarkUnknown/,/;\$/ s/^    state = 'UNKNOWN',/    state = 'EXPIRED',/"
+	"g|the sweeper makes abandoned claims EXPIRED (deletable), not UNKNOWN|/^-- name: AbandonClaims/,/;\$/ s/^    state = 'UNKNOWN',/    state = 'EXPIRED',/"
+	"h|the sweeper abandons live claims (the lease is ignored)|s/^      AND \(s\.lease_expires_at IS NULL OR s\.lease_expires_at <= now\(\)\)\$/      AND true/"
+	"i|unresolved UNKNOWN records are deleted without waiting for the grace|s/WHERE s\.state = 'UNKNOWN' AND s\.expires_at <= now\(\) - \(@grace_ms::bigint\)/WHERE s.state = 'UNKNOWN' AND now() >= now() - (@grace_ms::bigint)/"
 )
 
 backup=$(mktemp -d)
