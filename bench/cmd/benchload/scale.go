@@ -22,7 +22,8 @@ type scalePoint struct {
 
 // loadRecords adds completed records under random UUID keys, numbered from
 // first to last, straight into the table with generate_series (one
-// statement per million rows). expires sets their expiry.
+// statement per million rows). expires sets their expiry: an SQL
+// expression, in which g is the row's number.
 func loadRecords(ctx context.Context, conn *pgx.Conn, prefix string, first, last int64, expires string) error {
 	for lo := first; lo <= last; lo += 1_000_000 {
 		hi := min(lo+999_999, last)
@@ -131,7 +132,10 @@ func (b *bench) sweepUnderTraffic(rows int, d time.Duration) (*sweepResult, erro
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	if err := loadRecords(ctx, conn, "sweep", 1, int64(rows), "now() - interval '2 hours'"); err != nil {
+	// One expiry per millisecond, as a service writing a thousand records a
+	// second leaves them (a bulk load with one timestamp for every row is
+	// no service's table).
+	if err := loadRecords(ctx, conn, "sweep", 1, int64(rows), "now() - interval '2 hours' - g * interval '1 millisecond'"); err != nil {
 		return nil, fmt.Errorf("load %d expired records: %w", rows, err)
 	}
 	pool, err := pgxpool.New(ctx, b.db)
