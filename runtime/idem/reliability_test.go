@@ -449,11 +449,22 @@ func TestLeaseRenewalFailure(t *testing.T) {
 			reported = append(reported, err)
 			mu.Unlock()
 		}}})
+	// Open the pool's connections first: the request then takes an idle
+	// one, and only the renewer, opening its own, is refused.
+	var conns []*pgxpool.Conn
+	for range 3 {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	refuse.Store(true)
 	cause := make(chan error, 1)
 	e.handle("hold", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
-		// The request holds its pooled connection; the renewer has not
-		// opened its own yet (its first round is a third of a lease away).
-		refuse.Store(true)
 		select {
 		case <-time.After(20 * p.Lease):
 			cause <- nil
