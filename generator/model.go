@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -14,7 +15,7 @@ type Model struct {
 	Package  string  // Go package name
 	Version  string  // idemgen version in the file headers; "(devel)" when not a release
 	Source   string  // spec path relative to the output dir, slash-separated
-	BasePath string  // prefix of every route pattern, from the config
+	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	Types    []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
 	// generated decoders validate against (idemimpl.Schemas).
@@ -262,6 +263,10 @@ func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
 
+// PathPattern is Pattern without net/http.ServeMux's end anchor: "/" rather
+// than "/{$}", as routers other than ServeMux (chi) write an exact path.
+func (o *Operation) PathPattern() string { return strings.TrimSuffix(o.Pattern, "{$}") }
+
 // Param is one path, query, header or cookie parameter.
 type Param struct {
 	Name     string // as in the spec
@@ -350,7 +355,8 @@ type builder struct {
 
 // reservedNames are package-level identifiers of the generated server.
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
-	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations"}
+	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
+	"Route", "Routes"}
 
 // typeMethods are the methods a generated struct or union may have; no
 // field takes their names.

@@ -219,8 +219,13 @@ func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) stri
 	}
 	if ap := s.AdditionalProperties; ap.Has != nil && !*ap.Has {
 		add("AdditionalProperties", "idemimpl.NoAdditional")
-	} else if ap.Schema != nil {
-		add("AdditionalProperties", strconv.Itoa(t.index(ap.Schema, loc+"/additionalProperties", noValidate)))
+	} else if i := t.index(ap.Schema, loc+"/additionalProperties", noValidate); i > 0 {
+		add("AdditionalProperties", strconv.Itoa(i))
+	} else if (ap.Schema != nil || ap.Has != nil) && len(s.Properties) > 0 {
+		// Declared beside properties: the typed request keeps undeclared
+		// members in its AdditionalProperties map. Without the keyword it
+		// drops them, and so does the decoded request (idemimpl's prune).
+		add("AdditionalProperties", "idemimpl.AnyAdditional")
 	}
 	for _, c := range []struct {
 		kw   string

@@ -140,3 +140,73 @@ func TestConformanceFailsAServerWithoutIdempotency(t *testing.T) {
 		}
 	}
 }
+
+// recorder is a server that runs every request and records its body.
+type recorder struct {
+	mu     sync.Mutex
+	bodies []string
+}
+
+func (rc *recorder) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	rc.mu.Lock()
+	rc.bodies = append(rc.bodies, string(b))
+	n := len(rc.bodies)
+	rc.mu.Unlock()
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	_, _ = fmt.Fprintf(w, `{"id":%d}`, n)
+}
+
+func (rc *recorder) first() string {
+	rc.mu.Lock()
+	defer rc.mu.Unlock()
+	if len(rc.bodies) == 0 {
+		return ""
+	}
+	return rc.bodies[0]
+}
+
+// TestConformanceBodies: the request body is the spec's example when it
+// satisfies the schema, one generated from the schema when it does not,
+// and the -body file when one is given.
+func TestConformanceBodies(t *testing.T) {
+	dir := t.TempDir()
+	withExample := func(example string) string {
+		p := filepath.Join(dir, "ex"+fmt.Sprint(len(example))+".yaml")
+		write(t, p, strings.Replace(conformanceSpec, "              required: [sku, quantity]\n",
+			"              required: [sku, quantity]\n              example: "+example+"\n", 1))
+		return p
+	}
+	specPath := filepath.Join(dir, "openapi.yaml")
+	write(t, specPath, conformanceSpec)
+	bodyPath := filepath.Join(dir, "body.json")
+	write(t, bodyPath, `{"sku": "ZZ-0001", "quantity": 2}`)
+	for _, tc := range []struct {
+		name string
+		args []string
+		want func(string) bool
+	}{
+		{"the spec's example", []string{"-spec", withExample(`{sku: QX-4242, quantity: 7}`)},
+			func(b string) bool { return b == `{"quantity":7,"sku":"QX-4242"}` }},
+		{"an example outside the schema is not used", []string{"-spec", withExample(`{sku: QX-4242, quantity: 70}`)},
+			func(b string) bool { return !strings.Contains(b, "QX-4242") && strings.Contains(b, `"sku"`) }},
+		{"-body ID=FILE", []string{"-spec", specPath, "-body", "createOrder=" + bodyPath},
+			func(b string) bool { return b == `{"sku": "ZZ-0001", "quantity": 2}` }},
+		{"-body FILE with one -operation", []string{"-spec", specPath, "-operation", "createOrder", "-body", bodyPath},
+			func(b string) bool { return b == `{"sku": "ZZ-0001", "quantity": 2}` }},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			rc := &recorder{}
+			srv := httptest.NewServer(rc)
+			defer srv.Close()
+			code, out, stderr := runCmd(t, append([]string{"conformance", "-url", srv.URL, "-n", "1"}, tc.args...)...)
+			if code != 1 || stderr != "" {
+				t.Fatalf("exit %d, stderr %q\n%s", code, stderr, out)
+			}
+			if b := rc.first(); !tc.want(b) {
+				t.Errorf("first body sent: %s", b)
+			}
+		})
+	}
+}

@@ -70,6 +70,13 @@ type Config struct {
 	// Unknown), the hook decides before the handler runs again. Without a
 	// hook the handler simply runs again.
 	Recover map[string]RecoverFunc
+	// Sealer, when set, encrypts what records store at rest: every stored
+	// response (its body and its headers, sealed together) and lease-mode
+	// recovery data, each bound to its record (tenant, operation, key) as
+	// additional data. Records written before a Sealer was set are still
+	// read as they are. runtime/idemseal implements it (AES-256-GCM with
+	// rotating keys); nil stores plaintext.
+	Sealer Sealer
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine

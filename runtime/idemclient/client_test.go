@@ -178,6 +178,11 @@ func TestNeverRetried(t *testing.T) {
 		{"422 conflict (ietf)", problem(422, idem.ReasonConflict, ""), IsConflict},
 		{"400 malformed key", problem(400, idem.ReasonKeyMalformed, ""), IsKeyError},
 		{"409 schema changed", problem(409, idem.ReasonSchemaChanged, ""), func(err error) bool { return !IsRetryable(err) }},
+		{"400 invalid request", problem(400, idem.ReasonInvalidRequest, ""), func(err error) bool { return StatusOf(err) == 400 && !IsKeyError(err) }},
+		{"400 key required", problem(400, idem.ReasonKeyRequired, ""), IsKeyError},
+		{"415 media type", problem(415, idem.ReasonMediaType, ""), func(err error) bool { return StatusOf(err) == 415 }},
+		{"401 unauthenticated", problem(401, idem.ReasonUnauthenticated, ""), func(err error) bool { return StatusOf(err) == 401 }},
+		{"422 undeclared", problem(422, "", ""), func(err error) bool { return StatusOf(err) == 422 && !IsConflict(err) }},
 		{"404", problem(404, "", ""), func(err error) bool { return StatusOf(err) == 404 }},
 		{"501", problem(501, "", ""), func(err error) bool { return !IsRetryable(err) }},
 	}
@@ -224,17 +229,47 @@ func TestNonIdempotentPostIsNotRetriedUnlessAsked(t *testing.T) {
 }
 
 func TestRetryAfterIsHonoured(t *testing.T) {
-	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(409, idem.ReasonInProgress, "1"), created(true)}}
-	res, err, as := doCall(t, s, createOp, fast)
-	if err != nil || res.Attempts != 2 {
-		t.Fatalf("%+v, %v", res, err)
-	}
-	if as[0].Wait < time.Second || as[0].Wait > 1200*time.Millisecond {
-		t.Fatalf("waited %s after Retry-After: 1, want 1s plus at most 10%% jitter", as[0].Wait)
+	// The policy's backoff (1-4ms) is far from a second: only Retry-After
+	// makes the client wait one. Each step is timed by the server too.
+	for _, step := range []struct {
+		name string
+		h    func(http.ResponseWriter, *http.Request)
+	}{
+		{"409 in progress", problem(409, idem.ReasonInProgress, "1")},
+		{"503 database down", problem(503, idem.ReasonDatabaseDown, "1")},
+		{"503 as an HTTP date", func(w http.ResponseWriter, r *http.Request) {
+			problem(503, idem.ReasonOutcomeUnknown, time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))(w, r)
+		}},
+	} {
+		t.Run(step.name, func(t *testing.T) {
+			var at []time.Time
+			var mu sync.Mutex
+			stamp := func(next func(http.ResponseWriter, *http.Request)) func(http.ResponseWriter, *http.Request) {
+				return func(w http.ResponseWriter, r *http.Request) {
+					mu.Lock()
+					at = append(at, time.Now())
+					mu.Unlock()
+					next(w, r)
+				}
+			}
+			s := &script{steps: []func(http.ResponseWriter, *http.Request){stamp(step.h), stamp(created(true))}}
+			res, err, as := doCall(t, s, createOp, fast)
+			if err != nil || res.Attempts != 2 {
+				t.Fatalf("%+v, %v", res, err)
+			}
+			// An HTTP date has a resolution of one second: it asks for
+			// 1-2s from now.
+			if as[0].Wait < 900*time.Millisecond || as[0].Wait > 2200*time.Millisecond {
+				t.Fatalf("waited %s after Retry-After, want about 1s (or 1-2s for a date)", as[0].Wait)
+			}
+			if gap := at[1].Sub(at[0]); gap < 900*time.Millisecond {
+				t.Fatalf("the retry came %s after the answer asking for a second", gap)
+			}
+		})
 	}
 	// Longer than MaxRetryAfter: the call ends with the response.
-	s = &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "3600"), created(true)}}
-	_, err, _ = doCall(t, s, createOp, fast)
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, "", "3600"), created(true)}}
+	_, err, _ := doCall(t, s, createOp, fast)
 	if StatusOf(err) != 503 || len(s.attempts()) != 1 || !IsRetryable(err) {
 		t.Fatalf("err %v after %d attempts; want the 503 after 1", err, len(s.attempts()))
 	}
@@ -400,6 +435,44 @@ func TestBaseURLAndParameters(t *testing.T) {
 	}
 }
 
+// TestBasePath: WithBasePath adds the server's base path to the base URL
+// unless the base URL already ends in it (the spec's server URL), and a
+// later WithBasePath replaces an earlier one (a generated client passes its
+// own first).
+func TestBasePath(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.EscapedPath()
+		created(false)(w, r)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		base string
+		opts []Option
+		want string
+	}{
+		{srv.URL, []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/", []Option{WithBasePath("/v1/")}, "/v1/things"},
+		{srv.URL + "/v1", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/v1/", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/gateway", []Option{WithBasePath("/v1")}, "/gateway/v1/things"},
+		{srv.URL + "/xv1", []Option{WithBasePath("/v1")}, "/xv1/v1/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("/api")}, "/api/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("")}, "/things"},
+	} {
+		c, err := New(tc.base, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Do(context.Background(), c, &getOp, NewRequest("/things"), readThing); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("base URL %s: path %q, want %q", tc.base, got, tc.want)
+		}
+	}
+}
+
 func TestDeclared(t *testing.T) {
 	resp := func(ct, body string) *Response {
 		return &Response{Status: 200, Header: http.Header{"Content-Type": {ct}}, Body: []byte(body)}
@@ -495,5 +568,64 @@ func TestEncode(t *testing.T) {
 	}
 	if err := NewRequest("/").Encode("application/xml", form{}); err == nil {
 		t.Error("a struct encoded as XML")
+	}
+}
+
+// TestPredicates: what each predicate says of the errors a call can end
+// with, also wrapped by the caller.
+func TestPredicates(t *testing.T) {
+	prob := func(status int, code, reason string) error {
+		h := http.Header{"Content-Type": {"application/problem+json"}}
+		body := fmt.Sprintf(`{"type":"about:blank","title":"t","status":%d,"code":%q,"reason":%q}`, status, code, reason)
+		return (&Response{Operation: "op", Status: status, Header: h, Body: []byte(body), Key: "k", Attempts: 1}).Error()
+	}
+	plain := func(status int) error {
+		return (&Response{Operation: "op", Status: status, Header: http.Header{"Content-Type": {"text/plain"}}, Body: []byte("no")}).Error()
+	}
+	transport := &TransportError{Operation: "op", Key: "k", Attempts: 3, Err: errors.New("connection reset")}
+	type want struct{ conflict, inFlight, keyError, retryable bool }
+	for _, tc := range []struct {
+		name string
+		err  error
+		want want
+	}{
+		{"409 conflict", prob(409, idem.CodeConflict, idem.ReasonConflict), want{conflict: true}},
+		{"422 conflict (ietf)", prob(422, "", idem.ReasonConflict), want{conflict: true}},
+		{"409 in progress", prob(409, idem.CodeConflict, idem.ReasonInProgress), want{inFlight: true, retryable: true}},
+		{"409 lease lost", prob(409, idem.CodeConflict, idem.ReasonLeaseLost), want{retryable: true}},
+		{"409 schema changed", prob(409, idem.CodeConflict, idem.ReasonSchemaChanged), want{}},
+		{"409 not a problem", plain(409), want{}},
+		{"400 key required", prob(400, "", idem.ReasonKeyRequired), want{keyError: true}},
+		{"400 key malformed", prob(400, "", idem.ReasonKeyMalformed), want{keyError: true}},
+		{"400 invalid request", prob(400, "", idem.ReasonInvalidRequest), want{}},
+		{"404", plain(404), want{}},
+		{"408", plain(408), want{retryable: true}},
+		{"429", plain(429), want{retryable: true}},
+		{"500", plain(500), want{retryable: true}},
+		{"503 outcome unknown", prob(503, "", idem.ReasonOutcomeUnknown), want{retryable: true}},
+		{"501", plain(501), want{}},
+		{"505", plain(505), want{}},
+		{"transport", transport, want{retryable: true}},
+		{"decode", &DecodeError{Operation: "op", Status: 201, Err: errors.New("bad")}, want{}},
+		{"other", errors.New("other"), want{}},
+		{"nil", nil, want{}},
+	} {
+		for _, err := range []error{tc.err, fmt.Errorf("wrapped: %w", tc.err)} {
+			got := want{IsConflict(err), IsInFlight(err), IsKeyError(err), IsRetryable(err)}
+			if got != tc.want {
+				t.Errorf("%s (%v): conflict, in flight, key error, retryable = %+v, want %+v", tc.name, err, got, tc.want)
+			}
+		}
+	}
+	var e *Error
+	if err := prob(409, idem.CodeConflict, idem.ReasonInProgress); !errors.As(err, &e) || e.Code() != idem.CodeConflict ||
+		e.Reason() != idem.ReasonInProgress || e.Key != "k" || e.Problem.Status != 409 {
+		t.Errorf("decoded problem: %+v", e)
+	}
+	if err := plain(404); !errors.As(err, &e) || e.Problem != nil || e.Code() != "" || e.Reason() != "" || string(e.Body) != "no" {
+		t.Errorf("a response that is not problem+json: %+v", e)
+	}
+	if StatusOf(transport) != 0 || !errors.As(fmt.Errorf("w: %w", transport), new(*TransportError)) {
+		t.Errorf("transport error: status %d", StatusOf(transport))
 	}
 }

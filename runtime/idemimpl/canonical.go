@@ -13,6 +13,7 @@ import (
 	"net/url"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -110,11 +111,13 @@ func (q *Request) Param(p *Param, target any) {
 	if ok && len(vd.out) == 0 {
 		vd.validate(&v, p.Schema)
 	}
+	if ok && len(vd.out) == 0 && q.t.handlerView(&v, p.Schema, true) {
+		vd.validate(&v, p.Schema) // see Body
+	}
 	q.out = append(q.out, vd.out...)
 	if !ok || len(vd.out) > 0 {
 		return
 	}
-	q.t.applyDefaults(&v, p.Schema)
 	q.unmarshal(vd, &v, target)
 	if p.Fingerprint {
 		name := p.Name
@@ -204,6 +207,15 @@ func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
 	vs, ok := q.rawValues(p, vd)
 	if !ok {
 		return Value{}, false
+	}
+	for _, s := range vs {
+		// Header values may carry any byte above 0x7f; the canonical form
+		// and the typed request hold text, into which another encoding
+		// would be turned silently (two values into one U+FFFD).
+		if !utf8.ValidString(s) {
+			vd.fail("syntax", "is not valid UTF-8")
+			return Value{}, true
+		}
 	}
 	if p.Style == StyleJSON {
 		if len(vs) > 1 {
@@ -377,12 +389,16 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 	if len(vd.out) == 0 {
 		vd.validate(&v, m.Schema)
 	}
+	// The handler sees the value with its defaults and without the members
+	// its type drops, so that value must satisfy the schema too: two items
+	// that differ only in a member one of them leaves to its default, or
+	// only in a member neither keeps, are duplicates under uniqueItems.
+	if len(vd.out) == 0 && q.t.handlerView(&v, m.Schema, vd.mode != modePatch) {
+		vd.validate(&v, m.Schema)
+	}
 	if len(vd.out) > 0 {
 		q.out = append(q.out, vd.out...)
 		return
-	}
-	if vd.mode != modePatch {
-		q.t.applyDefaults(&v, m.Schema)
 	}
 	q.unmarshal(vd, &v, target)
 	q.setBody(v, media)
@@ -495,6 +511,17 @@ func MediaType(ct string) string {
 		mt = strings.ToLower(strings.TrimSpace(mt))
 	}
 	return mt
+}
+
+// handlerView makes v what the typed request will hold: undeclared
+// members its type drops are removed (prune), then defaults added (not to
+// merge patches). It reports whether v changed.
+func (t *Schemas) handlerView(v *Value, idx int, defaults bool) bool {
+	changed := t.prune(v, idx)
+	if defaults {
+		changed = t.applyDefaults(v, idx) || changed
+	}
+	return changed
 }
 
 // Canonical returns the canonical form, leaving out the body members at the

@@ -7,6 +7,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode/utf8"
 )
 
 // formNode is a form, a multipart body or a deepObject parameter as sent:
@@ -77,6 +78,12 @@ func parseForm(body string) (*formNode, error) {
 		val, err := url.QueryUnescape(v)
 		if err != nil {
 			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form value of %q is not percent-encoded correctly", key)}
+		}
+		if !utf8.ValidString(key) {
+			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form name %q is not valid UTF-8", key)}
+		}
+		if !utf8.ValidString(val) {
+			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form value of %q is not valid UTF-8", key)}
 		}
 		if err := root.add(key, val); err != nil {
 			return nil, &SyntaxError{Offset: -1, Msg: "form " + err.Error()}

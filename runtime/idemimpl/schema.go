@@ -65,6 +65,10 @@ const (
 // false.
 const NoAdditional = -1
 
+// AnyAdditional is Schema.AdditionalProperties for additionalProperties
+// that allows any member (true, {}) declared beside properties.
+const AnyAdditional = -2
+
 // Schema is the compact descriptor of one request schema that generated
 // code emits, one per schema (named schemas shared), in a Schemas table.
 // Other schemas are referred to by their index in the table; index 0 is the
@@ -92,7 +96,11 @@ type Schema struct {
 	Items                              int    // schema of array items; 0: any
 	Props                              []Prop // declared properties, sorted by name
 	// AdditionalProperties is the schema of undeclared members: 0 any,
-	// NoAdditional for none.
+	// NoAdditional for none, AnyAdditional for any beside Props that the
+	// typed request keeps. Beside Props, 0 means the keyword is absent:
+	// undeclared members are allowed but the typed request has no field
+	// for them, so they are removed from the decoded value (prune) and
+	// are not part of the fingerprint.
 	AdditionalProperties int
 	AllOf, AnyOf, OneOf  []int
 	Not                  int // 0: no not keyword
@@ -223,7 +231,7 @@ type mode uint8
 
 const (
 	modeRequest mode = iota // a request body or parameter
-	modePatch               // an RFC 7396 merge patch: members optional, null removes
+	modePatch               // an RFC 7396 merge patch: members optional, required ones never null
 )
 
 // validator collects the violations of one value.
@@ -561,10 +569,12 @@ func (vd *validator) object(v *Value, s *Schema, known []string) {
 			switch {
 			case ps.ReadOnly && !s.NoValidate:
 				vd.fail("readOnly", "is read-only: the server sets it")
-			case vd.mode == modePatch && m.Value.Kind == KindNull:
-				if p.Required {
-					vd.fail("required", "is required and cannot be removed")
-				}
+			case vd.mode == modePatch && m.Value.Kind == KindNull && p.Required:
+				vd.fail("required", "is required and cannot be removed")
+			// Otherwise a patch's null is validated like any value: the
+			// typed request keeps null apart from absent only where the
+			// schema is nullable (idem.Nullable); elsewhere a removal
+			// would reach the handler as "leave it alone".
 			default:
 				vd.validate(&m.Value, p.Schema)
 			}
@@ -576,8 +586,6 @@ func (vd *validator) object(v *Value, s *Schema, known []string) {
 			if !s.NoValidate {
 				vd.fail("additionalProperties", "is not a member the schema declares")
 			}
-		} else if vd.mode == modePatch && m.Value.Kind == KindNull {
-			// removes a member
 		} else {
 			vd.validate(&m.Value, s.AdditionalProperties)
 		}
@@ -641,41 +649,81 @@ func isKnown(known []string, name string) bool {
 	return i < len(known) && known[i] == name
 }
 
+// prune removes the undeclared members of objects whose typed request
+// drops them (Props without an additionalProperties keyword), below
+// objects and arrays; not in or below allOf, anyOf and oneOf, whose typed
+// request may keep a member one branch does not declare. What the handler
+// cannot see is not part of the request: it is neither validated as the
+// handler's view (uniqueItems) nor fingerprinted. It reports whether it
+// removed any.
+func (t *Schemas) prune(v *Value, idx int) (removed bool) {
+	if idx <= 0 || idx >= len(t.List) {
+		return false
+	}
+	s := &t.List[idx]
+	if len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) > 0 {
+		return false
+	}
+	switch v.Kind {
+	case KindObject:
+		kept := v.Members[:0]
+		for _, m := range v.Members {
+			if p := findProp(s.Props, m.Name); p != nil {
+				removed = t.prune(&m.Value, p.Schema) || removed
+			} else if len(s.Props) > 0 && s.AdditionalProperties == 0 {
+				removed = true
+				continue
+			} else {
+				removed = t.prune(&m.Value, s.AdditionalProperties) || removed
+			}
+			kept = append(kept, m)
+		}
+		v.Members = kept
+	case KindArray:
+		for i := range v.Items {
+			removed = t.prune(&v.Items[i], s.Items) || removed
+		}
+	}
+	return removed
+}
+
 // applyDefaults adds the declared defaults of absent members, below
 // objects, arrays and allOf; not inside anyOf or oneOf, where which member
-// applies is not known.
-func (t *Schemas) applyDefaults(v *Value, idx int) {
+// applies is not known. It reports whether it added any.
+func (t *Schemas) applyDefaults(v *Value, idx int) (added bool) {
 	if idx <= 0 || idx >= len(t.List) {
-		return
+		return false
 	}
 	s := &t.List[idx]
 	switch v.Kind {
 	case KindObject:
-		added := false
+		here := false
 		for _, p := range s.Props {
 			if m := v.Member(p.Name); m != nil {
-				t.applyDefaults(m, p.Schema)
+				added = t.applyDefaults(m, p.Schema) || added
 			} else if d := t.compiled[p.Schema].def; d != nil && !t.List[p.Schema].ReadOnly {
 				v.Members = append(v.Members, Member{Name: p.Name, Value: *d})
-				added = true
+				here = true
 			}
 		}
-		if added {
+		if here {
 			v.SortMembers()
+			added = true
 		}
 		if s.AdditionalProperties > 0 {
 			for i := range v.Members {
 				if findProp(s.Props, v.Members[i].Name) == nil {
-					t.applyDefaults(&v.Members[i].Value, s.AdditionalProperties)
+					added = t.applyDefaults(&v.Members[i].Value, s.AdditionalProperties) || added
 				}
 			}
 		}
 	case KindArray:
 		for i := range v.Items {
-			t.applyDefaults(&v.Items[i], s.Items)
+			added = t.applyDefaults(&v.Items[i], s.Items) || added
 		}
 	}
 	for _, sub := range s.AllOf {
-		t.applyDefaults(v, sub)
+		added = t.applyDefaults(v, sub) || added
 	}
+	return added
 }

@@ -9,8 +9,8 @@ import (
 	"math/rand/v2"
 	"net"
 	"net/http"
-	"os"
 	"os/exec"
+	"path/filepath"
 	"strconv"
 	"strings"
 	"sync"
@@ -61,64 +61,77 @@ func createdPayment(res *idemclient.Result[api.CreatePaymentResponse], err error
 	return p.Body, nil
 }
 
-// TestClientProcess is not a test: it is the client process of
-// TestClientKilledMidCall, run from this test binary with
-// PAYMENTS_CLIENT=1. It creates one payment with the key it is given and
-// prints "payment <id> <attempts> <replayed>".
-func TestClientProcess(t *testing.T) {
-	if os.Getenv("PAYMENTS_CLIENT") != "1" {
-		t.Skip("the client process of TestClientKilledMidCall")
-	}
-	amount, _ := strconv.ParseInt(os.Getenv("PAYMENTS_AMOUNT"), 10, 64)
-	c := newAPIClient(t, os.Getenv("PAYMENTS_URL"))
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
-	defer cancel()
-	fmt.Println("calling")
-	res, err := c.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(os.Getenv("PAYMENTS_KEY")))
-	p, err := createdPayment(res, err)
-	if err != nil {
-		fmt.Println("error", err)
-		os.Exit(1)
-	}
-	fmt.Println("payment", p.ID, res.Attempts, res.Replayed)
-}
-
-// clientProc is one run of the client process.
+// clientProc is one run of cmd/pay, the example's command-line caller
+// built on the generated client.
 type clientProc struct {
-	cmd  *exec.Cmd
-	out  chan string // lines of its standard output
-	done chan error
+	cmd     *exec.Cmd
+	calling chan struct{} // closed when it says it is calling
+	out     chan string   // lines of its standard output
+	done    chan error
 }
 
-func startClientProc(t *testing.T, url, key string, amount int64) *clientProc {
+// buildPay builds cmd/pay into a directory of the test's.
+func buildPay(t *testing.T) string {
 	t.Helper()
-	cmd := exec.Command(os.Args[0], "-test.run=^TestClientProcess$", "-test.count=1")
-	cmd.Env = append(os.Environ(), "PAYMENTS_CLIENT=1", "PAYMENTS_URL="+url, "PAYMENTS_KEY="+key, "PAYMENTS_AMOUNT="+strconv.FormatInt(amount, 10))
+	bin := filepath.Join(t.TempDir(), "pay")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemgen/idemgen/examples/payments/cmd/pay").CombinedOutput(); err != nil {
+		t.Fatalf("go build ./cmd/pay: %v\n%s", err, out)
+	}
+	return bin
+}
+
+func startClientProc(t *testing.T, bin, url, key string, amount int64) *clientProc {
+	t.Helper()
+	cmd := exec.Command(bin, "-url", url, "-key", key, "-amount", strconv.FormatInt(amount, 10), "-description", "e2e", "-timeout", "60s")
 	stdout, err := cmd.StdoutPipe()
+	if err != nil {
+		t.Fatal(err)
+	}
+	stderr, err := cmd.StderrPipe()
 	if err != nil {
 		t.Fatal(err)
 	}
 	if err := cmd.Start(); err != nil {
 		t.Fatal(err)
 	}
-	p := &clientProc{cmd: cmd, out: make(chan string, 16), done: make(chan error, 1)}
+	p := &clientProc{cmd: cmd, calling: make(chan struct{}), out: make(chan string, 16), done: make(chan error, 1)}
+	var wg sync.WaitGroup
+	wg.Add(2)
 	go func() {
+		defer wg.Done()
+		sc := bufio.NewScanner(stderr)
+		said := false
+		for sc.Scan() {
+			if !said && strings.HasPrefix(sc.Text(), "pay: creating") {
+				said = true
+				close(p.calling)
+				continue
+			}
+			p.out <- "stderr: " + sc.Text()
+		}
+	}()
+	go func() {
+		defer wg.Done()
 		sc := bufio.NewScanner(stdout)
 		for sc.Scan() {
 			p.out <- sc.Text()
 		}
+	}()
+	go func() {
+		wg.Wait()
 		close(p.out)
 		p.done <- cmd.Wait()
 	}()
 	return p
 }
 
-// TestClientKilledMidCall: for every intent a client process is started
-// with the intent's key and killed with SIGKILL while its call is in flight
-// (the gateway takes 400ms), twice, then started again to completion, as a
-// caller that stores its key with the intent does after a crash. Exactly
-// one payment and one charge per intent.
+// TestClientKilledMidCall: for every intent a client process (cmd/pay) is
+// started with the intent's key and killed with SIGKILL while its call is in
+// flight (the gateway takes 400ms), twice, then started again to completion,
+// as a caller that stores its key with the intent does after a crash.
+// Exactly one payment and one charge per intent.
 func TestClientKilledMidCall(t *testing.T) {
+	bin := buildPay(t)
 	s := newStack(t)
 	s.gw.Set(gateway.Switches{Latency: 400 * time.Millisecond})
 	const intents, kills = 10, 2
@@ -139,9 +152,11 @@ func TestClientKilledMidCall(t *testing.T) {
 			defer wg.Done()
 			for range kills {
 				callsAtStart := s.gw.Calls(key)
-				p := startClientProc(t, s.srv.URL, key, amount)
-				if line := <-p.out; line != "calling" {
-					t.Errorf("client process: %q", line)
+				p := startClientProc(t, bin, s.srv.URL, key, amount)
+				select {
+				case <-p.calling:
+				case err := <-p.done:
+					t.Errorf("client process ended before calling: %v", err)
 					return
 				}
 				// Kill while the call is in flight: before, during or after
@@ -160,10 +175,10 @@ func TestClientKilledMidCall(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-			p := startClientProc(t, s.srv.URL, key, amount)
+			p := startClientProc(t, bin, s.srv.URL, key, amount)
 			var result string
 			for line := range p.out {
-				if strings.HasPrefix(line, "payment ") || strings.HasPrefix(line, "error ") {
+				if strings.HasPrefix(line, "payment ") || strings.HasPrefix(line, "stderr: ") {
 					result = line
 				}
 			}
@@ -179,15 +194,16 @@ func TestClientKilledMidCall(t *testing.T) {
 	replayed := 0
 	l := readLedger(t, s.db)
 	for line := range final {
-		f := strings.Fields(line) // key "payment" id attempts replayed
-		if len(f) != 5 || f[1] != "payment" {
+		// key "payment" ID AMOUNT CURRENCY "charge" CHARGE "key" KEY "attempts" N "replayed" BOOL
+		f := strings.Fields(line)
+		if len(f) != 13 || f[1] != "payment" || f[8] != f[0] {
 			t.Errorf("client output %q", line)
 			continue
 		}
-		if !l.ids[f[2]] {
-			t.Errorf("key %s: the client got payment %s, which is not in the ledger", f[0], f[2])
+		if !l.ids[f[2]] || l.charge[f[0]] != f[6] {
+			t.Errorf("key %s: the client got payment %s with charge %s; the ledger has charge %s", f[0], f[2], f[6], l.charge[f[0]])
 		}
-		if f[4] == "true" {
+		if f[12] == "true" {
 			replayed++
 		}
 	}

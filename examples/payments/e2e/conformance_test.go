@@ -3,10 +3,15 @@ package e2e
 import (
 	"bytes"
 	"context"
+	"encoding/json"
+	"errors"
 	"io"
 	"net/http"
 	"net/http/httptest"
 	"os"
+	"os/exec"
+	"path/filepath"
+	"regexp"
 	"strconv"
 	"strings"
 	"sync"
@@ -121,6 +126,9 @@ func TestConformanceCatchesBrokenServers(t *testing.T) {
 		{"shares keys across tenants", false, nil, 0, "tenants", []string{"got a replay for a key only tenant acme used"}},
 		{"runs requests without a key", true, keyWhenMissing, 0, "missing-key",
 			[]string{"want 400 IDEMPOTENCY_KEY_REQUIRED, got 201", "the request without a key had an effect"}},
+		{"accepts a key not in its format", true, anyKeyFormat, 0, "malformed-key/format", []string{"want 400 IDEMPOTENCY_KEY_MALFORMED, got 201"}},
+		{"takes the first of a repeated key header", true, firstKeyOfMany, 0, "malformed-key/repeated", []string{"want 400 IDEMPOTENCY_KEY_MALFORMED, got 201"}},
+		{"marks a first execution as replayed", true, alwaysReplayed, 0, "first-execution", []string{"a fresh key was answered as a replay"}},
 		{"accepts a key one character too long", true, trimLongKeys, 0, "malformed-key/too-long", []string{"want 400 IDEMPOTENCY_KEY_MALFORMED, got 201"}},
 		{"sends no Content-Digest", true, dropHeader("Content-Digest"), 0, "content-digest", []string{`has Content-Digest ""`}},
 		{"replays a Last-Modified from the future", true, futureLastModified, 0, "replay/last-modified", []string{"is after Date"}},
@@ -305,6 +313,34 @@ func keyWhenMissing(next http.Handler) http.Handler {
 	})
 }
 
+// anyKeyFormat runs a key that is not a UUID under a UUID derived from
+// it: the server takes any key, whatever the declared keyFormat.
+func anyKeyFormat(next http.Handler) http.Handler {
+	return keyRewriter(next, func(r *http.Request, key string) (string, func()) {
+		if _, err := uuid.Parse(key); err == nil || strings.HasPrefix(key, `"`) {
+			return key, func() {}
+		}
+		return uuid.NewSHA1(uuid.NameSpaceOID, []byte(key)).String(), func() {}
+	})
+}
+
+// firstKeyOfMany takes the first of several Idempotency-Key headers.
+func firstKeyOfMany(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if keys := r.Header.Values("Idempotency-Key"); len(keys) > 1 {
+			r.Header.Set("Idempotency-Key", keys[0])
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+// alwaysReplayed marks every response Idempotent-Replayed: true.
+func alwaysReplayed(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		next.ServeHTTP(&headerWriter{ResponseWriter: w, edit: func(h http.Header) { h.Set("Idempotent-Replayed", "true") }}, r)
+	})
+}
+
 // trimLongKeys cuts a key of 37 characters to the UUID it starts with: the
 // server accepts keys longer than their format.
 func trimLongKeys(next http.Handler) http.Handler {
@@ -386,4 +422,72 @@ func inFlightForever(next http.Handler) http.Handler {
 		w.WriteHeader(http.StatusConflict)
 		_, _ = io.WriteString(w, `{"type":"about:blank","title":"Conflict","status":409,"code":"ERR409_SERVER_STATE_CONFLICT","reason":"IDEMPOTENT_REQUEST_IN_PROGRESS"}`)
 	})
+}
+
+// TestConformanceCommand runs `idemgen conformance` as a command, the way
+// CI would: exit status 0 and a -json report without a failure for the
+// payments example; exit status 1 and the FAIL line of the defect for a
+// broken server.
+func TestConformanceCommand(t *testing.T) {
+	bin := filepath.Join(t.TempDir(), "idemgen")
+	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemgen/idemgen/cmd/idemgen").CombinedOutput(); err != nil {
+		t.Fatalf("go build idemgen: %v\n%s", err, out)
+	}
+	run := func(url string, args ...string) (int, string) {
+		t.Helper()
+		cmd := exec.Command(bin, append([]string{"conformance", "-spec", "../openapi.yaml", "-url", url, "-operation", "createPayment",
+			"-tenant-header", tenantHeader, "-tenants", "acme,globex", "-n", "6"}, args...)...)
+		var stderr bytes.Buffer
+		cmd.Stderr = &stderr
+		out, err := cmd.Output()
+		code := 0
+		var ee *exec.ExitError
+		if errors.As(err, &ee) {
+			code = ee.ExitCode()
+		} else if err != nil {
+			t.Fatal(err)
+		}
+		if stderr.Len() > 0 {
+			t.Errorf("stderr: %s", stderr.String())
+		}
+		return code, string(out)
+	}
+
+	srv, gw := conformanceServer(t, true, nil)
+	gw.Set(gateway.Switches{Latency: 60 * time.Millisecond})
+	code, out := run(srv.URL, "-json")
+	var rep struct {
+		Passed, Failed int
+		Results        []struct {
+			Operation, Check, Outcome, Evidence string
+			Exchanges                           []struct{ Status int }
+		}
+	}
+	if err := json.Unmarshal([]byte(out), &rep); err != nil {
+		t.Fatalf("-json output: %v\n%s", err, out)
+	}
+	if code != 0 || rep.Failed != 0 || rep.Passed == 0 {
+		t.Fatalf("the payments example: exit %d, %d passed, %d failed; want exit 0 and no failure\n%s", code, rep.Passed, rep.Failed, out)
+	}
+	checks := map[string]string{}
+	for _, r := range rep.Results {
+		checks[r.Check] = r.Outcome
+		if r.Outcome == "PASS" && len(r.Exchanges) == 0 {
+			t.Errorf("%s passed without exchanges in the -json report", r.Check)
+		}
+	}
+	for _, c := range []string{"missing-key", "replay", "conflict", "tenants", "concurrent"} {
+		if checks[c] != "PASS" {
+			t.Errorf("-json: check %s is %q, want PASS", c, checks[c])
+		}
+	}
+
+	broken, _ := conformanceServer(t, true, dropKeyEcho)
+	code, out = run(broken.URL)
+	if code != 1 || !regexp.MustCompile(`(?m)^FAIL  createPayment  key-echo +`).MatchString(out) || !strings.Contains(out, "DOES NOT CONFORM") {
+		t.Fatalf("a server that echoes no key: exit %d; want 1, a FAIL line for key-echo and the verdict\n%s", code, out)
+	}
+	if !regexp.MustCompile(`(?m)^PASS  createPayment  replay +`).MatchString(out) {
+		t.Errorf("the broken server's replay, which works, did not pass:\n%s", out)
+	}
 }

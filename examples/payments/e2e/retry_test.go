@@ -110,9 +110,52 @@ func createUntilDone(ctx context.Context, c *harness.Client, key string, amount 
 // latency, while the gateway fails before and after charging. Afterwards the
 // ledger holds exactly one payment per key and the gateway exactly one
 // charge per key, and every client that got a 201 for a key got the same
-// payment.
+// payment. The clients are hand-rolled loops (a timeout per attempt that
+// grows, any answer but a 201 retried), then the generated client (its own
+// retry rules, 5 attempts per call with a timeout starting at 40ms, the
+// intent's key again with a doubled timeout when a call runs out).
 func TestRetryingClients(t *testing.T) {
+	t.Run("hand-rolled", func(t *testing.T) {
+		retryingClients(t, func(s *stack) createFunc {
+			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
+				c := &harness.Client{URL: s.srv.URL, HTTP: &http.Client{}}
+				// 40ms: shorter than the 120ms the gateway takes.
+				return createUntilDone(ctx, c, key, amount, 40*time.Millisecond, st)
+			}
+		})
+	})
+	t.Run("generated client", func(t *testing.T) {
+		retryingClients(t, func(s *stack) createFunc {
+			client := newAPIClient(t, s.srv.URL)
+			// A caller whose call runs out of attempts calls again with the
+			// intent's key and more patience, as IsRetryable says it may.
+			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
+				for timeout := 40 * time.Millisecond; ; timeout = min(timeout*2, 5*time.Second) {
+					res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
+						idemclient.WithAttemptTimeout(timeout), idemclient.WithMaxAttempts(5), idemclient.WithAttemptObserver(st.noteAttempt))
+					p, err := createdPayment(res, err)
+					if idemclient.IsRetryable(err) && ctx.Err() == nil {
+						continue
+					}
+					if err != nil {
+						t.Logf("key %s: %v", key, err)
+						return false
+					}
+					st.notePayment(key, p.ID, res.Replayed)
+					return true
+				}
+			}
+		})
+	})
+}
+
+// createFunc creates the payment of one intent, retrying until it gets a
+// 201; false when it gives up.
+type createFunc func(ctx context.Context, key string, amount int64, st *retryStats) bool
+
+func retryingClients(t *testing.T, newCreate func(*stack) createFunc) {
 	s := newStack(t)
+	create := newCreate(s)
 	s.gw.Set(gateway.Switches{Latency: 120 * time.Millisecond, FailBeforeRate: 0.1, FailAfterRate: 0.1})
 	const keys, clientsPerKey = 40, 3
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
@@ -130,9 +173,7 @@ func TestRetryingClients(t *testing.T) {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				c := &harness.Client{URL: s.srv.URL, HTTP: &http.Client{}}
-				// 40ms: shorter than the 120ms the gateway takes.
-				if !createUntilDone(ctx, c, key, amount, 40*time.Millisecond, st) {
+				if !create(ctx, key, amount, st) {
 					failed <- key
 				}
 			}()

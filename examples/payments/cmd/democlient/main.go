@@ -316,21 +316,44 @@ func (d *demo) script() {
 
 	d.generatedClient()
 
-	d.title("Capture, then a refund larger than what was captured: a final 422, replayed")
-	capture := d.send("PATCH", "/payments/"+p1.ID, harness.NewKey(), map[string]any{"amount": 1000})
-	d.expect(capture.Status == 200, "200: 1000 of 1999 captured (atomic mode)")
-	kr := harness.NewKey()
-	refund := d.send("POST", "/payments/"+p1.ID+"/refunds", kr, map[string]any{"amount": 1500})
-	d.expect(refund.Status == 422, "422 insufficient funds")
-	refundAgain := d.send("POST", "/payments/"+p1.ID+"/refunds", kr, map[string]any{"amount": 1500})
-	d.expect(refundAgain.Status == 422 && refundAgain.Replayed() && bytes.Equal(refundAgain.RespBody, refund.RespBody),
-		"the retry gets the same 422, replayed (replayStatuses: [422])")
-	ok2 := d.send("POST", "/payments/"+p1.ID+"/refunds", harness.NewKey(), map[string]any{"amount": 400, "reason": "damaged"})
-	d.expect(ok2.Status == 201, "201: a refund within the captured amount, under a new key")
+	d.title("Capture and refunds through the generated client: a final 422, replayed")
+	client, err := api.NewClient(d.c.URL, idemclient.WithHTTPClient(d.c.HTTP))
+	if err != nil {
+		d.expect(false, "api.NewClient: %v", err)
+		return
+	}
+	captured := int64(1000)
+	fmt.Printf("  > client.CapturePayment(ctx, {PaymentID: %s, amount 1000})\n", p1.ID)
+	capture, err := client.CapturePayment(d.ctx, api.CapturePaymentRequest{PaymentID: p1.ID, Body: api.Capture{Amount: &captured}})
+	showResult(capture, err)
+	_, ok = resultOf[api.CapturePayment200Response](capture, err)
+	d.expect(ok, "api.CapturePayment200Response: 1000 of 1999 captured (atomic mode)")
+	kr, _ := idemclient.NewKey("uuid")
+	refundReq := api.CreateRefundRequest{PaymentID: p1.ID, Body: api.NewRefund{Amount: 1500}}
+	fmt.Printf("  > client.CreateRefund(ctx, {amount 1500}, idemclient.WithIdempotencyKey(%s))\n", kr)
+	refund, err := client.CreateRefund(d.ctx, refundReq, idemclient.WithIdempotencyKey(kr))
+	showResult(refund, err)
+	r1, ok := resultOf[api.CreateRefund422Response](refund, err)
+	d.expect(ok && !refund.Replayed, "api.CreateRefund422Response: insufficient funds (%s), a declared response, not an error", r1.Body.Code)
+	fmt.Println("  > the same call again, with the same key (a retry after a restart, say)")
+	refundAgain, err := client.CreateRefund(d.ctx, refundReq, idemclient.WithIdempotencyKey(kr))
+	showResult(refundAgain, err)
+	r2, ok := resultOf[api.CreateRefund422Response](refundAgain, err)
+	d.expect(ok && refundAgain.Replayed && r2 == r1, "the same 422, Replayed (replayStatuses: [422])")
+	reason := "damaged"
+	fmt.Println("  > client.CreateRefund(ctx, {amount 400, reason damaged})   (a new intent: the client mints its key)")
+	within, err := client.CreateRefund(d.ctx, api.CreateRefundRequest{PaymentID: p1.ID, Body: api.NewRefund{Amount: 400, Reason: &reason}})
+	showResult(within, err)
+	_, ok = resultOf[api.CreateRefund201Response](within, err)
+	d.expect(ok && within.Key != "" && within.Key != kr, "api.CreateRefund201Response: a refund within the captured amount, under a key of its own")
 
 	d.title("A POST that opted out (x-idempotent: false) needs no key")
-	quote := d.send("POST", "/payments/quote", "", map[string]any{"amount": 1999, "currency": "EUR"})
-	d.expect(quote.Status == 200 && quote.Header.Get("Idempotency-Key") == "", "200, no idempotency headers")
+	fmt.Println("  > client.QuotePayment(ctx, {amount 1999 EUR})")
+	quote, err := client.QuotePayment(d.ctx, api.QuotePaymentRequest{Body: api.QuoteRequest{Amount: 1999, Currency: "EUR"}})
+	showResult(quote, err)
+	_, ok = resultOf[api.QuotePayment200Response](quote, err)
+	d.expect(ok && quote.Key == "" && quote.Header.Get("Idempotency-Key") == "",
+		"api.QuotePayment200Response, sent without a key, no idempotency headers (and retried only WithRetryUnsafe)")
 
 	d.title("Totals")
 	var payments, amount int64
@@ -341,6 +364,29 @@ func (d *demo) script() {
 	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
 	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
 	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
+}
+
+// showResult prints what a call of the generated client ended with.
+func showResult[T any](res *idemclient.Result[T], err error) {
+	if err != nil {
+		fmt.Printf("  < error: %v\n", err)
+		return
+	}
+	key := res.Key
+	if key == "" {
+		key = "none"
+	}
+	fmt.Printf("  < %d %T (key %s, %d attempt(s), replayed: %v)\n", res.Status, res.Response, key, res.Attempts, res.Replayed)
+}
+
+// resultOf is the call's response as the declared type R.
+func resultOf[R any, T any](res *idemclient.Result[T], err error) (R, bool) {
+	var zero R
+	if err != nil || res == nil {
+		return zero, false
+	}
+	r, ok := any(res.Response).(R)
+	return r, ok
 }
 
 // generatedClient calls the service through the client idemgen generates

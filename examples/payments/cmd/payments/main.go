@@ -31,6 +31,11 @@
 //	OTEL_TRACES_EXPORTER  none (default), stdout or otlp (with the standard
 //	                      OTEL_EXPORTER_OTLP_* variables); see
 //	                      internal/telemetry
+//	IDEM_SEAL_KEYS        seal stored responses and recovery data at rest
+//	                      (AES-256-GCM): ID:BASE64,... the current key
+//	                      first, then retired ones still needed to open
+//	                      older records; unset: plaintext
+//	IDEM_SEAL_KEYS_FILE   the same keys from a file, one per line
 //
 // On start it applies idemgen's migrations and its own, then serves the API
 // generated from openapi.yaml plus GET /healthz and GET /metrics. The engine
