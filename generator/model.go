@@ -167,6 +167,8 @@ const (
 	GoDate     // idem.Date
 	GoNullable // idem.Nullable[Elem]
 	GoOrEmpty  // idem.OrEmpty[Elem]
+	GoReader   // io.Reader: a binary request body, read as a stream
+	GoFile     // idem.File: a file part of a multipart/form-data body
 )
 
 // GoType is a Go type expression.
@@ -179,7 +181,7 @@ type GoType struct {
 
 func (t GoType) nilable() bool {
 	switch t.Kind {
-	case GoAny, GoBytes, GoSlice, GoMap, GoPointer:
+	case GoAny, GoBytes, GoSlice, GoMap, GoPointer, GoReader:
 		return true
 	}
 	return false
@@ -214,6 +216,10 @@ func (t GoType) String() string {
 		return "idem.Date"
 	case GoBytes:
 		return "[]byte"
+	case GoReader:
+		return "io.Reader"
+	case GoFile:
+		return "idem.File"
 	case GoSlice:
 		return "[]" + t.Elem.String()
 	case GoMap:
@@ -311,7 +317,14 @@ type Body struct {
 	// Media are the media types accepted, in order of preference: each
 	// decodes to Type. Others the spec declares are refused with 415.
 	Media []*BodyMedia
+	// Stream: a media type is read as a stream (a binary body, or
+	// multipart/form-data whose file parts are spooled, not held in memory).
+	Stream bool
 }
+
+// Streamed reports whether the operation's body is read as a stream
+// (idem.Engine.ServeStream, idemimpl.Request.BodyStream).
+func (o *Operation) Streamed() bool { return o.Body != nil && o.Body.Stream }
 
 // Response is one declared status of an operation.
 type Response struct {
@@ -366,6 +379,10 @@ type builder struct {
 	rootExclUsed map[string]bool
 	// rootProblems are the policy objections reported at the root.
 	rootProblems map[string]bool
+
+	// fileParts is set while the schema of a multipart/form-data body is
+	// typed: a binary string there is a file part (idem.File).
+	fileParts bool
 }
 
 // reservedNames are package-level identifiers of the generated server.

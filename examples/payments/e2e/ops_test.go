@@ -231,9 +231,22 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		gw.Handler().ServeHTTP(w, r)
 	}))
 	t.Cleanup(gwSrv.Close)
-	svc := startService(t, db.URL, gwSrv.URL)
+	svc := startService(t, db.URL, gwSrv.URL, "SWEEP_INTERVAL=200ms")
 	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
 	cli := buildIdemgen(t, db.URL)
+	// gauge waits until the sweeper's count on /metrics reads line.
+	gauge := func(line string) {
+		t.Helper()
+		waitFor(t, 20*time.Second, "/metrics to show "+line, func() bool {
+			resp, err := http.Get(svc.url() + "/metrics")
+			if err != nil {
+				return false
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return strings.Contains(string(b), line+"\n")
+		})
+	}
 
 	// dieMidCharge starts a payment, waits until the gateway charged it and
 	// kills the service before it records the payment.
@@ -283,6 +296,8 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 			t.Fatalf("stats -json counts %d IN_PROGRESS records, want 1\n%s", inProgress, out)
 		}
 		waitAbandoned(key)
+		gauge(`idem_records_abandoned 1`)
+		gauge(`idem_records{state="IN_PROGRESS"} 1`)
 		code, out = cli.run("list", "-state", "IN_PROGRESS", "-json")
 		if code != 0 || !strings.Contains(out, key) || !strings.Contains(out, `"abandoned": true`) {
 			t.Fatalf("list -state IN_PROGRESS: exit %d\n%s", code, out)
@@ -336,6 +351,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		if r := cli.get(key); r.State != "UNKNOWN" {
 			t.Fatalf("after the hook said Unknown: %s", r.State)
 		}
+		gauge(`idem_records{state="UNKNOWN"} 1`)
 		code, out := cli.run("list", "-state", "UNKNOWN")
 		if code != 0 || !strings.Contains(out, key) {
 			t.Fatalf("list -state UNKNOWN: exit %d\n%s", code, out)

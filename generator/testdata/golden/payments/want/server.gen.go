@@ -5,6 +5,7 @@ package payments
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -498,8 +499,11 @@ func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePayme
 
 // handleUploadReceipt serves uploadReceipt (PUT /payments/{id}/receipt) through the idempotency engine.
 func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opUploadReceipt, func(body []byte) (idem.Prepared, error) {
-		req, q, err := decodeUploadReceiptRequest(r, body)
+	var q *idemimpl.Request
+	defer func() { q.Close() }() // removes the body's spooled files
+	h.engine.ServeStream(w, r, &opUploadReceipt, func(body io.Reader) (idem.Prepared, error) {
+		req, decoded, err := decodeUploadReceiptRequest(r, body)
+		q = decoded
 		if err != nil {
 			return idem.Prepared{}, err
 		}
@@ -520,15 +524,15 @@ var paramsUploadReceipt = [...]idemimpl.Param{
 
 // bodyUploadReceipt describes the request body of uploadReceipt.
 var bodyUploadReceipt = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/octet-stream", Decode: idemimpl.AsBytes},
+	{Type: "application/octet-stream", Decode: idemimpl.AsBinary},
 }}
 
 // decodeUploadReceiptRequest decodes and validates the request of uploadReceipt; q holds its
 // canonical form, which the idempotency fingerprint covers.
-func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
+func decodeUploadReceiptRequest(r *http.Request, body io.Reader) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Param(&paramsUploadReceipt[0], &req.ID)
-	q.Body(body, &bodyUploadReceipt, &req.Body)
+	q.BodyStream(body, &bodyUploadReceipt, &req.Body)
 	return req, q, q.Err()
 }
 
