@@ -28,10 +28,12 @@ type Config struct {
 	// AllowRemoteRefs lets the loader follow http(s) $refs. Off by default:
 	// generation must not depend on the network.
 	AllowRemoteRefs bool `yaml:"allowRemoteRefs"`
-	// BasePath is prefixed to every route pattern, e.g. "/v1". The spec's
-	// servers are not consulted: mount the handler with http.StripPrefix or
-	// set this explicitly.
-	BasePath string `yaml:"basePath"`
+	// BasePath is prefixed to every route pattern, e.g. "/v1". Unset (nil),
+	// it is the path of the spec's first server (https://api.example.com/v1
+	// gives /v1, with server variables at their defaults), with a warning when
+	// the servers' paths differ; "" or "/" sets no prefix. The generated
+	// handler's WithBasePath replaces it at run time.
+	BasePath *string `yaml:"basePath"`
 	// Rename sets Go names by spec location, as printed in idemgen's clash
 	// warnings: "#/components/schemas/nullTime": NullTimeValue. Without it a
 	// clash is settled by a number (NullTime2) and a warning. See Rename.

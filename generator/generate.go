@@ -65,7 +65,12 @@ func Generate(cfg Config) ([]File, []Warning, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
-	m.BasePath = strings.TrimSuffix(cfg.BasePath, "/")
+	base, bw, err := resolveBasePath(&cfg, doc)
+	if err != nil {
+		return nil, warnings, err
+	}
+	m.BasePath = base
+	warnings = append(warnings, bw...)
 	m.Version = cfg.Version
 	m.Client = ClientModel{Enabled: cfg.Client.Enabled}
 	warnings = append(warnings, m.Warnings...)

@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"sort"
 	"strconv"
+	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -14,7 +15,7 @@ type Model struct {
 	Package  string  // Go package name
 	Version  string  // idemgen version in the file headers; "(devel)" when not a release
 	Source   string  // spec path relative to the output dir, slash-separated
-	BasePath string  // prefix of every route pattern, from the config
+	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	Types    []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
 	// generated decoders validate against (idemimpl.Schemas).
@@ -160,6 +161,8 @@ const (
 	GoDate     // idem.Date
 	GoNullable // idem.Nullable[Elem]
 	GoOrEmpty  // idem.OrEmpty[Elem]
+	GoReader   // io.Reader: a binary request body, read as a stream
+	GoFile     // idem.File: a file part of a multipart/form-data body
 )
 
 // GoType is a Go type expression.
@@ -172,7 +175,7 @@ type GoType struct {
 
 func (t GoType) nilable() bool {
 	switch t.Kind {
-	case GoAny, GoBytes, GoSlice, GoMap, GoPointer:
+	case GoAny, GoBytes, GoSlice, GoMap, GoPointer, GoReader:
 		return true
 	}
 	return false
@@ -207,6 +210,10 @@ func (t GoType) String() string {
 		return "idem.Date"
 	case GoBytes:
 		return "[]byte"
+	case GoReader:
+		return "io.Reader"
+	case GoFile:
+		return "idem.File"
 	case GoSlice:
 		return "[]" + t.Elem.String()
 	case GoMap:
@@ -262,6 +269,10 @@ func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
 
+// PathPattern is Pattern without net/http.ServeMux's end anchor: "/" rather
+// than "/{$}", as routers other than ServeMux (chi) write an exact path.
+func (o *Operation) PathPattern() string { return strings.TrimSuffix(o.Pattern, "{$}") }
+
 // Param is one path, query, header or cookie parameter.
 type Param struct {
 	Name     string // as in the spec
@@ -295,7 +306,14 @@ type Body struct {
 	// Media are the media types accepted, in order of preference: each
 	// decodes to Type. Others the spec declares are refused with 415.
 	Media []*BodyMedia
+	// Stream: a media type is read as a stream (a binary body, or
+	// multipart/form-data whose file parts are spooled, not held in memory).
+	Stream bool
 }
+
+// Streamed reports whether the operation's body is read as a stream
+// (idem.Engine.ServeStream, idemimpl.Request.BodyStream).
+func (o *Operation) Streamed() bool { return o.Body != nil && o.Body.Stream }
 
 // Response is one declared status of an operation.
 type Response struct {
@@ -346,11 +364,16 @@ type builder struct {
 	rootExclUsed map[string]bool
 	// rootProblems are the policy objections reported at the root.
 	rootProblems map[string]bool
+
+	// fileParts is set while the schema of a multipart/form-data body is
+	// typed: a binary string there is a file part (idem.File).
+	fileParts bool
 }
 
 // reservedNames are package-level identifiers of the generated server.
 var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
-	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations"}
+	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
+	"Route", "Routes"}
 
 // typeMethods are the methods a generated struct or union may have; no
 // field takes their names.

@@ -106,7 +106,11 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	return o
 }
 
-func pointerEscape(s string) string { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
+func pointerEscape(s string) string { return pointerEscaper.Replace(s) }
+
+// pointerEscaper is built once: building a strings.Replacer per call was 15 %
+// of what generating Stripe allocated.
+var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func muxWildcard(name string) string {
 	if isGoIdent(name) {

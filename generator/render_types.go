@@ -32,6 +32,10 @@ func jenType(t GoType) jen.Code {
 		return jen.Qual(uuidPkg, "UUID")
 	case GoBytes:
 		return jen.Index().Byte()
+	case GoReader:
+		return jen.Qual("io", "Reader")
+	case GoFile:
+		return jen.Qual(idemPkg, "File")
 	case GoSlice:
 		return jen.Index().Add(jenType(*t.Elem))
 	case GoMap:

@@ -140,14 +140,24 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 		media := rb.Content[mt]
 		dec := decoding(mt)
 		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt))
+		var sr *openapi3.SchemaRef
+		if media != nil {
+			sr = media.Schema
+		}
+		if dec == "AsBytes" && isBinarySchema(sr) {
+			dec = "AsBinary"
+		}
 		var gt GoType
-		if dec == "AsBytes" {
+		switch dec {
+		case "AsBytes":
 			gt = GoType{Kind: GoBytes}
-		} else {
-			var sr *openapi3.SchemaRef
-			if media != nil {
-				sr = media.Schema
-			}
+		case "AsBinary":
+			gt = GoType{Kind: GoReader}
+		case "AsMultipart":
+			b.fileParts = true
+			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
+			b.fileParts = false
+		default:
 			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
 		}
 		if body.Media == nil {
@@ -157,10 +167,11 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}
-		if dec != "AsBytes" && media != nil {
+		body.Stream = body.Stream || dec == "AsBinary" || dec == "AsMultipart"
+		if dec != "AsBytes" && dec != "AsBinary" && media != nil {
 			m.Schema = b.req.index(media.Schema, loc, noValidate)
 			for _, name := range sortedKeys(media.Encoding) {
-				if e := media.Encoding[name]; e != nil && e.Explode != nil && !*e.Explode && dec == "AsForm" {
+				if e := media.Encoding[name]; e != nil && e.Explode != nil && !*e.Explode && (dec == "AsForm" || dec == "AsMultipart") {
 					m.Unexploded = append(m.Unexploded, name)
 				}
 			}
@@ -183,8 +194,22 @@ func decoding(mt string) string {
 		return "AsJSON"
 	case mt == "application/x-www-form-urlencoded":
 		return "AsForm"
+	case mt == "multipart/form-data":
+		return "AsMultipart"
+	case mt == "application/octet-stream":
+		return "AsBinary"
 	}
 	return "AsBytes"
+}
+
+// isBinarySchema reports whether a body's schema declares binary content
+// (type: string, format: binary), which is read as a stream.
+func isBinarySchema(sr *openapi3.SchemaRef) bool {
+	if sr == nil || sr.Value == nil {
+		return false
+	}
+	types, _ := typesOf(sr.Value)
+	return sr.Value.Format == "binary" && (len(types) == 0 || len(types) == 1 && types[0] == openapi3.TypeString)
 }
 
 // mediaRank orders request media types: JSON, then forms, then the rest.
@@ -196,6 +221,8 @@ func mediaRank(mt string) int {
 		return 1
 	case "AsForm":
 		return 2
+	case "AsMultipart":
+		return 3
 	}
 	return 4
 }
@@ -216,7 +243,7 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 		if o.Body != nil {
 			media = "decoded as " + o.Body.mediaList()
 			for _, m := range o.Body.Media {
-				if m.Decode != "AsBytes" && b.req.resolves(m.Schema, toks) {
+				if m.Decode != "AsBytes" && m.Decode != "AsBinary" && b.req.resolves(m.Schema, toks) {
 					found = true
 				}
 			}
@@ -269,7 +296,7 @@ func parsePointer(p string) ([]string, error) {
 // BodyMedia is one media type a request body is accepted in.
 type BodyMedia struct {
 	Type       string   // as declared, lower-cased
-	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes
+	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
 	Schema     int      // index in the request schema table
 	Unexploded []string // form members with explode: false
 }

@@ -402,6 +402,8 @@ func variantWant(t GoType, i int) string {
 		return "UUID"
 	case GoBytes:
 		return "Bytes"
+	case GoFile:
+		return "File"
 	case GoSlice:
 		return variantWant(*t.Elem, i) + "List"
 	case GoMap:
@@ -438,6 +440,9 @@ func (b *builder) plainType(s *openapi3.Schema, hint nameHint, loc string) GoTyp
 		case "uuid":
 			return GoType{Kind: GoUUID}
 		case "binary", "byte":
+			if s.Format == "binary" && b.fileParts {
+				return GoType{Kind: GoFile}
+			}
 			return GoType{Kind: GoBytes}
 		}
 		return GoType{Kind: GoBuiltin, Name: "string"}

@@ -1,8 +1,6 @@
 package generator
 
 import (
-	"strings"
-
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
@@ -32,8 +30,12 @@ func Load(cfg Config) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
-	m.BasePath = strings.TrimSuffix(cfg.BasePath, "/")
-	return &Spec{Doc: doc, Model: m, Warnings: append(warnings, m.Warnings...)}, nil
+	base, bw, err := resolveBasePath(&cfg, doc)
+	if err != nil {
+		return nil, err
+	}
+	m.BasePath = base
+	return &Spec{Doc: doc, Model: m, Warnings: append(append(warnings, bw...), m.Warnings...)}, nil
 }
 
 // Operation returns the spec's operation that o was built from.

@@ -227,29 +227,48 @@ WHERE r.tenant = v.tenant AND r.operation = v.operation AND r.idempotency_key = 
   AND r.fence = v.fence AND r.state = 'IN_PROGRESS'
 RETURNING r.tenant, r.operation, r.idempotency_key, r.fence;
 
--- name: ExpireRecords :execrows
+-- name: ExpireRecords :one
 -- Sweeper, phase one: final records past their expiry become EXPIRED
 -- tombstones (response dropped, fingerprint kept, so onExpired=reject still
 -- recognises the key). Bounded batch; IN_PROGRESS and UNKNOWN are never touched.
-UPDATE idem_records SET
-    state = 'EXPIRED', response_status = NULL, response_headers = NULL, response_body = NULL,
-    recovery_point = NULL, recovery_data = NULL, updated_at = now()
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE') AND s.expires_at <= now()
-    ORDER BY s.expires_at
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED);
+-- The tombstones keep their place in the expiry index, ahead of the records
+-- still to expire, so a batch that started at the beginning of the index
+-- would walk over every tombstone made before it (a pass over a million
+-- records: hours). Within a pass the sweeper starts each batch at the last
+-- expiry of the one before (@after, returned as last_expiry).
+WITH expired AS (
+    UPDATE idem_records SET
+        state = 'EXPIRED', response_status = NULL, response_headers = NULL, response_body = NULL,
+        recovery_point = NULL, recovery_data = NULL, updated_at = now()
+    WHERE (tenant, operation, idempotency_key) IN (
+        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
+        WHERE s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE')
+          AND s.expires_at <= now() AND s.expires_at >= @after::timestamptz
+        ORDER BY s.expires_at
+        LIMIT @batch_size
+        FOR UPDATE SKIP LOCKED)
+    RETURNING expires_at
+)
+SELECT count(*)::bigint AS expired, coalesce(max(expires_at), @after::timestamptz)::timestamptz AS last_expiry
+FROM expired;
 
--- name: DeleteExpired :execrows
--- Sweeper, phase two: tombstones older than the grace period are deleted.
-DELETE FROM idem_records
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state = 'EXPIRED' AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
-    ORDER BY s.expires_at
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED);
+-- name: DeleteExpired :one
+-- Sweeper, phase two: tombstones older than the grace period are deleted,
+-- each batch starting at the last expiry of the one before (as above: the
+-- index entries of deleted rows stay until vacuum).
+WITH deleted AS (
+    DELETE FROM idem_records
+    WHERE (tenant, operation, idempotency_key) IN (
+        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
+        WHERE s.state = 'EXPIRED' AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
+          AND s.expires_at >= @after::timestamptz
+        ORDER BY s.expires_at
+        LIMIT @batch_size
+        FOR UPDATE SKIP LOCKED)
+    RETURNING expires_at
+)
+SELECT count(*)::bigint AS deleted, coalesce(max(expires_at), @after::timestamptz)::timestamptz AS last_expiry
+FROM deleted;
 
 -- name: AbandonClaims :many
 -- Sweeper: a lease claim past its key's expiry whose lease lapsed was

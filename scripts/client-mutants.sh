@@ -39,7 +39,9 @@ MUTANTS=(
 	"is-inflight|errors.go|IsInFlight is always false|s/func IsInFlight\(err error\) bool \{ return reasonIs\(err, ReasonInProgress\) \}/func IsInFlight(err error) bool { return false }/"
 	"is-keyerror|errors.go|IsKeyError misses a missing key|s/return reasonIs\(err, ReasonKeyRequired\) \|\| /return /"
 	"is-retryable|errors.go|IsRetryable says yes to every 409|s/return e\.Reason\(\) == ReasonInProgress \|\| e\.Reason\(\) == ReasonLeaseLost/return true/"
-	"is-retryable-transport|errors.go|IsRetryable says no to a transport error|s/if errors\.As\(err, &te\) \{\n\t\treturn true/if errors.As(err, \&te) {\n\t\treturn false/"
+	"is-retryable-transport|errors.go|IsRetryable says no to a transport error|s/return !te\.Unsafe/return false/"
+	"is-retryable-unsafe|errors.go|IsRetryable says yes to a cut call of an opted-out POST|s/return !te\.Unsafe/return true/"
+	"transport-unsafe|do.go|a cut call never says it may not be sent again|s/Unsafe: !safe\}/Unsafe: false}/g"
 	"retryafter-field|errors.go|Error.RetryAfter is not set|s/e\.RetryAfter = ra/_ = ra/"
 	"uuidv7|client.go|minted keys are UUIDv4 whatever the keyFormat|s/u, err := uuid\.NewV7\(\)/u, err := uuid.NewRandom()/"
 )

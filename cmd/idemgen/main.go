@@ -29,7 +29,7 @@
 //	templates: templates        # optional template overrides
 //	requireIdempotent: false    # make `x-idempotent: false` on POST/PATCH an error
 //	allowRemoteRefs: false      # follow http(s) $refs
-//	basePath: ""                # prefix of every route, e.g. /v1
+//	basePath: /v1               # prefix of every route (default: the path of the spec's first server; "" for none)
 //	rename:                     # Go names by spec location (see the clash warnings)
 //	  "#/components/schemas/nullTime": NullTimeValue
 //	  "#/components/schemas/Reactions/properties/+1": ThumbsUp

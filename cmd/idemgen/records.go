@@ -41,6 +41,9 @@ Exit status: 0 done; 1 failed (database, keys); 2 bad usage;
 changes, holds a live lease (use -force), or changed meanwhile.
 `
 
+// errHelpShown ends a subcommand whose help was printed: exit 0.
+var errHelpShown = errors.New("help shown")
+
 // Exit statuses beyond 0, 1 and 2, for scripts.
 const (
 	exitNotFound = 3
@@ -82,7 +85,10 @@ func records(args []string, stdout, stderr io.Writer) error {
 		return usageError{fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage)}
 	}
 	c := &recordsCmd{name: "records " + args[0], stdout: stdout, stderr: stderr}
-	return f(c, args[1:])
+	if err := f(c, args[1:]); !errors.Is(err, errHelpShown) {
+		return err
+	}
+	return nil
 }
 
 // recordsCmd is one run of a records subcommand.
@@ -106,6 +112,13 @@ func (c *recordsCmd) flags() *flag.FlagSet {
 
 func (c *recordsCmd) parse(args []string, nargs int, what string) error {
 	if err := parse(c.fs, args); err != nil {
+		if errors.Is(err, flag.ErrHelp) {
+			// -h: this subcommand's flags, exit 0.
+			fmt.Fprintf(c.stdout, "%s\nflags of idemgen %s:\n", recordsUsage, c.name)
+			c.fs.SetOutput(c.stdout)
+			c.fs.PrintDefaults()
+			return errHelpShown
+		}
 		return err
 	}
 	if c.fs.NArg() != nargs {

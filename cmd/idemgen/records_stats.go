@@ -119,7 +119,7 @@ func (c *recordsCmd) reseal(args []string) error {
 		return err
 	}
 	if s == nil {
-		return usageError{fmt.Sprintf("%s: %v", c.name, errNoKeys)}
+		return fmt.Errorf("%s: %w", c.name, errNoKeys)
 	}
 	return c.run(func(ctx context.Context) error {
 		cur, err := s.Current(ctx)

@@ -245,6 +245,16 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 		t.Fatal(err)
 	}
 
+	// Without keys: reseal fails (exit 1, as documented for missing keys)
+	// and says which variables to set.
+	if code, _, errOut := runCmd(t, "records", "reseal", "-dry-run"); code != 1 || !strings.Contains(errOut, "IDEM_SEAL_KEYS") {
+		t.Errorf("reseal without keys: exit %d, %s", code, errOut)
+	}
+	// -h prints the subcommand's flags and exits 0.
+	if code, out, _ := runCmd(t, "records", "reseal", "-h"); code != 0 || !strings.Contains(out, "-plaintext") || !strings.Contains(out, "-dry-run") {
+		t.Errorf("reseal -h: exit %d\n%s", code, out)
+	}
+
 	// Without keys: the body is named sealed, and not shown.
 	code, out, _ := runCmd(t, "records", "get", "sealed-1")
 	if code != 0 || !strings.Contains(out, "sealed with key k1") {

@@ -16,6 +16,10 @@ import (
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
 const DefaultMaxBodyBytes = 1 << 20
 
+// DefaultMaxStreamedBodyBytes bounds streamed request bodies when
+// Config.MaxStreamedBodyBytes is zero.
+const DefaultMaxStreamedBodyBytes = 32 << 20
+
 // DefaultLockTimeout bounds how long an atomic-mode duplicate waits for the
 // request with the same key running in this process when the policy's
 // inFlight is reject.
@@ -49,6 +53,11 @@ type Config struct {
 	// MaxBodyBytes bounds the request body; larger bodies get 413 and no
 	// record. Zero means 1 MiB.
 	MaxBodyBytes int64
+	// MaxStreamedBodyBytes bounds the body of a request read as a stream
+	// (Engine.ServeStream: multipart/form-data with files, binary bodies),
+	// which is spooled to temporary files rather than held in memory; larger
+	// bodies get 413 and no record. Zero means 32 MiB.
+	MaxStreamedBodyBytes int64
 	// LockTimeout bounds how long an atomic-mode duplicate waits for the
 	// request with the same key that runs in this process before it gets 409
 	// in flight, when the operation's inFlight is reject (with wait,
@@ -70,6 +79,13 @@ type Config struct {
 	// Unknown), the hook decides before the handler runs again. Without a
 	// hook the handler simply runs again.
 	Recover map[string]RecoverFunc
+	// Sealer, when set, encrypts what records store at rest: every stored
+	// response (its body and its headers, sealed together) and lease-mode
+	// recovery data, each bound to its record (tenant, operation, key) as
+	// additional data. Records written before a Sealer was set are still
+	// read as they are. runtime/idemseal implements it (AES-256-GCM with
+	// rotating keys); nil stores plaintext.
+	Sealer Sealer
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine
@@ -125,6 +141,12 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxBodyBytes == 0 {
 		cfg.MaxBodyBytes = DefaultMaxBodyBytes
+	}
+	if cfg.MaxStreamedBodyBytes < 0 {
+		return nil, fmt.Errorf("idem: MaxStreamedBodyBytes %d is negative", cfg.MaxStreamedBodyBytes)
+	}
+	if cfg.MaxStreamedBodyBytes == 0 {
+		cfg.MaxStreamedBodyBytes = DefaultMaxStreamedBodyBytes
 	}
 	if cfg.LockTimeout < 0 {
 		return nil, fmt.Errorf("idem: LockTimeout %v is negative", cfg.LockTimeout)

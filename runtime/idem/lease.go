@@ -95,7 +95,16 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
 	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease, renewed: claimed}
-	rs.setRecovery(claim.RecoveryPoint, claim.RecoveryData)
+	data, err := DecodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
+	if err != nil {
+		// The earlier attempt's recovery data is what tells a takeover what
+		// happened: without it neither the hook nor the handler may run. The
+		// claim is left to lapse; the error (naming the missing key id, say)
+		// goes to the log.
+		st.release()
+		return err
+	}
+	rs.setRecovery(claim.RecoveryPoint, data)
 	// The handler acts outside the database: a client that goes away must
 	// not cut it off between an external effect and the record of it (the
 	// retry would find the effect ambiguous). Only a lost lease cancels it.

@@ -180,6 +180,11 @@ func TestLeaseCrashRecovery(t *testing.T) {
 				Hooks:   idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}},
 			})
 			e.handle("once", blockOnce(e, true))
+			// A failed check must not leave the stalled handler blocked: the
+			// server's cleanup would wait for it until the suite times out.
+			var once sync.Once
+			release := func() { once.Do(func() { close(e.release) }) }
+			defer release()
 			key := newKey()
 			stalled := e.async(key, payReq{Amount: 1, Behave: "once"})
 			waitStarted(t, e)
@@ -231,7 +236,7 @@ func TestLeaseCrashRecovery(t *testing.T) {
 				}
 				mu.Unlock()
 			}
-			close(e.release)
+			release()
 			recv(t, stalled).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENCY_LEASE_LOST")
 		})
 	}

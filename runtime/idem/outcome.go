@@ -185,7 +185,7 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 	var body *storedResponse
 	if class == outcomeKept || class == outcomeReplayable {
 		var err error
-		if body, err = e.encodeResponse(resp); err != nil {
+		if body, err = e.encodeResponse(bk, rq.key, resp); err != nil {
 			// Not storable: as if the handler had failed (see Config.MaxStoredResponseBytes).
 			class, herr = outcomeRetryable, err
 		}
@@ -359,8 +359,9 @@ type storedResponse struct {
 
 // encodeResponse is the one place a response becomes its stored form: the
 // allowlisted headers as JSON, the body as it was sent, bounded by
-// Config.MaxStoredResponseBytes.
-func (e *Engine) encodeResponse(resp *Response) (*storedResponse, error) {
+// Config.MaxStoredResponseBytes, and both sealed under k when there is a
+// Config.Sealer.
+func (e *Engine) encodeResponse(ctx context.Context, k Key, resp *Response) (*storedResponse, error) {
 	if int64(len(resp.Body)) > e.cfg.MaxStoredResponseBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrResponseTooLarge, len(resp.Body), e.cfg.MaxStoredResponseBytes)
 	}
@@ -377,6 +378,9 @@ func (e *Engine) encodeResponse(resp *Response) (*storedResponse, error) {
 	body := resp.Body
 	if body == nil {
 		body = []byte{}
+	}
+	if hj, body, err = EncodeResponse(ctx, e.cfg.Sealer, k, hj, body); err != nil {
+		return nil, err
 	}
 	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil
 }

@@ -166,9 +166,13 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	// the claim is lost anyway.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rs.lease)
 	defer cancel()
+	stored, err := EncodeRecoveryData(sctx, rs.e.cfg.Sealer, rs.key, data)
+	if err != nil {
+		return err
+	}
 	start := time.Now()
 	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
-		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: data,
+		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: stored,
 		LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
 		Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
 	})

@@ -421,3 +421,74 @@ func TestAtomicLoserOfBusinessConflictReplays(t *testing.T) {
 		t.Fatalf("%d charges, state %s", n, a.state(key))
 	}
 }
+
+// TestLeaseRenewalFailure: the renewer cannot reach the database (its
+// connection cannot be opened) while a lease handler runs past its lease.
+// The failure is reported to Hooks.OnError, and the handler is cancelled with
+// ErrLeaseLost once its lease has run out — another request may have taken
+// the claim over — instead of running on as if it still held it.
+func TestLeaseRenewalFailure(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease = 300 * time.Millisecond
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
+	var refuse atomic.Bool
+	pool := poolOn(t, db, func(c *pgxpool.Config) {
+		c.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+			if refuse.Load() {
+				return errors.New("injected: no new connections")
+			}
+			return nil
+		}
+	})
+	var mu sync.Mutex
+	var reported []error
+	e := newEnvWith(t, db, pool, p, idem.Config{Hooks: idem.Hooks{
+		OnError: func(_ context.Context, _ *idem.Operation, err error) {
+			mu.Lock()
+			reported = append(reported, err)
+			mu.Unlock()
+		}}})
+	// Open the pool's connections first: the request then takes an idle
+	// one, and only the renewer, opening its own, is refused.
+	var conns []*pgxpool.Conn
+	for range 3 {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		conns = append(conns, c)
+	}
+	for _, c := range conns {
+		c.Release()
+	}
+	refuse.Store(true)
+	cause := make(chan error, 1)
+	e.handle("hold", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		select {
+		case <-time.After(20 * p.Lease):
+			cause <- nil
+			return &idem.Response{Status: 201, Body: []byte("ran on")}, nil
+		case <-ctx.Done():
+			cause <- context.Cause(ctx)
+			return nil, context.Cause(ctx)
+		}
+	})
+	start := time.Now()
+	r := e.post(newKey(), payReq{Amount: 1, Behave: "hold"})
+	if err := <-cause; !errors.Is(err, idem.ErrLeaseLost) {
+		t.Errorf("handler ended with %v after %v, want ErrLeaseLost once its unrenewed lease ran out", err, time.Since(start))
+	}
+	if r.Status == 201 {
+		t.Errorf("the request succeeded: %s", r.Body)
+	}
+	mu.Lock()
+	defer mu.Unlock()
+	found := false
+	for _, err := range reported {
+		found = found || strings.Contains(err.Error(), "renew leases")
+	}
+	if !found {
+		t.Errorf("OnError got %v, want the failed renewal", reported)
+	}
+}

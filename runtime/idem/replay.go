@@ -57,9 +57,13 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 	if rec.SchemaVersion != rq.op.Policy.SchemaVersion && rq.op.Policy.OnSchemaChange == SchemaChangeReject {
 		return fmt.Errorf("%w: stored %q, current %q", ErrSchemaChanged, rec.SchemaVersion, rq.op.Policy.SchemaVersion)
 	}
-	resp := &Response{Status: int(rec.ResponseStatus), Header: http.Header{}, Body: rec.ResponseBody}
-	if len(rec.ResponseHeaders) > 0 {
-		hdr, err := e.storedHeaders(rec.ResponseHeaders)
+	hj, body, err := DecodeResponse(rq.r.Context(), e.cfg.Sealer, rq.key, rec.ResponseHeaders, rec.ResponseBody)
+	if err != nil {
+		return err
+	}
+	resp := &Response{Status: int(rec.ResponseStatus), Header: http.Header{}, Body: body}
+	if len(hj) > 0 {
+		hdr, err := e.storedHeaders(hj)
 		if err != nil {
 			return fmt.Errorf("idem: stored response headers: %w", err)
 		}

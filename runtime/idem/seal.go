@@ -1,6 +1,7 @@
 package idem
 
 import (
+	"bytes"
 	"context"
 	"encoding/binary"
 	"errors"
@@ -67,7 +68,9 @@ func EncodeResponse(ctx context.Context, s Sealer, k Key, headersJSON, body []by
 // Sealer; a sealed one needs the Sealer (ErrSealed otherwise).
 func DecodeResponse(ctx context.Context, s Sealer, k Key, headersCol, bodyCol []byte) (headersJSON, body []byte, err error) {
 	if s == nil || !s.IsSealed(bodyCol) {
-		if s == nil && looksSealed(bodyCol) && len(headersCol) == 0 {
+		// A sealed response has no headers column (NULL, which the record
+		// read turns into {}); a plaintext one has its headers there.
+		if s == nil && looksSealed(bodyCol) && (len(headersCol) == 0 || string(bytes.TrimSpace(headersCol)) == "{}") {
 			return nil, nil, fmt.Errorf("stored response: %w", ErrSealed)
 		}
 		return headersCol, bodyCol, nil

@@ -52,6 +52,61 @@ func (rq *request) claimed(attempts int32, fence int64) {
 // left FAILED_RETRYABLE (so the same request may retry) and the client gets
 // a 500 problem; http.ErrAbortHandler is re-panicked after that clean-up.
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
+	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
+		body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
+		if err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+			}
+			return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+		}
+		sum := sha256.Sum256(body)
+		rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+		prep, err := prepare(body)
+		return prep, body, err
+	})
+}
+
+// StreamPrepareFunc is PrepareFunc for a body read as a stream: prepare
+// reads body (bounded by Config.MaxStreamedBodyBytes) as it decodes it,
+// instead of the engine reading it whole into memory first.
+type StreamPrepareFunc func(body io.Reader) (Prepared, error)
+
+// ServeStream is Serve for operations whose bodies are read as streams
+// (multipart/form-data with files, binary bodies): prepare reads the body
+// itself, and must return a Prepared with Canonical set, since the engine
+// never holds the raw body to fingerprint it. Content-Digest is computed
+// over the body as prepare reads it (and whatever it leaves unread).
+func (e *Engine) ServeStream(w http.ResponseWriter, r *http.Request, op *Operation, prepare StreamPrepareFunc) {
+	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
+		h := sha256.New()
+		body := io.TeeReader(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxStreamedBodyBytes), h)
+		prep, err := prepare(body)
+		if err != nil {
+			return prep, nil, err
+		}
+		if _, err := io.Copy(io.Discard, body); err != nil {
+			var mbe *http.MaxBytesError
+			if errors.As(err, &mbe) {
+				return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+			}
+			return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+		}
+		if prep.Canonical == nil {
+			return Prepared{}, nil, errors.New("idem: ServeStream: prepare returned no Canonical form to fingerprint")
+		}
+		rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(h.Sum(nil)) + ":"
+		return prep, nil, nil
+	})
+}
+
+// readBody reads and prepares a request's body for serveHTTP, setting
+// rq.digest; it returns the raw body when it holds it (for a request
+// without a canonical form).
+type readBody func(rq *request, body io.ReadCloser) (Prepared, []byte, error)
+
+func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation, read readBody) {
 	rq := &request{op: op, r: r, w: w, start: time.Now()}
 	var observed func(Outcome)
 	if len(e.cfg.Observers) > 0 && op != nil {
@@ -59,7 +114,7 @@ func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, pr
 		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
 		rq.r = r.WithContext(ctx)
 	}
-	err := e.serve(rq, prepare)
+	err := e.serve(rq, read)
 	var pe *PanicError
 	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
 	if err != nil && !abort {
@@ -93,7 +148,7 @@ func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, pr
 	}
 }
 
-func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
+func (e *Engine) serve(rq *request, read readBody) error {
 	op, r := rq.op, rq.r
 	if op == nil {
 		return errors.New("idem: Serve called with a nil operation")
@@ -138,15 +193,7 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	if rbody == nil {
 		rbody = http.NoBody
 	}
-	body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
-	if err != nil {
-		var mbe *http.MaxBytesError
-		if errors.As(err, &mbe) {
-			return fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
-		}
-		return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
-	}
-	prep, err := prepare(body)
+	prep, body, err := read(rq, rbody)
 	if err != nil {
 		if isProblem(err) || IsRequestError(err) {
 			return err
@@ -157,8 +204,6 @@ func (e *Engine) serve(rq *request, prepare PrepareFunc) error {
 	if handler == nil {
 		return errors.New("idem: prepare returned a nil handler")
 	}
-	sum := sha256.Sum256(body)
-	rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
 
 	if keyValue == "" {
 		return e.serveWithoutKey(rq, handler)

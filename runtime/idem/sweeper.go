@@ -8,6 +8,8 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
@@ -149,25 +151,31 @@ func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
 			break
 		}
 	}
+	// Each batch of the two phases starts where the one before ended in the
+	// expiry index (see ExpireRecords in queries/records.sql).
+	after := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	for {
-		n, err := s.q.ExpireRecords(ctx, batch)
+		r, err := s.q.ExpireRecords(ctx, store.ExpireRecordsParams{After: after, BatchSize: batch})
 		if err != nil {
 			return res, fmt.Errorf("idem: sweep: expire records: %w", err)
 		}
-		res.Expired += n
-		if n < int64(batch) {
+		res.Expired += r.Expired
+		if r.Expired < int64(batch) {
 			break
 		}
+		after = r.LastExpiry
 	}
+	after = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
 	for {
-		n, err := s.q.DeleteExpired(ctx, store.DeleteExpiredParams{GraceMs: s.cfg.Grace.Milliseconds(), BatchSize: batch})
+		r, err := s.q.DeleteExpired(ctx, store.DeleteExpiredParams{After: after, GraceMs: s.cfg.Grace.Milliseconds(), BatchSize: batch})
 		if err != nil {
 			return res, fmt.Errorf("idem: sweep: delete expired: %w", err)
 		}
-		res.Deleted += n
-		if n < int64(batch) {
+		res.Deleted += r.Deleted
+		if r.Deleted < int64(batch) {
 			break
 		}
+		after = r.LastExpiry
 	}
 	for s.cfg.UnknownGrace > 0 {
 		n, err := s.q.DeleteUnknown(ctx, store.DeleteUnknownParams{GraceMs: s.cfg.UnknownGrace.Milliseconds(), BatchSize: batch})

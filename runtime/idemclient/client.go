@@ -42,6 +42,7 @@ type Client struct {
 	newKey  func(format string) (string, error)
 	editors []func(*http.Request) error
 	agent   string
+	base    string // the server's base path, added to root unless root ends in it
 }
 
 // Option configures a Client.
@@ -71,8 +72,19 @@ func WithRequestEditor(edit func(*http.Request) error) Option {
 // WithUserAgent sets the User-Agent header of every request.
 func WithUserAgent(ua string) Option { return func(c *Client) { c.agent = ua } }
 
+// WithBasePath sets the path under which the server serves its routes
+// ("/v1"); generated clients pass the base path they were generated with,
+// and a caller whose server runs under another one passes it after (""
+// for none). It is added to the base URL unless the base URL's path already
+// ends in it, so both https://api.example.com and the spec's server URL
+// https://api.example.com/v1 reach /v1/payments.
+func WithBasePath(p string) Option {
+	return func(c *Client) { c.base = strings.TrimSuffix(p, "/") }
+}
+
 // New returns a Client for the service at baseURL (http://host:8080, or
-// https://host/prefix: operation paths are appended).
+// https://host/prefix: the base path, see WithBasePath, and operation paths
+// are appended).
 func New(baseURL string, opts ...Option) (*Client, error) {
 	u, err := url.Parse(baseURL)
 	if err != nil || (u.Scheme != "http" && u.Scheme != "https") || u.Host == "" {
@@ -82,6 +94,9 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	c := &Client{root: strings.TrimSuffix(u.String(), "/"), http: http.DefaultClient, retry: DefaultRetryPolicy(), newKey: NewKey, agent: "idemgen-client"}
 	for _, opt := range opts {
 		opt(c)
+	}
+	if c.base != "" && !strings.HasSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), c.base) {
+		c.root += c.base
 	}
 	return c, nil
 }

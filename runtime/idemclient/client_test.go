@@ -211,6 +211,10 @@ func TestNonIdempotentPostIsNotRetriedUnlessAsked(t *testing.T) {
 		if n := len(s.attempts()); n != 1 || err == nil {
 			t.Fatalf("%d attempts, err %v; want 1 and an error", n, err)
 		}
+		var te *TransportError
+		if errors.As(err, &te) && (IsRetryable(err) || !te.Unsafe) {
+			t.Errorf("a cut call of a non-idempotent POST says it may be sent again: %#v", err)
+		}
 		if s.attempts()[0].key != "" {
 			t.Errorf("a non-idempotent operation sent a key %q", s.attempts()[0].key)
 		}
@@ -218,6 +222,12 @@ func TestNonIdempotentPostIsNotRetriedUnlessAsked(t *testing.T) {
 		res, err, _ := doCall(t, s, quoteOp, fast, WithRetryUnsafe())
 		if err != nil || res.Attempts != 2 || res.Key != "" {
 			t.Fatalf("WithRetryUnsafe: %+v, %v; want 2 attempts and no key", res, err)
+		}
+		// Opted in, a call cut on its last attempt may be made again.
+		s = &script{steps: []func(http.ResponseWriter, *http.Request){hangUp}}
+		_, err, _ = doCall(t, s, quoteOp, fast, WithRetryUnsafe(), WithMaxAttempts(1))
+		if !errors.As(err, new(*TransportError)) || !IsRetryable(err) {
+			t.Errorf("WithRetryUnsafe, cut: %#v; want a retryable TransportError", err)
 		}
 	}
 	// GET is idempotent by HTTP's definition: retried without a key.
@@ -435,6 +445,44 @@ func TestBaseURLAndParameters(t *testing.T) {
 	}
 }
 
+// TestBasePath: WithBasePath adds the server's base path to the base URL
+// unless the base URL already ends in it (the spec's server URL), and a
+// later WithBasePath replaces an earlier one (a generated client passes its
+// own first).
+func TestBasePath(t *testing.T) {
+	var got string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		got = r.URL.EscapedPath()
+		created(false)(w, r)
+	}))
+	defer srv.Close()
+	for _, tc := range []struct {
+		base string
+		opts []Option
+		want string
+	}{
+		{srv.URL, []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/", []Option{WithBasePath("/v1/")}, "/v1/things"},
+		{srv.URL + "/v1", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/v1/", []Option{WithBasePath("/v1")}, "/v1/things"},
+		{srv.URL + "/gateway", []Option{WithBasePath("/v1")}, "/gateway/v1/things"},
+		{srv.URL + "/xv1", []Option{WithBasePath("/v1")}, "/xv1/v1/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("/api")}, "/api/things"},
+		{srv.URL, []Option{WithBasePath("/v1"), WithBasePath("")}, "/things"},
+	} {
+		c, err := New(tc.base, tc.opts...)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if _, err := Do(context.Background(), c, &getOp, NewRequest("/things"), readThing); err != nil {
+			t.Fatal(err)
+		}
+		if got != tc.want {
+			t.Errorf("base URL %s: path %q, want %q", tc.base, got, tc.want)
+		}
+	}
+}
+
 func TestDeclared(t *testing.T) {
 	resp := func(ct, body string) *Response {
 		return &Response{Status: 200, Header: http.Header{"Content-Type": {ct}}, Body: []byte(body)}
@@ -568,6 +616,7 @@ func TestPredicates(t *testing.T) {
 		{"501", plain(501), want{}},
 		{"505", plain(505), want{}},
 		{"transport", transport, want{retryable: true}},
+		{"transport, not idempotent", &TransportError{Operation: "op", Attempts: 1, Err: errors.New("reset"), Unsafe: true}, want{}},
 		{"decode", &DecodeError{Operation: "op", Status: 201, Err: errors.New("bad")}, want{}},
 		{"other", errors.New("other"), want{}},
 		{"nil", nil, want{}},

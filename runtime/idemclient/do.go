@@ -53,7 +53,7 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 		resp, err := c.attempt(ctx, op, req, key, &cl, pol.AttemptTimeout)
 		if ctx.Err() != nil {
 			// The caller's context ended the call, during the attempt.
-			return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: ctx.Err()}
+			return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: ctx.Err(), Unsafe: !safe}
 		}
 		retry, wait := false, time.Duration(0)
 		if safe && n < pol.MaxAttempts {
@@ -76,7 +76,7 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 		}
 		if !retry {
 			if err != nil {
-				return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: err}
+				return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: err, Unsafe: !safe}
 			}
 			resp.Attempts = n
 			out, derr := decode(resp)
@@ -90,7 +90,7 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 		select {
 		case <-ctx.Done():
 			t.Stop()
-			return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: ctx.Err()}
+			return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: ctx.Err(), Unsafe: !safe}
 		case <-t.C:
 		}
 	}

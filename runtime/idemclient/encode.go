@@ -140,7 +140,8 @@ func (r *Request) Raw(mediaType string, b []byte) {
 // Encode sets the body to v in a media type that is not JSON: a []byte or
 // string as it is, an io.Reader read whole (every attempt sends the same
 // bytes), and for application/x-www-form-urlencoded any other value as a
-// form in bracket notation (see Form). A nil v sends no body.
+// form in bracket notation (see Form), for multipart/form-data a struct
+// with its files (see Multipart). A nil v sends no body.
 func (r *Request) Encode(mediaType string, v any) error {
 	switch b := v.(type) {
 	case nil:
@@ -165,6 +166,8 @@ func (r *Request) Encode(mediaType string, v any) error {
 	switch essence(mediaType) {
 	case "application/x-www-form-urlencoded":
 		return r.Form(mediaType, v)
+	case "multipart/form-data":
+		return r.Multipart(mediaType, v)
 	}
 	if isJSON(essence(mediaType)) {
 		return r.JSON(mediaType, v)

@@ -123,6 +123,11 @@ type TransportError struct {
 	Key       string
 	Attempts  int
 	Err       error
+	// Unsafe is set when the call may not be sent again: an operation that
+	// is not idempotent (no key) nor idempotent by HTTP's definition, called
+	// without WithRetryUnsafe. The request may have run; sending it again
+	// may run it twice.
+	Unsafe bool
 }
 
 func (e *TransportError) Error() string {
@@ -167,13 +172,13 @@ func IsKeyError(err error) bool {
 }
 
 // IsRetryable reports whether the same call may succeed later with the
-// same key: a transport error or the context ending (for an idempotent
-// operation), a request in flight, a lost lease, an unknown outcome, 408,
-// 429 or a 5xx other than 501 and 505.
+// same key: a transport error or the context ending (unless the operation
+// may not be sent again: TransportError.Unsafe), a request in flight, a
+// lost lease, an unknown outcome, 408, 429 or a 5xx other than 501 and 505.
 func IsRetryable(err error) bool {
 	var te *TransportError
 	if errors.As(err, &te) {
-		return true
+		return !te.Unsafe
 	}
 	var e *Error
 	if !errors.As(err, &e) {

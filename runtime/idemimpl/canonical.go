@@ -41,6 +41,7 @@ type Request struct {
 	err     error // a 415, which ends decoding
 	query   url.Values
 	queryOK bool
+	spools  []*spooled // streamed content in temporary files, removed by Close
 }
 
 // NewRequest starts decoding r against the schemas of t (nil: no schemas).
@@ -327,6 +328,8 @@ const (
 	AsMergePatch                 // application/merge-patch+json (RFC 7396)
 	AsForm                       // application/x-www-form-urlencoded
 	AsBytes                      // anything else: the bytes as sent
+	AsMultipart                  // multipart/form-data, read as a stream (BodyStream)
+	AsBinary                     // application/octet-stream or a binary schema: an io.Reader (BodyStream)
 )
 
 // Body describes an operation's request body.
@@ -460,7 +463,7 @@ func pickMedia(b *Body, ct string) (*Media, string, error) {
 	if best == nil {
 		return nil, "", fmt.Errorf("%w: %s; send one of %s", idem.ErrUnsupportedMediaType, essence, declared(b))
 	}
-	if best.Decode != AsBytes {
+	if best.Decode != AsBytes && best.Decode != AsBinary {
 		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
 			return nil, "", fmt.Errorf("%w: %s with charset %s; only UTF-8 is accepted", idem.ErrUnsupportedMediaType, essence, cs)
 		}
@@ -482,7 +485,7 @@ func declared(b *Body) string {
 // decode to, so their parameters (a JSON charset, a multipart boundary)
 // are left out.
 func canonicalMedia(m *Media, essence string, params map[string]string) string {
-	if m.Decode != AsBytes || len(params) == 0 {
+	if m.Decode != AsBytes && m.Decode != AsBinary || len(params) == 0 {
 		return essence
 	}
 	return mime.FormatMediaType(essence, lowerValues(params))

@@ -10,6 +10,7 @@ import (
 	"sync"
 	"testing"
 	"testing/fstest"
+	"time"
 
 	cloudevents "github.com/cloudevents/sdk-go/v2/event"
 	"github.com/google/uuid"
@@ -147,8 +148,12 @@ func TestOneTraceFromRequestToConsumer(t *testing.T) {
 	if strings.Join(tree, "\n") != strings.Join(want, "\n") {
 		t.Errorf("span tree:\n%s\nwant:\n%s", strings.Join(tree, "\n"), strings.Join(want, "\n"))
 	}
-	// One trace from the first request to the consumer.
+	// One trace from the first request to the consumer, carried by the
+	// event's traceparent extension.
 	first := byName["idem.handler"][0].SpanContext.TraceID()
+	if tp, _ := ev.Extensions()["traceparent"].(string); !strings.Contains(tp, first.String()) {
+		t.Errorf("the published event's traceparent is %q, want the request's trace %s", tp, first)
+	}
 	for _, name := range []string{"publish things.created", "process things.created", "gateway.charge", "idem.store"} {
 		if got := byName[name][0].SpanContext.TraceID(); got != first {
 			t.Errorf("%s is in trace %s, the request in %s", name, got, first)
@@ -196,6 +201,96 @@ func TestOneTraceFromRequestToConsumer(t *testing.T) {
 			if strings.Contains(fmt.Sprint(e.Attributes), key) {
 				t.Errorf("span %s: event %s holds the key", s.Name, e.Name)
 			}
+		}
+	}
+}
+
+// TestLeaseTakeoverSpans: a lease-mode claim whose holder died is taken over
+// by a retry; its request span has the claim, the recovery hook, the
+// handler and the store as children, and says attempt 2, fence 2,
+// recovered.
+func TestLeaseTakeoverSpans(t *testing.T) {
+	exp := tracetest.NewInMemoryExporter()
+	tp := sdktrace.NewTracerProvider(sdktrace.WithSyncer(exp))
+	defer tp.Shutdown(context.Background())
+	tr := idemotel.New(idemotel.Options{TracerProvider: tp})
+
+	db := pgtest.New(t, pgtest.Options{Migrations: schema})
+	pol := idem.DefaultPolicy()
+	pol.Mode, pol.Lease, pol.SchemaVersion = idem.ModeLease, 5*time.Second, "v1"
+	op := &idem.Operation{ID: "chargeThing", Method: "POST", Pattern: "/things", Policy: pol}
+	eng, err := idem.New(db, idem.Config{
+		Operations: []*idem.Operation{op},
+		Observers:  []idem.Observer{tr},
+		Recover: map[string]idem.RecoverFunc{"chargeThing": func(context.Context, idem.Recovery) (idem.Decision, error) {
+			return idem.NotExecuted(), nil
+		}},
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		eng.Serve(w, r, op, func([]byte) (idem.Prepared, error) {
+			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+				return &idem.Response{Status: 201, Body: []byte(`{"id":1}`)}, nil
+			}}, nil
+		})
+	}))
+	defer srv.Close()
+	key := uuid.NewString()
+	post := func() {
+		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"n":1}`))
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 201 {
+			t.Fatalf("status %d", resp.StatusCode)
+		}
+	}
+	post()
+	// As if the holder had died mid-request: the claim's lease lapsed.
+	if _, err := db.Exec(context.Background(), `UPDATE idem_records SET state = 'IN_PROGRESS', response_status = NULL,
+		response_headers = NULL, response_body = NULL, completed_at = NULL, lease_expires_at = now() - interval '1 second'
+		WHERE idempotency_key = $1`, key); err != nil {
+		t.Fatal(err)
+	}
+	exp.Reset()
+	post()
+
+	spans := exp.GetSpans()
+	var root tracetest.SpanStub
+	for _, s := range spans {
+		if s.Name == "idem chargeThing" {
+			root = s
+		}
+	}
+	var children []string
+	for _, s := range spans {
+		if s.Parent.SpanID() == root.SpanContext.SpanID() {
+			children = append(children, s.Name)
+		}
+	}
+	sort.Strings(children)
+	if got, want := strings.Join(children, " "), "idem.claim idem.handler idem.read idem.recover idem.store"; got != want {
+		t.Errorf("children of the takeover's span: %s, want %s", got, want)
+	}
+	got := map[string]string{}
+	for _, a := range root.Attributes {
+		got[string(a.Key)] = a.Value.Emit()
+	}
+	for k, v := range map[string]string{"idem.outcome": "recovered", "idem.attempt": "2", "idem.fence": "2", "idem.replayed": "false",
+		"idem.mode": "lease", "idem.key_hash": idem.Key{Operation: "chargeThing", Value: key}.Hash()} {
+		if got[k] != v {
+			t.Errorf("%s = %q, want %q (all: %v)", k, got[k], v, got)
+		}
+	}
+	for _, s := range spans {
+		if strings.Contains(s.Name, key) || strings.Contains(fmt.Sprint(s.Attributes), key) || strings.Contains(fmt.Sprint(s.Events), key) {
+			t.Errorf("span %s holds the key", s.Name)
 		}
 	}
 }

@@ -1,11 +1,14 @@
 package e2e
 
 import (
+	"bufio"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
 	"net"
 	"net/http"
+	"net/http/httptest"
 	"net/url"
 	"strings"
 	"sync"
@@ -13,6 +16,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/examples/payments"
+	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
@@ -157,6 +161,73 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		ex = mustDo(t, c, "POST", "/payments/quote", "", map[string]any{"amount": 1, "currency": "EUR", "pad": strings.Repeat("x", 80<<10)})
 		if ex.Status != 413 && ex.Status != 400 {
 			t.Fatalf("80 KiB body on /payments/quote: %d, want it refused", ex.Status)
+		}
+	})
+}
+
+// TestIdleAndWriteTimeouts: a keep-alive connection left idle is closed
+// once HTTP_IDLE_TIMEOUT passes, and a response that would take longer
+// than HTTP_WRITE_TIMEOUT is cut off; the payment it made is kept, and the
+// client's retry with the same key gets it, charged once.
+func TestIdleAndWriteTimeouts(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
+	gw := gateway.New()
+	gwSrv := httptest.NewServer(gw.Handler())
+	t.Cleanup(gwSrv.Close)
+	svc := startService(t, db.URL, gwSrv.URL, "HTTP_IDLE_TIMEOUT=1s", "HTTP_WRITE_TIMEOUT=1s")
+
+	t.Run("idle connection", func(t *testing.T) {
+		conn, err := net.Dial("tcp", svc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		fmt.Fprintf(conn, "GET /healthz HTTP/1.1\r\nHost: x\r\n\r\n")
+		br := bufio.NewReader(conn)
+		resp, err := http.ReadResponse(br, nil)
+		if err != nil {
+			t.Fatal(err)
+		}
+		_, _ = io.Copy(io.Discard, resp.Body)
+		resp.Body.Close()
+		if resp.StatusCode != 200 || resp.Close {
+			t.Fatalf("/healthz: %d (close %v), want 200 on a kept-alive connection", resp.StatusCode, resp.Close)
+		}
+		// Idle now: the server hangs up after 1 s. 10 s fails the test: less
+		// than HTTP_READ_TIMEOUT (15 s), which net/http would use without an
+		// idle timeout.
+		_ = conn.SetReadDeadline(time.Now().Add(10 * time.Second))
+		if n, err := br.ReadByte(); err != io.EOF {
+			t.Fatalf("an idle keep-alive connection: read %v, %v; want the server to close it (EOF)", n, err)
+		}
+	})
+
+	t.Run("slow response", func(t *testing.T) {
+		gw.Set(gateway.Switches{Latency: 3 * time.Second})
+		defer gw.Set(gateway.Switches{})
+		c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
+		key := harness.NewKey()
+		ex, err := c.Do(context.Background(), "POST", "/payments", key, newPayment(1500))
+		if err == nil {
+			t.Fatalf("a response slower than HTTP_WRITE_TIMEOUT reached the client: %s", ex.Format())
+		}
+		// The lease-mode handler was not cut off: its payment is kept and
+		// a retry gets it (409 while it still runs).
+		gw.Set(gateway.Switches{})
+		var got *harness.Exchange
+		waitFor(t, 20*time.Second, "the retry to get the payment", func() bool {
+			got = mustDo(t, c, "POST", "/payments", key, newPayment(1500))
+			if got.Status == 409 {
+				time.Sleep(200 * time.Millisecond)
+			}
+			return got.Status != 409
+		})
+		wantStatus(t, got, 201)
+		if n := chargesFor(gw, key); n != 1 {
+			t.Fatalf("%d charges for the key, want 1", n)
+		}
+		if l := readLedger(t, db); l.count[key] != 1 {
+			t.Fatalf("%d payments for the key, want 1", l.count[key])
 		}
 	})
 }

@@ -90,6 +90,35 @@ func TestOperatingTheService(t *testing.T) {
 			t.Errorf("/metrics lacks %s", line)
 		}
 	}
+	// Exactly these outcomes, no others; and bounded labels: no key, no
+	// tenant (the example does not opt in), only the labels idemprom
+	// documents.
+	var outcomes []string
+	allowed := map[string]bool{"operation": true, "outcome": true, "phase": true, "state": true, "action": true, "le": true}
+	for _, line := range strings.Split(metrics, "\n") {
+		if !strings.HasPrefix(line, "idem_") {
+			continue
+		}
+		if strings.HasPrefix(line, "idem_requests_total{") {
+			outcomes = append(outcomes, line)
+		}
+		for _, k := range []string{k1, k2, k3} {
+			if strings.Contains(line, k) {
+				t.Errorf("a metric holds the key %s: %s", k, line)
+			}
+		}
+		if i, j := strings.Index(line, "{"), strings.LastIndex(line, "}"); i > 0 && j > i {
+			for _, pair := range strings.Split(line[i+1:j], ",") {
+				name, _, _ := strings.Cut(pair, "=")
+				if !allowed[name] {
+					t.Errorf("a metric has the label %q: %s", name, line)
+				}
+			}
+		}
+	}
+	if len(outcomes) != 5 {
+		t.Errorf("idem_requests_total has %d series, want the 5 outcomes of the sequence:\n%s", len(outcomes), strings.Join(outcomes, "\n"))
+	}
 	if t.Failed() {
 		t.Logf("/metrics:\n%s", grepLines(metrics, "idem_"))
 	}
@@ -135,6 +164,7 @@ type idemgenCLI struct {
 	t     *testing.T
 	bin   string
 	dbURL string
+	env   []string // more environment, e.g. IDEM_SEAL_KEYS
 }
 
 func buildIdemgen(t *testing.T, dbURL string) *idemgenCLI {
@@ -150,7 +180,7 @@ func buildIdemgen(t *testing.T, dbURL string) *idemgenCLI {
 func (c *idemgenCLI) run(args ...string) (int, string) {
 	c.t.Helper()
 	cmd := exec.Command(c.bin, append([]string{"records"}, args...)...)
-	cmd.Env = append(cmd.Environ(), "DATABASE_URL="+c.dbURL)
+	cmd.Env = append(append(cmd.Environ(), "DATABASE_URL="+c.dbURL), c.env...)
 	var out bytes.Buffer
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err := cmd.Run()
@@ -201,9 +231,22 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		gw.Handler().ServeHTTP(w, r)
 	}))
 	t.Cleanup(gwSrv.Close)
-	svc := startService(t, db.URL, gwSrv.URL)
+	svc := startService(t, db.URL, gwSrv.URL, "SWEEP_INTERVAL=200ms")
 	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
 	cli := buildIdemgen(t, db.URL)
+	// gauge waits until the sweeper's count on /metrics reads line.
+	gauge := func(line string) {
+		t.Helper()
+		waitFor(t, 20*time.Second, "/metrics to show "+line, func() bool {
+			resp, err := http.Get(svc.url() + "/metrics")
+			if err != nil {
+				return false
+			}
+			b, _ := io.ReadAll(resp.Body)
+			resp.Body.Close()
+			return strings.Contains(string(b), line+"\n")
+		})
+	}
 
 	// dieMidCharge starts a payment, waits until the gateway charged it and
 	// kills the service before it records the payment.
@@ -231,8 +274,31 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 				t.Fatalf("resolving a live lease: exit %d, %s", code, out)
 			}
 		}
+		// stats sees the stuck claim (the oldest live one) for scripts.
+		code, out := cli.run("stats", "-json")
+		var st struct {
+			ByState []struct {
+				State   string `json:"state"`
+				Records int64  `json:"records"`
+			} `json:"by_state"`
+			OldestLive *time.Time `json:"oldest_live"`
+		}
+		if code != 0 || json.Unmarshal([]byte(out), &st) != nil || st.OldestLive == nil {
+			t.Fatalf("stats -json: exit %d\n%s", code, out)
+		}
+		inProgress := int64(0)
+		for _, c := range st.ByState {
+			if c.State == "IN_PROGRESS" {
+				inProgress += c.Records
+			}
+		}
+		if inProgress != 1 {
+			t.Fatalf("stats -json counts %d IN_PROGRESS records, want 1\n%s", inProgress, out)
+		}
 		waitAbandoned(key)
-		code, out := cli.run("list", "-state", "IN_PROGRESS", "-json")
+		gauge(`idem_records_abandoned 1`)
+		gauge(`idem_records{state="IN_PROGRESS"} 1`)
+		code, out = cli.run("list", "-state", "IN_PROGRESS", "-json")
 		if code != 0 || !strings.Contains(out, key) || !strings.Contains(out, `"abandoned": true`) {
 			t.Fatalf("list -state IN_PROGRESS: exit %d\n%s", code, out)
 		}
@@ -241,6 +307,26 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		}
 		if r := cli.get(key); r.State != "EXPIRED" {
 			t.Fatalf("after resolve: %s", r.State)
+		}
+		// Who and why are kept with the record.
+		if code, out := cli.run("get", key); code != 0 || !strings.Contains(out, "by oncall: IN_PROGRESS -> EXPIRED") ||
+			!strings.Contains(out, "client gave up; charge stays at the gateway") {
+			t.Fatalf("get after resolve: exit %d\n%s", code, out)
+		}
+		// Exit statuses scripts can tell apart: no such record, bad usage,
+		// and a record in a state resolve does not change.
+		for _, c := range []struct {
+			code int
+			args []string
+		}{
+			{3, []string{"get", harness.NewKey()}},
+			{2, []string{"resolve", "-as", "done", "-reason", "x", key}},
+			{2, []string{"resolve", "-as", "expired", key}}, // no -reason
+			{4, []string{"resolve", "-as", "expired", "-reason", "again", key}},
+		} {
+			if code, out := cli.run(c.args...); code != c.code {
+				t.Errorf("records %v: exit %d, want %d\n%s", c.args, code, c.code, out)
+			}
 		}
 		// The key starts over; the gateway still knows its charge.
 		ex := mustDo(t, c, "POST", "/payments", key, newPayment(700))
@@ -265,6 +351,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		if r := cli.get(key); r.State != "UNKNOWN" {
 			t.Fatalf("after the hook said Unknown: %s", r.State)
 		}
+		gauge(`idem_records{state="UNKNOWN"} 1`)
 		code, out := cli.run("list", "-state", "UNKNOWN")
 		if code != 0 || !strings.Contains(out, key) {
 			t.Fatalf("list -state UNKNOWN: exit %d\n%s", code, out)
@@ -284,6 +371,51 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		charged, _, _ := gw.Lookup(context.Background(), key)
 		if p.ChargeID != charged.ID || chargesFor(gw, key) != 1 {
 			t.Fatalf("payment with charge %s, the gateway's %s, %d charges", p.ChargeID, charged.ID, chargesFor(gw, key))
+		}
+	})
+
+	t.Run("a live lease, forced", func(t *testing.T) {
+		// A request that hangs in the gateway holds a live, renewed lease.
+		key := harness.NewKey()
+		gw.Set(gateway.Switches{Latency: 6 * time.Second})
+		defer gw.Set(gateway.Switches{})
+		hung := make(chan *harness.Exchange, 1)
+		go func() { ex, _ := c.Do(context.Background(), "POST", "/payments", key, newPayment(900)); hung <- ex }()
+		waitFor(t, 10*time.Second, "the gateway call", func() bool { return gw.Calls(key) == 1 })
+		before := cli.get(key)
+		if !before.LeaseLive {
+			t.Fatalf("the running request's lease is not live: %+v", before)
+		}
+		if code, out := cli.run("resolve", "-as", "expired", "-reason", "holder hung", key); code != 4 {
+			t.Fatalf("resolve without -force: exit %d, want 4\n%s", code, out)
+		}
+		code, out := cli.run("resolve", "-as", "expired", "-force", "-by", "oncall", "-reason", "holder hung", key)
+		if code != 0 {
+			t.Fatalf("resolve -force: exit %d\n%s", code, out)
+		}
+		after := cli.get(key)
+		if after.State != "EXPIRED" || after.Fence <= before.Fence {
+			t.Fatalf("after -force: %+v (before %+v), want EXPIRED with the fence moved on", after, before)
+		}
+		if code, out := cli.run("get", key); code != 0 || !strings.Contains(out, "forced") {
+			t.Fatalf("get after -force: exit %d\n%s", code, out)
+		}
+		// The hung holder finishes but is fenced out: it stores nothing.
+		ex := <-hung
+		if ex == nil || ex.Status != 409 {
+			t.Fatalf("the fenced-out holder answered %v, want 409 lease lost", ex)
+		}
+		if r := cli.get(key); r.State != "EXPIRED" {
+			t.Fatalf("the fenced-out holder changed the record to %s", r.State)
+		}
+		// The key starts over; the gateway's charge is the one charge.
+		gw.Set(gateway.Switches{})
+		wantStatus(t, mustDo(t, c, "POST", "/payments", key, newPayment(900)), 201)
+		if n := chargesFor(gw, key); n != 1 {
+			t.Fatalf("%d charges for the key, want 1", n)
+		}
+		if l := readLedger(t, db); l.count[key] != 1 {
+			t.Fatalf("%d payments for the key, want 1", l.count[key])
 		}
 	})
 }

@@ -156,3 +156,39 @@ func TestMediaTypes(t *testing.T) {
 		t.Fatalf("%d records, want 1", n)
 	}
 }
+
+// TestHostilePathValues is issue 12's hostile scope values: a path parameter
+// PostgreSQL's text cannot hold (a NUL byte) or that is not UTF-8 used to
+// reach the capture's handler, which failed with a 500 after the engine had
+// written a FAILED_RETRYABLE record kept for a day. It is a 400 naming the
+// parameter, before any statement: no record, no payment.
+func TestHostilePathValues(t *testing.T) {
+	s := newStack(t)
+	for _, c := range []struct{ method, path, body string }{
+		{"PATCH", "/payments/%00", `{"amount":1000}`},
+		{"PATCH", "/payments/%ff", `{"amount":1000}`},
+		{"PATCH", "/payments/pay%00ment", `{"amount":1000}`},
+		{"POST", "/payments/%c3%28/refunds", `{"amount":1}`},
+	} {
+		req, err := http.NewRequest(c.method, s.srv.URL+c.path, strings.NewReader(c.body))
+		if err != nil {
+			t.Fatal(err)
+		}
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", harness.NewKey())
+		resp, err := http.DefaultClient.Do(req)
+		if err != nil {
+			t.Fatal(err)
+		}
+		ex := &harness.Exchange{Method: c.method, Path: c.path, Status: resp.StatusCode, Header: resp.Header}
+		ex.RespBody, _ = io.ReadAll(resp.Body)
+		resp.Body.Close()
+		p, ok := ex.Problem()
+		if ex.Status != 400 || !ok || p.Code != "ERR400_INVALID_REQUEST" || !strings.Contains(p.Detail, `path parameter "paymentId"`) {
+			t.Errorf("%s %s: got %s, want a 400 problem naming path parameter \"paymentId\"", c.method, c.path, ex.Format())
+		}
+	}
+	if n := s.count(t, "idem_records") + s.count(t, "payments"); n != 0 {
+		t.Fatalf("refused requests left %d rows", n)
+	}
+}

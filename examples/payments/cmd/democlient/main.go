@@ -119,7 +119,8 @@ func run(bin string) error {
 	if err != nil {
 		return err
 	}
-	svc, err := harness.Start(ctx, bin, addr, "GATEWAY_URL=http://"+ln.Addr().String(), "NATS_URL="+ns.ClientURL())
+	svc, err := harness.Start(ctx, bin, addr, "GATEWAY_URL=http://"+ln.Addr().String(), "NATS_URL="+ns.ClientURL(),
+		"IDEM_SEAL_KEYS="+demoSealKeys())
 	if err != nil {
 		return err
 	}

@@ -31,6 +31,13 @@
 //	OTEL_TRACES_EXPORTER  none (default), stdout or otlp (with the standard
 //	                      OTEL_EXPORTER_OTLP_* variables); see
 //	                      internal/telemetry
+//	IDEM_SEAL_KEYS        seal stored responses and recovery data at rest
+//	                      (AES-256-GCM): ID:BASE64,... the current key
+//	                      first, then retired ones still needed to open
+//	                      older records; unset: plaintext
+//	IDEM_SEAL_KEYS_FILE   the same keys from a file, one per line
+//	SWEEP_INTERVAL        how often the sweeper retires expired records and
+//	                      counts live and UNKNOWN ones for /metrics (default 1m)
 //
 // On start it applies idemgen's migrations and its own, then serves the API
 // generated from openapi.yaml plus GET /healthz and GET /metrics. The engine
@@ -141,7 +148,13 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	// The sweeper retires expired idempotency records in the background.
 	// Each pass also counts live claims and UNKNOWN records for /metrics.
-	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: time.Minute, OnPass: o.metrics.ObserveSweep, Logger: log})
+	sweepEvery := time.Minute
+	if v := os.Getenv("SWEEP_INTERVAL"); v != "" {
+		if sweepEvery, err = time.ParseDuration(v); err != nil || sweepEvery <= 0 {
+			return fmt.Errorf("SWEEP_INTERVAL=%q: want a positive duration such as 1m", v)
+		}
+	}
+	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: sweepEvery, OnPass: o.metrics.ObserveSweep, Logger: log})
 	go func() {
 		if err := sweeper.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("sweeper stopped", "err", err)

@@ -20,9 +20,13 @@ type Client struct {
 }
 
 // NewClient returns a Client of the service at baseURL (http://host:8080,
-// or with a path prefix). Options set the http.Client, the retry policy,
-// the key generator and request editors (credentials).
+// or with a path prefix); the base path /v1 is added unless baseURL
+// ends in it, so the spec's server URL serves as well. Options set the
+// http.Client, the retry policy, the key generator, request editors
+// (credentials) and the base path (idemclient.WithBasePath, for a server
+// mounted elsewhere).
 func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
+	opts = append([]idemclient.Option{idemclient.WithBasePath("/v1")}, opts...)
 	rt, err := idemclient.New(baseURL, opts...)
 	if err != nil {
 		return nil, err
@@ -35,7 +39,7 @@ func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
 // It is idempotent: every attempt carries one Idempotency-Key (uuidv4),
 // idemclient.WithIdempotencyKey's, or one minted for the call.
 func (c *Client) CreateNote(ctx context.Context, req CreateNoteRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateNoteResponse], error) {
-	r := idemclient.NewRequest("/v1/notes/")
+	r := idemclient.NewRequest("/notes/")
 	if err := r.JSON("application/json", req.Body); err != nil {
 		return nil, err
 	}
@@ -61,7 +65,7 @@ func readCreateNoteResponse(r *idemclient.Response) (CreateNoteResponse, error) 
 
 // GetNote calls getNote (GET /notes/{note-id})
 func (c *Client) GetNote(ctx context.Context, req GetNoteRequest, opts ...idemclient.CallOption) (*idemclient.Result[GetNoteResponse], error) {
-	r := idemclient.NewRequest("/v1/notes/" + idemclient.PathParam(req.NoteID))
+	r := idemclient.NewRequest("/notes/" + idemclient.PathParam(req.NoteID))
 	idemclient.Query(r, "at", req.At)
 	return idemclient.Do(ctx, c.rt, &clientOpGetNote, r, readGetNoteResponse, opts...)
 }

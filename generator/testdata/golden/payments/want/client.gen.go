@@ -20,8 +20,10 @@ type Client struct {
 }
 
 // NewClient returns a Client of the service at baseURL (http://host:8080,
-// or with a path prefix). Options set the http.Client, the retry policy,
-// the key generator and request editors (credentials).
+// or with a path prefix). Options set the
+// http.Client, the retry policy, the key generator, request editors
+// (credentials) and the base path (idemclient.WithBasePath, for a server
+// mounted elsewhere).
 func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
 	rt, err := idemclient.New(baseURL, opts...)
 	if err != nil {

@@ -5,7 +5,9 @@ package payments
 
 import (
 	"context"
+	"io"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -150,6 +152,7 @@ type options struct {
 	middleware   []func(http.Handler) http.Handler
 	errorHook    func(*http.Request, error)
 	maxBodyBytes int64
+	basePath     string
 }
 
 // WithMiddleware wraps every route's handler; the first one given is outermost.
@@ -167,6 +170,47 @@ func WithMaxBodyBytes(n int64) Option {
 	return func(o *options) { o.maxBodyBytes = n }
 }
 
+// BasePath prefixes the path of every route of NewHandler and Routes: none,
+// since neither the generator's basePath nor the spec's servers give one.
+const BasePath = ""
+
+// WithBasePath serves the routes under p instead of BasePath ("" or "/" for
+// the spec's paths as they are). The handler matches the whole URL path, so
+// p is where it is mounted without stripping the prefix: chi's
+// r.Mount("/api", h), or mux.Handle("/api/", h) of net/http.ServeMux.
+// Behind http.StripPrefix, use WithBasePath("").
+func WithBasePath(p string) Option {
+	return func(o *options) { o.basePath = strings.TrimSuffix(p, "/") }
+}
+
+// Route is one operation's route, for routers that register routes one by
+// one (see Routes).
+type Route struct {
+	OperationID string
+	Method      string // GET, POST, ...
+	// Pattern is the path under the base path, with {name} wildcards as in
+	// net/http.ServeMux and chi: "/v1/payments/{paymentId}". It matches that
+	// path exactly: one ending in / does too, so on a ServeMux add {$}.
+	Pattern string
+	// Handler serves the operation, middleware applied. It reads path
+	// parameters with Request.PathValue, which net/http.ServeMux and chi
+	// (v5.1 and later) set.
+	Handler http.Handler
+}
+
+// Routes returns the route of every operation, in NewHandler's order, for
+// registering on a router of your choice; NewHandler puts the same routes on
+// a net/http.ServeMux. With chi:
+//
+//	r.Route("/api", func(r chi.Router) {
+//		for _, rt := range api.Routes(srv, engine, api.WithBasePath("")) {
+//			r.Method(rt.Method, rt.Pattern, rt.Handler)
+//		}
+//	})
+func Routes(srv Server, engine *idem.Engine, opts ...Option) []Route {
+	return newHandler(srv, engine, opts).routes()
+}
+
 type handler struct {
 	srv    Server
 	engine *idem.Engine
@@ -181,31 +225,54 @@ func (h *handler) fail(r *http.Request, err error) error {
 }
 
 // NewHandler routes the operations of ../openapi.yaml to srv on net/http.ServeMux
-// patterns. Idempotent operations run through engine.
+// patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
-	h := &handler{srv: srv, engine: engine, opts: options{maxBodyBytes: DefaultMaxBodyBytes}}
+	h := newHandler(srv, engine, opts)
+	o := &h.opts
+	mux := http.NewServeMux()
+	handle := func(pattern string, fn http.HandlerFunc) { mux.Handle(pattern, o.wrap(fn)) }
+	for _, rt := range h.routes() {
+		p := rt.Pattern
+		if strings.HasSuffix(p, "/") {
+			p += "{$}" // the path itself, not the subtree below it
+		}
+		mux.Handle(rt.Method+" "+p, rt.Handler)
+	}
+	_ = handle // for the routes/after block of a template override
+
+	return mux
+}
+
+func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
+	h := &handler{srv: srv, engine: engine, opts: options{maxBodyBytes: DefaultMaxBodyBytes, basePath: BasePath}}
 	for _, opt := range opts {
 		opt(&h.opts)
 	}
-	o := &h.opts
-	mux := http.NewServeMux()
-	handle := func(pattern string, fn http.HandlerFunc) {
-		var hh http.Handler = fn
-		for i := len(o.middleware) - 1; i >= 0; i-- {
-			hh = o.middleware[i](hh)
-		}
-		mux.Handle(pattern, hh)
-	}
-	handle("GET /payments", h.handleListPayments)
-	handle("POST /payments", h.handleCreatePayment)
-	handle("DELETE /payments/{id}", h.handleDeletePayment)
-	handle("GET /payments/{id}", h.handleGetPayment)
-	handle("PATCH /payments/{id}", h.handleUpdatePayment)
-	handle("PUT /payments/{id}", h.handleReplacePayment)
-	handle("POST /payments/{id}/capture", h.handleCapturePayment)
-	handle("PUT /payments/{id}/receipt", h.handleUploadReceipt)
+	return h
+}
 
-	return mux
+// wrap applies the middleware to fn, the first option's outermost.
+func (o *options) wrap(fn http.HandlerFunc) http.Handler {
+	var hh http.Handler = fn
+	for i := len(o.middleware) - 1; i >= 0; i-- {
+		hh = o.middleware[i](hh)
+	}
+	return hh
+}
+
+// routes lists the operations' routes under the base path.
+func (h *handler) routes() []Route {
+	base := h.opts.basePath
+	return []Route{
+		{"listPayments", "GET", base + "/payments", h.opts.wrap(h.handleListPayments)},
+		{"createPayment", "POST", base + "/payments", h.opts.wrap(h.handleCreatePayment)},
+		{"deletePayment", "DELETE", base + "/payments/{id}", h.opts.wrap(h.handleDeletePayment)},
+		{"getPayment", "GET", base + "/payments/{id}", h.opts.wrap(h.handleGetPayment)},
+		{"updatePayment", "PATCH", base + "/payments/{id}", h.opts.wrap(h.handleUpdatePayment)},
+		{"replacePayment", "PUT", base + "/payments/{id}", h.opts.wrap(h.handleReplacePayment)},
+		{"capturePayment", "POST", base + "/payments/{id}/capture", h.opts.wrap(h.handleCapturePayment)},
+		{"uploadReceipt", "PUT", base + "/payments/{id}/receipt", h.opts.wrap(h.handleUploadReceipt)},
+	}
 }
 
 // handleListPayments serves listPayments (GET /payments).
@@ -432,8 +499,11 @@ func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePayme
 
 // handleUploadReceipt serves uploadReceipt (PUT /payments/{id}/receipt) through the idempotency engine.
 func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
-	h.engine.Serve(w, r, &opUploadReceipt, func(body []byte) (idem.Prepared, error) {
-		req, q, err := decodeUploadReceiptRequest(r, body)
+	var q *idemimpl.Request
+	defer func() { q.Close() }() // removes the body's spooled files
+	h.engine.ServeStream(w, r, &opUploadReceipt, func(body io.Reader) (idem.Prepared, error) {
+		req, decoded, err := decodeUploadReceiptRequest(r, body)
+		q = decoded
 		if err != nil {
 			return idem.Prepared{}, err
 		}
@@ -454,15 +524,15 @@ var paramsUploadReceipt = [...]idemimpl.Param{
 
 // bodyUploadReceipt describes the request body of uploadReceipt.
 var bodyUploadReceipt = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/octet-stream", Decode: idemimpl.AsBytes},
+	{Type: "application/octet-stream", Decode: idemimpl.AsBinary},
 }}
 
 // decodeUploadReceiptRequest decodes and validates the request of uploadReceipt; q holds its
 // canonical form, which the idempotency fingerprint covers.
-func decodeUploadReceiptRequest(r *http.Request, body []byte) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
+func decodeUploadReceiptRequest(r *http.Request, body io.Reader) (req UploadReceiptRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Param(&paramsUploadReceipt[0], &req.ID)
-	q.Body(body, &bodyUploadReceipt, &req.Body)
+	q.BodyStream(body, &bodyUploadReceipt, &req.Body)
 	return req, q, q.Err()
 }
 

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"io"
 	"time"
 )
 
@@ -407,7 +408,7 @@ func (r CapturePayment2XXResponse) toResponse() (*idem.Response, error) {
 // UploadReceiptRequest is the decoded request of operation uploadReceipt (PUT /payments/{id}/receipt).
 type UploadReceiptRequest struct {
 	ID   uuid.UUID // path parameter "id"
-	Body []byte    // application/octet-stream
+	Body io.Reader // application/octet-stream
 }
 
 // UploadReceiptResponse is one of the responses of operation uploadReceipt (PUT /payments/{id}/receipt):

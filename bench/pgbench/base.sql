@@ -1,0 +1,4 @@
+-- The baseline: the business transaction alone (one payment row).
+BEGIN;
+INSERT INTO bench_payments (idempotency_key, amount, currency, reference) VALUES (NULL, 100, 'EUR', 'pgbench') RETURNING id;
+COMMIT;

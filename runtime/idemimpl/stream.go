@@ -1,0 +1,286 @@
+package idemimpl
+
+import (
+	"bufio"
+	"crypto/sha256"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
+	"net/http"
+	"os"
+	"reflect"
+	"unicode/utf8"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// MaxPartMemory bounds the parts of a multipart/form-data body that are not
+// files, in all: they are read into memory to be typed and validated. A
+// larger sum is a 413.
+const MaxPartMemory = 1 << 20
+
+// spooled is content copied to a temporary file while it was hashed.
+type spooled struct {
+	f    *os.File
+	size int64
+	sum  string // lower-case hex SHA-256
+}
+
+// spool copies r to a temporary file, hashing it on the way, and keeps the
+// file until Close. Memory use is one copy buffer, whatever the size.
+func (q *Request) spool(r io.Reader) (*spooled, error) {
+	f, err := os.CreateTemp("", "idemgen-body-*")
+	if err != nil {
+		return nil, fmt.Errorf("idemimpl: spooling the request body: %w", err)
+	}
+	sp := &spooled{f: f}
+	q.spools = append(q.spools, sp)
+	h := sha256.New()
+	n, err := io.Copy(io.MultiWriter(f, h), r)
+	if err != nil {
+		var pe *os.PathError
+		if errors.As(err, &pe) {
+			return nil, fmt.Errorf("idemimpl: spooling the request body: %w", err)
+		}
+		return nil, readError(err)
+	}
+	sp.size, sp.sum = n, hex.EncodeToString(h.Sum(nil))
+	return sp, nil
+}
+
+func (sp *spooled) reader() io.Reader { return io.NewSectionReader(sp.f, 0, sp.size) }
+
+// Close removes the temporary files of the request's streamed content. It
+// may be called on a nil Request.
+func (q *Request) Close() {
+	if q == nil {
+		return
+	}
+	for _, sp := range q.spools {
+		sp.f.Close()
+		os.Remove(sp.f.Name())
+	}
+	q.spools = nil
+}
+
+// readError classifies an error reading the request body: too large (413)
+// or unreadable.
+func readError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return fmt.Errorf("%w: %w", idem.ErrBodyTooLarge, err)
+	}
+	return fmt.Errorf("%w: %w", idem.ErrBodyUnreadable, err)
+}
+
+// BodyStream is Body for an operation whose body is read as a stream (see
+// idem.Engine.ServeStream): a binary body (AsBinary) and the file parts of
+// a multipart/form-data body (AsMultipart) are copied to temporary files
+// while they are hashed, never held whole in memory, and reach the handler
+// as readers; the fingerprint covers their SHA-256. Another declared media
+// type is read whole and decoded as Body does. Close removes the files.
+func (q *Request) BodyStream(body io.Reader, b *Body, target any) {
+	br := bufio.NewReader(body)
+	if _, err := br.Peek(1); err != nil {
+		if err != io.EOF {
+			q.err = readError(err)
+			return
+		}
+		if b.Required {
+			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
+		}
+		return
+	}
+	ct := q.r.Header.Get("Content-Type")
+	m, media, err := pickMedia(b, ct)
+	if err != nil {
+		q.err = err
+		return
+	}
+	switch m.Decode {
+	case AsBinary:
+		sp, err := q.spool(br)
+		if err != nil {
+			q.err = err
+			return
+		}
+		q.setBody(Value{Kind: KindString, Str: "sha-256:" + sp.sum}, media)
+		if t, ok := target.(*io.Reader); ok {
+			*t = sp.reader()
+		}
+		return
+	case AsMultipart:
+		q.multipart(br, m, media, ct, target)
+		return
+	}
+	data, err := io.ReadAll(br)
+	if err != nil {
+		q.err = readError(err)
+		return
+	}
+	q.Body(data, b, target)
+}
+
+// multipart decodes a multipart/form-data body: each part named by its
+// Content-Disposition (in bracket notation, as a form's names), a part with
+// a filename is a file (an idem.File in the typed request), the others are
+// values typed by the schema as a form's.
+func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any) {
+	_, params, _ := mime.ParseMediaType(ct)
+	boundary := params["boundary"]
+	if boundary == "" {
+		q.syntax(errors.New("multipart/form-data needs a boundary parameter in its Content-Type"))
+		return
+	}
+	src := &trackedReader{r: r}
+	mr := multipart.NewReader(src, boundary)
+	root := &formNode{}
+	files := map[string]*spooled{}
+	budget := int64(MaxPartMemory)
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			break
+		}
+		if err != nil {
+			if src.err != nil && src.err != io.EOF {
+				q.err = readError(src.err)
+			} else {
+				q.syntax(fmt.Errorf("malformed multipart body: %w", err))
+			}
+			return
+		}
+		name := p.FormName()
+		if name == "" {
+			q.syntax(errors.New("a part has no name in its Content-Disposition (form-data; name=...)"))
+			return
+		}
+		var val string
+		if p.FileName() != "" {
+			sp, err := q.spool(p)
+			if err != nil {
+				q.err = err
+				return
+			}
+			f := idem.File{Filename: p.FileName(), Header: p.Header, Size: sp.size, SHA256: sp.sum}
+			tok, _ := f.MarshalText()
+			val = string(tok)
+			files[val] = sp
+		} else {
+			b, err := io.ReadAll(io.LimitReader(p, budget+1))
+			if err != nil {
+				q.err = readError(err)
+				return
+			}
+			if budget -= int64(len(b)); budget < 0 {
+				q.err = fmt.Errorf("%w: the parts that are not files exceed %d bytes", idem.ErrBodyTooLarge, MaxPartMemory)
+				return
+			}
+			if !utf8.Valid(b) {
+				q.syntax(fmt.Errorf("part %q is not UTF-8", name))
+				return
+			}
+			val = string(b)
+		}
+		if err := root.add(name, val); err != nil {
+			q.syntax(errors.New("multipart " + err.Error()))
+			return
+		}
+	}
+	splitUnexploded(root, m.Unexploded)
+	vd := &validator{t: q.t, in: "body"}
+	v := vd.coerce(root, m.Schema)
+	if len(vd.out) == 0 {
+		vd.validate(&v, m.Schema)
+	}
+	if len(vd.out) > 0 {
+		q.out = append(q.out, vd.out...)
+		return
+	}
+	q.t.applyDefaults(&v, m.Schema)
+	n := len(q.out)
+	q.unmarshal(vd, &v, target)
+	if len(q.out) > n {
+		return
+	}
+	used := map[string]bool{}
+	if err := attachFiles(reflect.ValueOf(target), files, used); err != nil {
+		q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type", Detail: err.Error()})
+		return
+	}
+	for tok := range files {
+		if !used[tok] {
+			f := idem.File{}
+			_ = f.UnmarshalText([]byte(tok))
+			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type",
+				Detail: fmt.Sprintf("file %q is sent where the schema declares no file (a part with a filename is a file)", f.Filename)})
+			return
+		}
+	}
+	q.setBody(v, media)
+}
+
+// trackedReader remembers the error of the last read, to tell a body that
+// could not be read from a malformed one.
+type trackedReader struct {
+	r   io.Reader
+	err error
+}
+
+func (t *trackedReader) Read(p []byte) (int, error) {
+	n, err := t.r.Read(p)
+	t.err = err
+	return n, err
+}
+
+var fileType = reflect.TypeFor[idem.File]()
+
+// attachFiles gives every idem.File reachable from v the content of the
+// part it was decoded from, and marks the parts used.
+func attachFiles(v reflect.Value, files map[string]*spooled, used map[string]bool) error {
+	switch v.Kind() {
+	case reflect.Pointer, reflect.Interface:
+		if !v.IsNil() {
+			return attachFiles(v.Elem(), files, used)
+		}
+	case reflect.Struct:
+		if v.Type() == fileType {
+			f := v.Addr().Interface().(*idem.File)
+			tok, _ := f.MarshalText()
+			sp := files[string(tok)]
+			if sp == nil {
+				return fmt.Errorf("the value of a file member is not a file part")
+			}
+			used[string(tok)] = true
+			f.Content = sp.reader()
+			return nil
+		}
+		for i := 0; i < v.NumField(); i++ {
+			if v.Type().Field(i).IsExported() {
+				if err := attachFiles(v.Field(i), files, used); err != nil {
+					return err
+				}
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		for i := 0; i < v.Len(); i++ {
+			if err := attachFiles(v.Index(i), files, used); err != nil {
+				return err
+			}
+		}
+	case reflect.Map:
+		iter := v.MapRange()
+		for iter.Next() {
+			e := reflect.New(iter.Value().Type()).Elem()
+			e.Set(iter.Value())
+			if err := attachFiles(e, files, used); err != nil {
+				return err
+			}
+			v.SetMapIndex(iter.Key(), e)
+		}
+	}
+	return nil
+}
