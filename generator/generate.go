@@ -143,7 +143,7 @@ var templateIdents = map[string]bool{}
 func init() {
 	for _, n := range strings.Fields(`a b body c cfg ctx db engine err fn h handle hh i k mux o opt opts out p payload
 		q r req res resp rt s t tx v w handler options respond responder writeResponse unimplementedResponse
-		webhookHandler webhookOptions`) {
+		webhookHandler webhookOptions ok sec securityHook securitySchemes`) {
 		templateIdents[n] = true
 	}
 }
@@ -211,6 +211,9 @@ func funcMap(im *importer) template.FuncMap {
 	return template.FuncMap{
 		"qual":  func(path string) importRef { return importRef{im, path} },
 		"quote": strconv.Quote,
+		// describeSecurity says a list of security alternatives in words:
+		// "apiKey and bearerAuth, or basicAuth".
+		"describeSecurity": describeSecurity,
 		// goType prints a GoType, recording the imports it needs:
 		// {{goType .Payload}} -> []time.Time (imports time).
 		"goType": func(t GoType) string { return qualType(im, t) },

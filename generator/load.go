@@ -138,7 +138,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 	for _, name := range sortedKeys(undefined) {
 		refs := undefined[name]
 		sort.Strings(refs)
-		add(file, "security scheme %q is not defined (used by %d operations, e.g. %s); authentication is left to middleware", name, len(refs), refs[0])
+		add(file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
 	}
 	if validate {
 		if err := doc.Validate(context.Background(),

@@ -26,6 +26,12 @@ type Model struct {
 	// WebhookSource is the CloudEvents source of the events the webhook
 	// senders enqueue, from the config (webhookSource).
 	WebhookSource string
+	// SecuritySchemes are the security schemes operations require, sorted
+	// by name (see SecurityScheme).
+	SecuritySchemes []*SecurityScheme
+	// SecurityRequirements are the distinct security requirements of the
+	// operations (Operation.SecurityIndex).
+	SecurityRequirements [][]SecurityRequirement
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
 	Client   ClientModel
@@ -244,6 +250,11 @@ type Operation struct {
 	Body       *Body // nil: no request body
 	Responses  []*Response
 	Location   string // JSON pointer, e.g. #/paths/~1payments/post
+	// Security lists the alternatives of the operation's security
+	// requirements (its own, else the document's); nil when it requires
+	// none. Checked before the idempotency engine runs.
+	Security      []SecurityRequirement
+	SecurityIndex int // in Model.SecurityRequirements
 
 	// RequestTypeName and ResponseTypeName are GoName+"Request" and
 	// GoName+"Response" unless a schema of the same name took them first.
@@ -358,7 +369,11 @@ type builder struct {
 	warns    []Warning
 	versions *versioner
 	methods  *scope // of Server
-	req      *reqTable
+	// schemes are the security schemes requirements name, by name;
+	// secMethods the methods of Security.
+	schemes    map[string]*SecurityScheme
+	secMethods *scope
+	req        *reqTable
 	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
 	// "excludeParameters[1]") that named something in some operation.
 	rootExclUsed map[string]bool
@@ -386,6 +401,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
 	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
 	b.methods = b.names.scope("methods of Server")
+	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
 	b.req = newReqTable(b, cfg.Validation.Skip)
 	b.rootExclUsed = map[string]bool{}
 
@@ -444,6 +460,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return a.Method < c.Method
 	})
 	b.checkRoutes(m.Operations)
+	b.finishSecurity(m)
 	b.req.checkSkip(file)
 	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)

@@ -59,7 +59,8 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
 		want := goName(p.Name)
 		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
-		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header))
+		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)) &&
+			!o.credentialParam(p.In, p.Name)
 		if p.In == "path" {
 			prm.Key = muxWildcard(p.Name)
 		}

@@ -102,6 +102,9 @@ import (
 )
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "generate" {
+		tuneGC()
+	}
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 

@@ -1,5 +1,5 @@
 // Package routers mounts the payments example's generated handler under a
-// prefix on chi, echo and gin: the recipes of the README, compiled and
+// prefix on net/http, chi, echo and gin: the recipes of the README, compiled and
 // driven over HTTP by this package's tests. It is a module of its own so
 // that neither idemgen nor the payments example depends on these routers.
 package routers
@@ -14,6 +14,14 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/api"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
+
+// ServeMux mounts the whole handler at /api/ on a net/http.ServeMux, which
+// passes the URL path on whole: the handler is told its base path.
+func ServeMux(srv api.Server, engine *idem.Engine) http.Handler {
+	mux := http.NewServeMux()
+	mux.Handle("/api/", api.NewHandler(srv, engine, api.WithBasePath("/api")))
+	return mux
+}
 
 // ChiMount mounts the whole handler at /api. chi's Mount routes by a path
 // it keeps in its own context and leaves Request.URL.Path whole, which is

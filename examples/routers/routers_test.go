@@ -32,6 +32,7 @@ func TestMountedUnderPrefix(t *testing.T) {
 		name  string
 		mount func(api.Server, *idem.Engine) http.Handler
 	}{
+		{"ServeMux", routers.ServeMux},
 		{"chi Mount", routers.ChiMount},
 		{"chi per route", routers.ChiRoutes},
 		{"chi StripPrefix", routers.ChiStripPrefix},

@@ -33,7 +33,11 @@ var (
 	// the client gets 408 or 400 without the network error's text.
 	ErrBodyUnreadable  = errors.New("request body could not be read")
 	ErrUnauthenticated = errors.New("request scope could not be resolved")
-	ErrNoLease         = errors.New("not inside a lease-mode idempotent handler")
+	// ErrForbidden is returned (or wrapped) by a security hook whose
+	// credentials are valid but not allowed to do what the request asks
+	// (missing scopes, say): 403, and no idempotency record.
+	ErrForbidden = errors.New("forbidden")
+	ErrNoLease   = errors.New("not inside a lease-mode idempotent handler")
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
@@ -47,6 +51,7 @@ const (
 	CodeMalformedHeader = "ERR400_MISSING_OR_MALFORMED_HEADER"
 	CodeInvalidRequest  = "ERR400_INVALID_REQUEST"
 	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
+	CodeForbidden       = "ERR403_FORBIDDEN"
 	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
 	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
 	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
@@ -69,6 +74,7 @@ const (
 	ReasonInvalidRequest   = "REQUEST_INVALID"
 	ReasonMediaType        = "UNSUPPORTED_MEDIA_TYPE"
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
+	ReasonForbidden        = "FORBIDDEN"
 	ReasonInternal         = "INTERNAL_ERROR"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
 	problemContentType     = "application/problem+json"
@@ -261,6 +267,8 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return mk(400, CodeInvalidRequest, ReasonInvalidRequest, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
 		return mk(401, CodeUnauthorized, ReasonUnauthenticated, "the request could not be authenticated")
+	case errors.Is(err, ErrForbidden):
+		return mk(403, CodeForbidden, ReasonForbidden, "the credentials do not allow this request")
 	case errors.Is(err, ErrFingerprintMismatch):
 		if profile == ProfileIETF {
 			return mk(422, CodeUnprocessable, ReasonConflict, "the idempotency key was already used with another request payload")

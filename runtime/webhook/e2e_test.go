@@ -18,6 +18,16 @@ import (
 	"github.com/idemgen/idemgen/runtime/webhook/internal/testapi"
 )
 
+// bearer accepts the token t0ken (testapi requires bearerAuth).
+type bearer struct{}
+
+func (bearer) BearerAuth(_ context.Context, token string, _ []string) (testapi.Principal, error) {
+	if token != "t0ken" {
+		return nil, errors.New("unknown token")
+	}
+	return "tester", nil
+}
+
 // notes is the sending service: createNote stores nothing of its own but
 // sends the note.created webhook in the engine's transaction, and fails
 // (rolling it back) for the text "fail".
@@ -81,7 +91,7 @@ func TestEndToEnd(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	api := httptest.NewServer(testapi.NewHandler(notes{}, engine))
+	api := httptest.NewServer(testapi.NewHandler(notes{}, engine, testapi.WithSecurity(bearer{})))
 	defer api.Close()
 	var targets []string
 	relay := events.NewRelay(db, twice{webhook.NewHTTPPublisher(webhook.PublisherConfig{
@@ -96,6 +106,7 @@ func TestEndToEnd(t *testing.T) {
 		req, _ := http.NewRequest(http.MethodPost, api.URL+"/notes", strings.NewReader(`{"id":"`+id+`","text":"`+text+`"}`))
 		req.Header.Set("Content-Type", "application/json")
 		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Authorization", "Bearer t0ken")
 		resp, err := http.DefaultClient.Do(req)
 		if err != nil {
 			t.Fatal(err)

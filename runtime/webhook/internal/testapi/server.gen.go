@@ -5,6 +5,7 @@ package testapi
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"time"
@@ -35,6 +36,25 @@ func (Unimplemented) CreateNote(context.Context, pgx.Tx, CreateNoteRequest) (Cre
 	return unimplementedResponse{}, nil
 }
 
+// Principal is what a Security method returns for a credential it accepts: a
+// value of the service's own type. Handlers read it with
+// idem.PrincipalFromContext or idem.PrincipalAs; idem.PrincipalScope makes
+// it the tenant that scopes idempotency keys.
+type Principal = any
+
+// Security is implemented by the service: one method per security scheme that
+// operations of openapi.yaml require. Methods run before the request body is
+// read and before any idempotency record is read or written. A method returns
+// the principal of a credential it accepts; an error wrapping
+// idem.ErrForbidden for one that is valid but may not do what the operation
+// does (403); any other error for one it does not accept (401); or an
+// *idem.Problem to choose the answer. scopes are the scopes (or roles) the
+// operation requires of the scheme. Errors are never sent to the client.
+type Security interface {
+	// BearerAuth authenticates "bearerAuth": HTTP bearer token.
+	BearerAuth(ctx context.Context, token string, scopes []string) (Principal, error)
+}
+
 // IdempotentOperations lists the operations served through the idempotency
 // engine, with their resolved x-idempotent policies.
 var IdempotentOperations = []*idem.Operation{&opCreateNote}
@@ -63,6 +83,7 @@ type options struct {
 	middleware   []func(http.Handler) http.Handler
 	errorHook    func(*http.Request, error)
 	maxBodyBytes int64
+	security     Security
 	basePath     string
 }
 
@@ -79,6 +100,12 @@ func WithErrorHook(hook func(*http.Request, error)) Option {
 // WithMaxBodyBytes bounds request bodies of non-idempotent operations.
 func WithMaxBodyBytes(n int64) Option {
 	return func(o *options) { o.maxBodyBytes = n }
+}
+
+// WithSecurity sets the hooks that authenticate requests; NewHandler
+// panics without it, since operations of openapi.yaml require security.
+func WithSecurity(sec Security) Option {
+	return func(o *options) { o.security = sec }
 }
 
 // BasePath prefixes the path of every route of NewHandler and Routes: none,
@@ -159,6 +186,9 @@ func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
 	for _, opt := range opts {
 		opt(&h.opts)
 	}
+	if h.opts.security == nil {
+		panic("testapi: operations of openapi.yaml require security: pass WithSecurity to NewHandler or Routes")
+	}
 	return h
 }
 
@@ -181,6 +211,9 @@ func (h *handler) routes() []Route {
 
 // handleCreateNote serves createNote (POST /notes) through the idempotency engine.
 func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
+	if r = h.authenticate(w, r, securityRequirements[0]); r == nil {
+		return
+	}
 	h.engine.Serve(w, r, &opCreateNote, func(body []byte) (idem.Prepared, error) {
 		req, q, err := decodeCreateNoteRequest(r, body)
 		if err != nil {
@@ -236,4 +269,34 @@ func respond(resp responder) (*idem.Response, error) {
 func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
 	out, err := respond(resp)
 	idemimpl.WriteResponse(w, r, out, err)
+}
+
+// securitySchemes describes the security schemes that operations require.
+var securitySchemes = [...]idemimpl.Scheme{
+	{Name: "bearerAuth", Kind: idemimpl.SchemeBearer, Challenge: "Bearer"},
+}
+
+// securityRequirements are the distinct security requirements of the
+// operations: alternatives, one of which must hold.
+var securityRequirements = [...][]idemimpl.Requirement{
+	{{{Scheme: &securitySchemes[0]}}}, // 0: bearerAuth
+}
+
+// authenticate enforces reqs on r before anything else reads it; it answers
+// and returns nil when they do not hold, else r with the principal.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, reqs []idemimpl.Requirement) *http.Request {
+	r, ok := idemimpl.Authenticate(w, r, reqs, h.securityHook)
+	if !ok {
+		return nil
+	}
+	return r
+}
+
+// securityHook calls the Security method of scheme s with its credential.
+func (h *handler) securityHook(ctx context.Context, s *idemimpl.Scheme, c *idemimpl.Credential, scopes []string) (any, error) {
+	switch s.Name {
+	case "bearerAuth":
+		return h.opts.security.BearerAuth(ctx, c.Value, scopes)
+	}
+	return nil, errors.New("no security hook for scheme " + s.Name)
 }
