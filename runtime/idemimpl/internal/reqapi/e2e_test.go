@@ -349,3 +349,17 @@ func TestValidatedAsTheHandlerSeesIt(t *testing.T) {
 		`{"quantity":1,"amount":5,"currency":"EUR","items":[{"sku":"AB-1","gift":true},{"sku":"AB-1","count":2}]}`), true)
 	s.noneLeft(t, 1, 1)
 }
+
+// TestValidationSkip is the config's way out of issue 11 case 6:
+// validation.skip turns the checks of one property off (Order's comment,
+// maxLength 5), while decoding stays strict.
+func TestValidationSkip(t *testing.T) {
+	s := newStack(t)
+	path := "/accounts/acme/orders"
+	wantCreated(t, s.order(t, "past maxLength", path, key(), "application/json",
+		`{"quantity":1,"amount":5,"currency":"EUR","comment":"longer than five"}`), false, `"comment":"longer than five"`)
+	wantInvalid(t, s.order(t, "a number", path, key(), "application/json", `{"quantity":1,"amount":5,"currency":"EUR","comment":5}`), "body", "#/comment", "type")
+	wantInvalid(t, s.order(t, "case variant", path, key(), "application/json", `{"quantity":1,"amount":5,"currency":"EUR","Comment":"x"}`), "body", "#/Comment", "properties")
+	wantInvalid(t, s.order(t, "a property not skipped", path, key(), "application/json", `{"quantity":1,"amount":5,"currency":"EUR","note":"`+strings.Repeat("x", 21)+`"}`), "body", "#/note", "maxLength")
+	s.noneLeft(t, 1, 1)
+}

@@ -302,20 +302,21 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                            // 11: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
 	{Types: idemimpl.TypeString}, // 12: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Request-Id/schema
 	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32}, // 13: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 15, Required: true}, {Name: "currency", Schema: 16, Required: true}, {Name: "express", Schema: 17}, {Name: "items", Schema: 18}, {Name: "metadata", Schema: 23}, {Name: "note", Schema: 25}, {Name: "price", Schema: 26}, {Name: "quantity", Schema: 27, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 14: #/components/schemas/Order
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 15, Required: true}, {Name: "comment", Schema: 16}, {Name: "currency", Schema: 17, Required: true}, {Name: "express", Schema: 18}, {Name: "items", Schema: 19}, {Name: "metadata", Schema: 24}, {Name: "note", Schema: 26}, {Name: "price", Schema: 27}, {Name: "quantity", Schema: 28, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 14: #/components/schemas/Order
 	{Types: idemimpl.TypeInteger}, // 15: #/components/schemas/Order/properties/amount
-	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}}, // 16: #/components/schemas/Order/properties/currency
-	{Types: idemimpl.TypeBoolean}, // 17: #/components/schemas/Order/properties/express
-	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 19},                     // 18: #/components/schemas/Order/properties/items
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 20}, {Name: "label", Schema: 21}, {Name: "sku", Schema: 22, Required: true}}}, // 19: #/components/schemas/Item
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 20: #/components/schemas/Item/properties/count
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 21: #/components/schemas/Item/properties/label
-	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 22: #/components/schemas/Item/properties/sku
-	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 24},                                                  // 23: #/components/schemas/Order/properties/metadata
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 24: #/components/schemas/Order/properties/metadata/additionalProperties
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                                   // 25: #/components/schemas/Order/properties/note
-	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},                 // 26: #/components/schemas/Order/properties/price
-	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"},                // 27: #/components/schemas/Order/properties/quantity
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 16: #/components/schemas/Order/properties/comment
+	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 17: #/components/schemas/Order/properties/currency
+	{Types: idemimpl.TypeBoolean}, // 18: #/components/schemas/Order/properties/express
+	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 20},                     // 19: #/components/schemas/Order/properties/items
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 21}, {Name: "label", Schema: 22}, {Name: "sku", Schema: 23, Required: true}}}, // 20: #/components/schemas/Item
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 21: #/components/schemas/Item/properties/count
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 22: #/components/schemas/Item/properties/label
+	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 23: #/components/schemas/Item/properties/sku
+	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 25},                                                  // 24: #/components/schemas/Order/properties/metadata
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 25: #/components/schemas/Order/properties/metadata/additionalProperties
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                                   // 26: #/components/schemas/Order/properties/note
+	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},                 // 27: #/components/schemas/Order/properties/price
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"},                // 28: #/components/schemas/Order/properties/quantity
 }}
 
 // responder is implemented by the response types of every operation; its

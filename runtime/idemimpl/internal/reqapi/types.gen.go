@@ -58,7 +58,8 @@ type NotePatch struct {
 
 // Order is generated from #/components/schemas/Order.
 type Order struct {
-	Amount   int64             `json:"amount"` // In minor units; may exceed 2^53.
+	Amount   int64             `json:"amount"`           // In minor units; may exceed 2^53.
+	Comment  *string           `json:"comment,omitzero"` // Not validated (validation.skip in idemgen.yaml).
 	Currency OrderCurrency     `json:"currency"`
 	Express  *bool             `json:"express,omitzero"`
 	Items    []Item            `json:"items,omitzero"`
