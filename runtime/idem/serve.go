@@ -55,14 +55,10 @@ func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, pr
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
 		body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
 		if err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
-			}
-			return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+			return Prepared{}, nil, bodyReadError(err)
 		}
 		sum := sha256.Sum256(body)
-		rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
+		rq.digest = contentDigest(sum[:])
 		prep, err := prepare(body)
 		return prep, body, err
 	})
@@ -87,18 +83,29 @@ func (e *Engine) ServeStream(w http.ResponseWriter, r *http.Request, op *Operati
 			return prep, nil, err
 		}
 		if _, err := io.Copy(io.Discard, body); err != nil {
-			var mbe *http.MaxBytesError
-			if errors.As(err, &mbe) {
-				return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
-			}
-			return Prepared{}, nil, fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+			return Prepared{}, nil, bodyReadError(err)
 		}
 		if prep.Canonical == nil {
 			return Prepared{}, nil, errors.New("idem: ServeStream: prepare returned no Canonical form to fingerprint")
 		}
-		rq.digest = "sha-256=:" + base64.StdEncoding.EncodeToString(h.Sum(nil)) + ":"
+		rq.digest = contentDigest(h.Sum(nil))
 		return prep, nil, nil
 	})
+}
+
+// bodyReadError classifies an error reading the request body: too large
+// (413) or unreadable (400).
+func bodyReadError(err error) error {
+	var mbe *http.MaxBytesError
+	if errors.As(err, &mbe) {
+		return fmt.Errorf("%w: %w", ErrBodyTooLarge, err)
+	}
+	return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
+}
+
+// contentDigest is the Content-Digest field value of a SHA-256 sum.
+func contentDigest(sum []byte) string {
+	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":"
 }
 
 // readBody reads and prepares a request's body for serveHTTP, setting

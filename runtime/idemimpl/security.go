@@ -232,7 +232,13 @@ func credential(r *http.Request, s *Scheme, q *url.Values) (c *Credential, found
 		if !found {
 			return nil, false, err
 		}
-		want := map[SchemeKind]string{SchemeBearer: "Bearer", SchemeBasic: "Basic", SchemeHTTP: s.Param}[s.Kind]
+		want := s.Param // SchemeHTTP
+		switch s.Kind {
+		case SchemeBearer:
+			want = "Bearer"
+		case SchemeBasic:
+			want = "Basic"
+		}
 		name, rest, _ := strings.Cut(auth, " ")
 		if !strings.EqualFold(name, want) {
 			return nil, false, nil // another scheme's credentials
