@@ -96,6 +96,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 			o.Policy.SchemaVersion = b.versions.of(op)
 		}
 		b.checkPolicy(o.Policy, where, root, false)
+		b.warnUnstoredHeaders(o)
 	}
 
 	o.ownExclusions = patch != nil && patch.set["fingerprint"]

@@ -110,6 +110,16 @@ type Operation struct {
 	Pattern    string   // route template, e.g. "/payments/{id}/capture"
 	PathParams []string // names of the path parameters, in template order
 	Policy     Policy
+	// ResponseHeaders are the response headers the operation declares, by
+	// response status as the spec keys its responses: "201", "2XX" or
+	// "default". A stored response keeps them, besides the engine's
+	// allowlist (DefaultStoredHeaders, Config.StoredHeaders), and a replay
+	// sends them as the first response had them. The most specific key
+	// present applies (an exact status, then its range, then "default"), so
+	// an entry with no names stops a range or "default" from applying.
+	// Cookies and credentials are never stored, even when declared.
+	// Generated code fills it in from the spec.
+	ResponseHeaders map[string][]string
 }
 
 // Response is what a handler produced: it is written to the client and, for

@@ -45,6 +45,11 @@ var neverStored = map[string]bool{
 	"Content-Digest": true, "Transfer-Encoding": true, "Connection": true,
 }
 
+// NeverStoredHeader reports whether a response header is never stored nor
+// replayed, whatever Config.StoredHeaders or Operation.ResponseHeaders say:
+// cookies, credentials and the headers a replay sets itself.
+func NeverStoredHeader(name string) bool { return neverStored[http.CanonicalHeaderKey(name)] }
+
 // Config configures an Engine. The zero value is usable.
 type Config struct {
 	// Scope resolves the tenant of a request; nil means one tenant, "". An

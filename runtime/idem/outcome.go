@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -185,7 +186,7 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 	var body *storedResponse
 	if class == outcomeKept || class == outcomeReplayable {
 		var err error
-		if body, err = e.encodeResponse(bk, rq.key, resp); err != nil {
+		if body, err = e.encodeResponse(bk, rq.op, rq.key, resp); err != nil {
 			// Not storable: as if the handler had failed (see Config.MaxStoredResponseBytes).
 			class, herr = outcomeRetryable, err
 		}
@@ -361,13 +362,18 @@ type storedResponse struct {
 // allowlisted headers as JSON, the body as it was sent, bounded by
 // Config.MaxStoredResponseBytes, and both sealed under k when there is a
 // Config.Sealer.
-func (e *Engine) encodeResponse(ctx context.Context, k Key, resp *Response) (*storedResponse, error) {
+func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp *Response) (*storedResponse, error) {
 	if int64(len(resp.Body)) > e.cfg.MaxStoredResponseBytes {
 		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrResponseTooLarge, len(resp.Body), e.cfg.MaxStoredResponseBytes)
 	}
+	declared := op.declaredHeaders(resp.Status)
 	hdr := map[string][]string{}
 	for name, vals := range resp.Header {
-		if c := http.CanonicalHeaderKey(name); e.stored[c] && len(vals) > 0 {
+		if len(vals) == 0 {
+			continue
+		}
+		c := http.CanonicalHeaderKey(name)
+		if e.stored[c] || (declared != nil && !neverStored[c] && containsFold(declared, c)) {
 			hdr[c] = vals
 		}
 	}
@@ -383,4 +389,36 @@ func (e *Engine) encodeResponse(ctx context.Context, k Key, resp *Response) (*st
 		return nil, err
 	}
 	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil
+}
+
+// declaredHeaders returns the response headers op declares for status: those
+// of the exact status, else of its range ("2XX"), else of "default"; nil when
+// it declares none.
+func (op *Operation) declaredHeaders(status int) []string {
+	if len(op.ResponseHeaders) == 0 {
+		return nil
+	}
+	var code [3]byte
+	if status >= 100 && status <= 999 {
+		code = [3]byte{byte('0' + status/100), byte('0' + status/10%10), byte('0' + status%10)}
+		if names, ok := op.ResponseHeaders[string(code[:])]; ok {
+			return names
+		}
+		for _, r := range [...]string{string(code[0]) + "XX", string(code[0]) + "xx"} {
+			if names, ok := op.ResponseHeaders[r]; ok {
+				return names
+			}
+		}
+	}
+	return op.ResponseHeaders["default"]
+}
+
+// containsFold reports whether names holds name, ignoring case.
+func containsFold(names []string, name string) bool {
+	for _, n := range names {
+		if strings.EqualFold(n, name) {
+			return true
+		}
+	}
+	return false
 }

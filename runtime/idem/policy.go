@@ -3,6 +3,7 @@ package idem
 import (
 	"errors"
 	"fmt"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -130,6 +131,17 @@ func (op *Operation) Validate() error {
 	if err := op.Policy.Validate(); err != nil {
 		errs = append(errs, err)
 	}
+	for _, status := range slices.Sorted(maps.Keys(op.ResponseHeaders)) {
+		names := op.ResponseHeaders[status]
+		if !isResponseKey(status) {
+			errs = append(errs, fmt.Errorf("responseHeaders: %q is not a status, a range like 2XX or default", status))
+		}
+		for _, n := range names {
+			if !isToken(n) {
+				errs = append(errs, fmt.Errorf("responseHeaders[%s]: %q is not a valid header name", status, n))
+			}
+		}
+	}
 	if err := errors.Join(errs...); err != nil {
 		return fmt.Errorf("idem: operation %q: %w", op.ID, err)
 	}
@@ -163,4 +175,19 @@ func fmtDuration(d time.Duration) string {
 		s = strings.TrimSuffix(s, "0m")
 	}
 	return s
+}
+
+// isResponseKey reports whether s keys an OpenAPI response: a status code
+// 100..599, a range 1XX..5XX, or "default".
+func isResponseKey(s string) bool {
+	if s == "default" {
+		return true
+	}
+	if len(s) != 3 || s[0] < '1' || s[0] > '5' {
+		return false
+	}
+	if s[1:] == "XX" || s[1:] == "xx" {
+		return true
+	}
+	return s[1] >= '0' && s[1] <= '9' && s[2] >= '0' && s[2] <= '9'
 }

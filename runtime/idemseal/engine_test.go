@@ -51,7 +51,9 @@ func newSealedService(t testing.TB, db *pgtest.DB, sealer idem.Sealer) *sealedSe
 	// Both operations on one route, so that a record of one has the
 	// fingerprint the other computes: only the sealing's additional data
 	// tells them apart.
-	s.ops["createThing"] = &idem.Operation{ID: "createThing", Method: "POST", Pattern: "/things", Policy: atomic}
+	// X-Card-Ref is a declared response header: stored, sealed with the rest.
+	s.ops["createThing"] = &idem.Operation{ID: "createThing", Method: "POST", Pattern: "/things", Policy: atomic,
+		ResponseHeaders: map[string][]string{"201": {"X-Card-Ref"}}}
 	s.ops["chargeThing"] = &idem.Operation{ID: "chargeThing", Method: "POST", Pattern: "/things", Policy: lease}
 	eng, err := idem.New(db, idem.Config{
 		Operations: []*idem.Operation{s.ops["createThing"], s.ops["chargeThing"]},
@@ -81,7 +83,7 @@ func newSealedService(t testing.TB, db *pgtest.DB, sealer idem.Sealer) *sealedSe
 						return nil, err
 					}
 				}
-				h := http.Header{"Content-Type": {"application/json"}, "Location": {"/things/" + secret}}
+				h := http.Header{"Content-Type": {"application/json"}, "Location": {"/things/" + secret}, "X-Card-Ref": {"ref " + secret}}
 				return &idem.Response{Status: 201, Header: h, Body: []byte(`{"card":"` + secret + `"` + pad(s.pad) + `}`)}, nil
 			}}, nil
 		})
@@ -193,14 +195,15 @@ func TestEngineSealsRecords(t *testing.T) {
 	if first.status != 201 || again.status != 201 || again.header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("execute %d, replay %d (replayed %q)", first.status, again.status, again.header.Get("Idempotent-Replayed"))
 	}
-	if again.body != first.body || again.header.Get("Location") != "/things/"+secret || again.header.Get("Content-Type") != "application/json" {
-		t.Fatalf("replay: %q %v, want %q with its Location and Content-Type", again.body, again.header, first.body)
+	if again.body != first.body || again.header.Get("Location") != "/things/"+secret || again.header.Get("Content-Type") != "application/json" ||
+		again.header.Get("X-Card-Ref") != "ref "+secret {
+		t.Fatalf("replay: %q %v, want %q with its Location, Content-Type and declared X-Card-Ref", again.body, again.header, first.body)
 	}
 	r := readRow(t, db, "acme", "createThing", key)
 	if r.headers != nil {
 		t.Errorf("response_headers is %s, want NULL (sealed with the body)", r.headers)
 	}
-	if !idemseal.IsSealed(r.body) || bytes.Contains(r.body, []byte(secret)) || bytes.Contains(r.body, []byte("Location")) {
+	if !idemseal.IsSealed(r.body) || bytes.Contains(r.body, []byte(secret)) || bytes.Contains(r.body, []byte("Location")) || bytes.Contains(r.body, []byte("X-Card-Ref")) {
 		t.Errorf("response_body is not sealed: %q", r.body)
 	}
 	if id, _ := idemseal.KeyID(r.body); id != "k1" {

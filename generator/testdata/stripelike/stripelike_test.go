@@ -387,6 +387,12 @@ func TestJSONOrForm(t *testing.T) {
 		if re.header.Get("Idempotent-Replayed") != "true" || re.body != r.body {
 			t.Errorf("%s: replay %d %v %s", ct, re.status, re.header, re.body)
 		}
+		// The declared response headers are stored and replayed as sent.
+		for _, h := range []string{"X-Rate-Limit-Remaining", "X-Next-Review"} {
+			if !reflect.DeepEqual(re.header[h], r.header[h]) {
+				t.Errorf("%s: replay %s = %q, first %q", ct, h, re.header[h], r.header[h])
+			}
+		}
 		f.none("a replay")
 	}
 	// A media type the operation does not declare is 415, and no record.

@@ -100,6 +100,8 @@ var opCreatePayment = idem.Operation{
 		SchemaVersion: "545345bf797a", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
+	// ResponseHeaders: the declared response headers, stored and replayed.
+	ResponseHeaders: map[string][]string{"201": {"Location"}},
 }
 
 var opUpdatePayment = idem.Operation{

@@ -1,0 +1,110 @@
+package generator
+
+import (
+	"fmt"
+	"strconv"
+	"strings"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// storedHeaders is the response headers an idempotent operation declares
+// for one response key ("201", "2XX", "default"), which the engine stores
+// and replays (idem.Operation.ResponseHeaders).
+type storedHeaders struct {
+	Status string
+	Names  []string
+}
+
+// storedResponseHeaders lists, by response key in the spec's order, the
+// declared response headers the engine is to store for o. A key whose
+// response declares none is listed (with no names) only where a range or
+// default with names would otherwise apply to it. Headers the engine never
+// stores (Set-Cookie, credentials, those a replay sets itself) are left out.
+func (o *Operation) storedResponseHeaders() []storedHeaders {
+	var out []storedHeaders
+	rangeNames, defaultNames := false, false
+	for _, r := range o.Responses {
+		if len(storableHeaders(r)) == 0 {
+			continue
+		}
+		switch {
+		case r.Status == "default":
+			defaultNames = true
+		case r.Code == 0:
+			rangeNames = true
+		}
+	}
+	for _, r := range o.Responses {
+		names := storableHeaders(r)
+		key := r.Status
+		if key != "default" {
+			key = strings.ToUpper(key)
+		}
+		switch {
+		case len(names) > 0:
+		case r.Code != 0 && (rangeNames || defaultNames):
+		case r.Code == 0 && r.Status != "default" && defaultNames:
+		default:
+			continue
+		}
+		out = append(out, storedHeaders{Status: key, Names: names})
+	}
+	return out
+}
+
+func storableHeaders(r *Response) []string {
+	var names []string
+	for _, h := range r.Headers {
+		if !idem.NeverStoredHeader(h.Name) {
+			names = append(names, h.Name)
+		}
+	}
+	return names
+}
+
+// ResponseHeadersLiteral is the Go expression of o's
+// idem.Operation.ResponseHeaders, "" when it declares none to store.
+func (o *Operation) ResponseHeadersLiteral() string {
+	list := o.storedResponseHeaders()
+	if len(list) == 0 {
+		return ""
+	}
+	var b strings.Builder
+	b.WriteString("map[string][]string{")
+	for i, sh := range list {
+		if i > 0 {
+			b.WriteString(", ")
+		}
+		b.WriteString(strconv.Quote(sh.Status) + ": ")
+		if len(sh.Names) == 0 {
+			b.WriteString("nil")
+			continue
+		}
+		b.WriteString("{")
+		for j, n := range sh.Names {
+			if j > 0 {
+				b.WriteString(", ")
+			}
+			b.WriteString(strconv.Quote(n))
+		}
+		b.WriteString("}")
+	}
+	b.WriteString("}")
+	return b.String()
+}
+
+// warnUnstoredHeaders warns about each response header an idempotent
+// operation declares that the engine never stores: its first response
+// carries it, a replay does not.
+func (b *builder) warnUnstoredHeaders(o *Operation) {
+	for _, r := range o.Responses {
+		for _, h := range r.Headers {
+			if idem.NeverStoredHeader(h.Name) {
+				b.warnf(fmt.Sprintf("operation %q", o.ID),
+					"response %s declares header %s, which the idempotency engine never stores (cookies, credentials and headers a replay sets itself): the first response carries it, a replay does not",
+					r.Status, h.Name)
+			}
+		}
+	}
+}
