@@ -101,19 +101,16 @@ func renderType(f *jen.File, t *Type) {
 				g.Id(v.Name).Id(t.Name).Op("=").Lit(v.Value)
 			}
 		})
-		f.Comment("Valid reports whether v is one of the declared " + t.Name + " values.")
+		// Valid lists the constants once; UnmarshalJSON goes through it.
+		// Both methods stay as short as they can: Stripe has 1 636 enums.
+		var values []jen.Code
+		for _, v := range t.Enum {
+			values = append(values, jen.Id(v.Name))
+		}
+		f.Comment("Valid reports whether v is one of the declared " + t.Name + " values; UnmarshalJSON refuses the others.")
 		f.Func().Params(jen.Id("v").Id(t.Name)).Id("Valid").Params().Bool().Block(
-			jen.Switch(jen.Id("v")).Block(
-				jen.CaseFunc(func(g *jen.Group) {
-					for _, v := range t.Enum {
-						g.Id(v.Name)
-					}
-				}).Block(jen.Return(jen.True())),
-			),
-			jen.Return(jen.False()),
-		)
-		f.Comment("UnmarshalJSON refuses values that are not declared.")
-		f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
+			jen.Return(jen.Qual(implPkg, "OneOf").Call(append([]jen.Code{jen.Id("v")}, values...)...)),
+		).Line().Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 			jen.Return(jen.Qual(implPkg, "UnmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
 		)
 	case KindUnion:
@@ -168,6 +165,17 @@ func renderStruct(f *jen.File, t *Type) {
 		what = append(what, "keeps undeclared members in "+ap.Name)
 	}
 	f.Comment("UnmarshalJSON " + strings.Join(what, " and ") + ".")
+	if ap == nil {
+		args := []jen.Code{jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))}
+		for _, r := range req {
+			args = append(args, jen.Lit(r))
+		}
+		f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
+			jen.Type().Id("plain").Id(t.Name),
+			jen.Return(jen.Qual(implPkg, "UnmarshalRequired").Call(args...)),
+		)
+		return
+	}
 	body := []jen.Code{
 		jen.Type().Id("plain").Id(t.Name),
 		jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
@@ -177,16 +185,9 @@ func renderStruct(f *jen.File, t *Type) {
 		for _, r := range req {
 			args = append(args, jen.Lit(r))
 		}
-		check := jen.Qual(implPkg, "CheckRequired").Call(args...)
-		if ap == nil {
-			body = append(body, jen.Return(check))
-		} else {
-			body = append(body, jen.If(jen.Err().Op(":=").Add(check), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
-		}
+		body = append(body, jen.If(jen.Err().Op(":=").Qual(implPkg, "CheckRequired").Call(args...), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
 	}
-	if ap != nil {
-		body = append(body, jen.Return(jen.Qual(implPkg, "UnmarshalAdditional").Call(append([]jen.Code{jen.Id("b"), jen.Op("&").Id("v").Dot(ap.Name)}, declared...)...)))
-	}
+	body = append(body, jen.Return(jen.Qual(implPkg, "UnmarshalAdditional").Call(append([]jen.Code{jen.Id("b"), jen.Op("&").Id("v").Dot(ap.Name)}, declared...)...)))
 	f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(body...)
 }
 

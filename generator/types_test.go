@@ -223,6 +223,33 @@ func TestAccountRoundTrip(t *testing.T) {
 	}
 }
 
+// TestStrictDecoding: an enum refuses undeclared values (Valid and
+// UnmarshalJSON), a struct a missing required property or a mistyped one.
+func TestStrictDecoding(t *testing.T) {
+	if !AccountKindBusiness.Valid() || !AccountKind("personal").Valid() || AccountKind("Business").Valid() || AccountKind("").Valid() {
+		t.Error("AccountKind.Valid does not follow the enum")
+	}
+	var k AccountKind
+	if err := json.Unmarshal([]byte(` + "`" + `"business"` + "`" + `), &k); err != nil || k != AccountKindBusiness {
+		t.Errorf("business: %q %v", k, err)
+	}
+	if err := json.Unmarshal([]byte(` + "`" + `"other"` + "`" + `), &k); err == nil || k != AccountKindBusiness {
+		t.Errorf("other: %q %v", k, err)
+	}
+	if err := json.Unmarshal([]byte(` + "`" + `{"id":"a","owner":{},"kind":"other"}` + "`" + `), new(Account)); err == nil {
+		t.Error("an account of kind other was accepted")
+	}
+	var f File
+	if err := json.Unmarshal([]byte(` + "`" + `{"type":"file","name":"a"}` + "`" + `), &f); err != nil || f.Name != "a" {
+		t.Errorf("file: %+v %v", f, err)
+	}
+	for _, bad := range []string{` + "`" + `{"type":"file"}` + "`" + `, ` + "`" + `{"name":"a"}` + "`" + `, ` + "`" + `{"type":"file","name":3}` + "`" + `} {
+		if err := json.Unmarshal([]byte(bad), new(File)); err == nil {
+			t.Errorf("file %s was accepted", bad)
+		}
+	}
+}
+
 type srv struct{ Unimplemented }
 
 func (srv) ListPets(ctx context.Context, req ListPetsRequest) (ListPetsResponse, error) {

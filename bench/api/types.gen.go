@@ -4,7 +4,6 @@
 package api
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -20,10 +19,7 @@ type Payment struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Payment) UnmarshalJSON(b []byte) error {
 	type plain Payment
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency", "id", "reference")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency", "id", "reference")
 }
 
 // PaymentInput is generated from #/components/schemas/PaymentInput.
@@ -36,10 +32,7 @@ type PaymentInput struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *PaymentInput) UnmarshalJSON(b []byte) error {
 	type plain PaymentInput
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency", "reference")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency", "reference")
 }
 
 // CreateAtomicRequest is the decoded request of operation createAtomic (POST /atomic).

@@ -42,6 +42,16 @@ func CheckRequired(b []byte, names ...string) error {
 	return nil
 }
 
+// UnmarshalRequired decodes b into v, then refuses an object that lacks one
+// of names (CheckRequired): the UnmarshalJSON method of a generated struct
+// with required properties, which passes itself as a type without methods.
+func UnmarshalRequired(b []byte, v any, names ...string) error {
+	if err := json.Unmarshal(b, v); err != nil {
+		return err
+	}
+	return CheckRequired(b, names...)
+}
+
 // RawOrNull returns b, or the JSON null when b is nil: the MarshalJSON of a
 // generated union type.
 func RawOrNull(b json.RawMessage) []byte {

@@ -107,6 +107,34 @@ func TestReadBody(t *testing.T) {
 	}
 }
 
+// TestUnmarshalRequired: the UnmarshalJSON of a generated struct decodes
+// first (a type error wins), then refuses a missing required property.
+func TestUnmarshalRequired(t *testing.T) {
+	type plain struct {
+		A int `json:"a"`
+		B *int
+	}
+	var v plain
+	if err := idemimpl.UnmarshalRequired([]byte(`{"a":1,"b":2}`), &v, "a", "b"); err != nil || v.A != 1 || v.B == nil || *v.B != 2 {
+		t.Errorf("got %+v, %v", v, err)
+	}
+	if err := idemimpl.UnmarshalRequired([]byte(`{"a":1}`), &v, "a", "b"); err == nil || err.Error() != `property "b" is required` {
+		t.Errorf("missing b: error %v", err)
+	}
+	if err := idemimpl.UnmarshalRequired([]byte(`{"a":"x"}`), &v, "a", "b"); err == nil || !strings.Contains(err.Error(), "cannot unmarshal string") {
+		t.Errorf("a string for an int: error %v, want the decoder's", err)
+	}
+}
+
+func TestOneOf(t *testing.T) {
+	if !idemimpl.OneOf(color("green"), "red", "green") {
+		t.Error("green is one of red, green")
+	}
+	if idemimpl.OneOf(color("blue"), "red", "green") || idemimpl.OneOf(color("")) {
+		t.Error("blue, or anything, is one of red, green or of nothing")
+	}
+}
+
 func TestUnmarshalEnum(t *testing.T) {
 	var c color
 	if err := idemimpl.UnmarshalEnum([]byte(`"green"`), &c); err != nil || c != "green" {

@@ -3,6 +3,7 @@ package idemimpl
 import (
 	"errors"
 	"fmt"
+	"slices"
 	"strconv"
 	"time"
 
@@ -64,6 +65,10 @@ type Enum interface {
 	~string
 	Valid() bool
 }
+
+// OneOf reports whether v is one of values: the Valid method of a generated
+// enum type passes its constants.
+func OneOf[E ~string](v E, values ...E) bool { return slices.Contains(values, v) }
 
 // ParseEnum parses a parameter of enum type E, refusing undeclared values.
 func ParseEnum[E Enum](s string) (E, error) {

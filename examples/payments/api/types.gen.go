@@ -4,7 +4,6 @@
 package api
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"time"
@@ -24,10 +23,7 @@ type Error struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Error) UnmarshalJSON(b []byte) error {
 	type plain Error
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "code", "message")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "code", "message")
 }
 
 // Metadata is generated from #/components/schemas/Metadata.
@@ -47,10 +43,7 @@ type NewPayment struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *NewPayment) UnmarshalJSON(b []byte) error {
 	type plain NewPayment
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency")
 }
 
 // NewRefund is generated from #/components/schemas/NewRefund.
@@ -62,10 +55,7 @@ type NewRefund struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *NewRefund) UnmarshalJSON(b []byte) error {
 	type plain NewRefund
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount")
 }
 
 // Payment is generated from #/components/schemas/Payment.
@@ -85,10 +75,7 @@ type Payment struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Payment) UnmarshalJSON(b []byte) error {
 	type plain Payment
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "capturedAmount", "chargeId", "createdAt", "currency", "id", "refundedAmount", "status")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "capturedAmount", "chargeId", "createdAt", "currency", "id", "refundedAmount", "status")
 }
 
 // PaymentList is generated from #/components/schemas/PaymentList.
@@ -99,10 +86,7 @@ type PaymentList struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *PaymentList) UnmarshalJSON(b []byte) error {
 	type plain PaymentList
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "payments")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "payments")
 }
 
 // PaymentStatus is generated from #/components/schemas/Payment/properties/status.
@@ -114,16 +98,10 @@ const (
 	PaymentStatusCaptured   PaymentStatus = "captured"
 )
 
-// Valid reports whether v is one of the declared PaymentStatus values.
+// Valid reports whether v is one of the declared PaymentStatus values; UnmarshalJSON refuses the others.
 func (v PaymentStatus) Valid() bool {
-	switch v {
-	case PaymentStatusAuthorized, PaymentStatusCaptured:
-		return true
-	}
-	return false
+	return idemimpl.OneOf(v, PaymentStatusAuthorized, PaymentStatusCaptured)
 }
-
-// UnmarshalJSON refuses values that are not declared.
 func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }
@@ -140,10 +118,7 @@ type Problem struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Problem) UnmarshalJSON(b []byte) error {
 	type plain Problem
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "code", "status", "title", "type")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "code", "status", "title", "type")
 }
 
 // Quote is generated from #/components/schemas/Quote.
@@ -157,10 +132,7 @@ type Quote struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Quote) UnmarshalJSON(b []byte) error {
 	type plain Quote
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency", "fee", "total")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency", "fee", "total")
 }
 
 // QuoteRequest is generated from #/components/schemas/QuoteRequest.
@@ -172,10 +144,7 @@ type QuoteRequest struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *QuoteRequest) UnmarshalJSON(b []byte) error {
 	type plain QuoteRequest
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency")
 }
 
 // Refund is generated from #/components/schemas/Refund.
@@ -190,10 +159,7 @@ type Refund struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Refund) UnmarshalJSON(b []byte) error {
 	type plain Refund
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "createdAt", "id", "paymentId")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "createdAt", "id", "paymentId")
 }
 
 // ListPaymentsRequest is the decoded request of operation listPayments (GET /payments).

@@ -4,7 +4,6 @@
 package reqapi
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -28,10 +27,7 @@ type Item struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Item) UnmarshalJSON(b []byte) error {
 	type plain Item
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "sku")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "sku")
 }
 
 // Note is generated from #/components/schemas/Note.
@@ -44,10 +40,7 @@ type Note struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Note) UnmarshalJSON(b []byte) error {
 	type plain Note
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "id", "note", "title")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "id", "note", "title")
 }
 
 // NotePatch is generated from #/components/schemas/NotePatch.
@@ -72,10 +65,7 @@ type Order struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Order) UnmarshalJSON(b []byte) error {
 	type plain Order
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency", "quantity")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency", "quantity")
 }
 
 // OrderCurrency is generated from #/components/schemas/Order/properties/currency.
@@ -88,16 +78,10 @@ const (
 	OrderCurrencyUsd OrderCurrency = "usd"
 )
 
-// Valid reports whether v is one of the declared OrderCurrency values.
+// Valid reports whether v is one of the declared OrderCurrency values; UnmarshalJSON refuses the others.
 func (v OrderCurrency) Valid() bool {
-	switch v {
-	case OrderCurrencyEUR, OrderCurrencyUSD, OrderCurrencyUsd:
-		return true
-	}
-	return false
+	return idemimpl.OneOf(v, OrderCurrencyEUR, OrderCurrencyUSD, OrderCurrencyUsd)
 }
-
-// UnmarshalJSON refuses values that are not declared.
 func (v *OrderCurrency) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }

@@ -4,7 +4,6 @@
 package testapi
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -18,10 +17,7 @@ type Note struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Note) UnmarshalJSON(b []byte) error {
 	type plain Note
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "id", "text")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "id", "text")
 }
 
 // NoteText is generated from #/components/schemas/Note/properties/text.
@@ -35,16 +31,10 @@ const (
 	NoteTextTwice NoteText = "twice"
 )
 
-// Valid reports whether v is one of the declared NoteText values.
+// Valid reports whether v is one of the declared NoteText values; UnmarshalJSON refuses the others.
 func (v NoteText) Valid() bool {
-	switch v {
-	case NoteTextHello, NoteTextFail, NoteTextOther, NoteTextTwice:
-		return true
-	}
-	return false
+	return idemimpl.OneOf(v, NoteTextHello, NoteTextFail, NoteTextOther, NoteTextTwice)
 }
-
-// UnmarshalJSON refuses values that are not declared.
 func (v *NoteText) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }

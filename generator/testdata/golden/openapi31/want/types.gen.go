@@ -20,10 +20,7 @@ type CreateNoteRequestBody struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *CreateNoteRequestBody) UnmarshalJSON(b []byte) error {
 	type plain CreateNoteRequestBody
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "text")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "text")
 }
 
 // Note is generated from ext/common.yaml#/Note.
@@ -37,10 +34,7 @@ type Note struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Note) UnmarshalJSON(b []byte) error {
 	type plain Note
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "id", "text")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "id", "text")
 }
 
 // StringOrInt64 is one of String, Int64 (#/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items): set exactly one field.

@@ -4,7 +4,6 @@
 package petstore
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -18,10 +17,7 @@ type Error struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Error) UnmarshalJSON(b []byte) error {
 	type plain Error
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "code", "message")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "code", "message")
 }
 
 // NewPet is generated from #/components/schemas/NewPet.
@@ -33,10 +29,7 @@ type NewPet struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *NewPet) UnmarshalJSON(b []byte) error {
 	type plain NewPet
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "name")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "name")
 }
 
 // Pet is generated from #/components/schemas/Pet.
@@ -49,10 +42,7 @@ type Pet struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Pet) UnmarshalJSON(b []byte) error {
 	type plain Pet
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "name", "id")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "name", "id")
 }
 
 // FindPetsRequest is the decoded request of operation findPets (GET /pets).

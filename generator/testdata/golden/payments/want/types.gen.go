@@ -26,10 +26,7 @@ type Card struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Card) UnmarshalJSON(b []byte) error {
 	type plain Card
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "number")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "number")
 }
 
 // CardKind is generated from #/components/schemas/Card/properties/kind.
@@ -41,16 +38,10 @@ const (
 	CardKindMastercard CardKind = "mastercard"
 )
 
-// Valid reports whether v is one of the declared CardKind values.
+// Valid reports whether v is one of the declared CardKind values; UnmarshalJSON refuses the others.
 func (v CardKind) Valid() bool {
-	switch v {
-	case CardKindVisa, CardKindMastercard:
-		return true
-	}
-	return false
+	return idemimpl.OneOf(v, CardKindVisa, CardKindMastercard)
 }
-
-// UnmarshalJSON refuses values that are not declared.
 func (v *CardKind) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }
@@ -64,10 +55,7 @@ type ListPayments200ResponseBody struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *ListPayments200ResponseBody) UnmarshalJSON(b []byte) error {
 	type plain ListPayments200ResponseBody
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "items")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "items")
 }
 
 // Money is generated from #/components/schemas/Money.
@@ -79,10 +67,7 @@ type Money struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Money) UnmarshalJSON(b []byte) error {
 	type plain Money
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "currency")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "currency")
 }
 
 // NewPayment is generated from #/components/schemas/NewPayment.
@@ -96,10 +81,7 @@ type NewPayment struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *NewPayment) UnmarshalJSON(b []byte) error {
 	type plain NewPayment
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "source")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "source")
 }
 
 // Payment is generated from #/components/schemas/Payment.
@@ -119,10 +101,7 @@ type Payment struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Payment) UnmarshalJSON(b []byte) error {
 	type plain Payment
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "amount", "source", "createdAt", "id", "status")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "amount", "source", "createdAt", "id", "status")
 }
 
 // PaymentStatus is generated from #/components/schemas/PaymentStatus.
@@ -136,16 +115,10 @@ const (
 	PaymentStatus3dsRequired PaymentStatus = "3ds-required"
 )
 
-// Valid reports whether v is one of the declared PaymentStatus values.
+// Valid reports whether v is one of the declared PaymentStatus values; UnmarshalJSON refuses the others.
 func (v PaymentStatus) Valid() bool {
-	switch v {
-	case PaymentStatusPending, PaymentStatusCaptured, PaymentStatusFailed, PaymentStatus3dsRequired:
-		return true
-	}
-	return false
+	return idemimpl.OneOf(v, PaymentStatusPending, PaymentStatusCaptured, PaymentStatusFailed, PaymentStatus3dsRequired)
 }
-
-// UnmarshalJSON refuses values that are not declared.
 func (v *PaymentStatus) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }

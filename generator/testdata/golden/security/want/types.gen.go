@@ -4,7 +4,6 @@
 package secured
 
 import (
-	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -17,10 +16,7 @@ type Order struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Order) UnmarshalJSON(b []byte) error {
 	type plain Order
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "item")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "item")
 }
 
 // Result is generated from #/components/schemas/Result.
@@ -33,10 +29,7 @@ type Result struct {
 // UnmarshalJSON refuses a value that lacks a required property.
 func (v *Result) UnmarshalJSON(b []byte) error {
 	type plain Result
-	if err := json.Unmarshal(b, (*plain)(v)); err != nil {
-		return err
-	}
-	return idemimpl.CheckRequired(b, "item", "principal", "run")
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "item", "principal", "run")
 }
 
 // AndOrRequest is the decoded request of operation andOr (POST /and-or).
