@@ -247,7 +247,11 @@ type Operation struct {
 	Method     string   // POST
 	Path       string   // /payments/{id}
 	Pattern    string   // ServeMux pattern without method: /payments/{id}
-	PathParams []string // ServeMux wildcard names, in path order (r.PathValue keys)
+	PathParams []string // path parameters' names, in path order (r.PathValue keys)
+	// Segments are the path segments whose ServeMux wildcard the handler
+	// splits into parameters (see route.go); nil when every path parameter
+	// is a wildcard of Pattern.
+	Segments   []PathSegment
 	Summary    string
 	Deprecated bool
 	Idempotent bool
@@ -266,6 +270,8 @@ type Operation struct {
 	// GoName+"Response" unless a schema of the same name took them first.
 	RequestTypeName, ResponseTypeName string
 
+	segs          []pathSeg   // the path template's segments
+	route         *RouteGroup // the ServeMux route serving the operation
 	ident         *ident
 	requestFields *scope // fields of the request type
 	// ownExclusions: the fingerprint exclusions are the operation's own,

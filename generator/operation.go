@@ -25,24 +25,23 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 	where := fmt.Sprintf("%s: operation %q: ", b.file, id)
 
-	// Route pattern.
-	segs := strings.Split(path, "/")
-	for i, seg := range segs {
-		if strings.Contains(seg, "{") {
-			if !strings.HasPrefix(seg, "{") || !strings.HasSuffix(seg, "}") || strings.Count(seg, "{") != 1 {
-				// GitHub's compare-commits has /compare/{base}...{head}.
-				b.warnf(fmt.Sprintf("operation %q", id), "path segment %q: a parameter must fill a whole segment (net/http.ServeMux); the operation is not generated: route %s %s yourself", seg, method, path)
-				return nil
-			}
-			name := seg[1 : len(seg)-1]
-			o.PathParams = append(o.PathParams, muxWildcard(name))
-			segs[i] = "{" + muxWildcard(name) + "}"
+	// Route pattern: one ServeMux wildcard per segment holding parameters,
+	// named for good once the routes are grouped (checkRoutes).
+	segs, ok := b.parsePath(path, where)
+	if !ok {
+		return nil
+	}
+	o.segs = segs
+	wild := map[int]string{}
+	for i, s := range segs {
+		o.PathParams = append(o.PathParams, s.params...)
+		if s.wholeParam() {
+			wild[i] = s.params[0]
+		} else if len(s.params) > 0 {
+			wild[i] = segmentWildcard(s)
 		}
 	}
-	o.Pattern = strings.Join(segs, "/")
-	if strings.HasSuffix(o.Pattern, "/") {
-		o.Pattern += "{$}"
-	}
+	o.Pattern = pattern(segs, wild)
 
 	want := goName(id)
 	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
@@ -268,34 +267,4 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		}
 	}
 	return "", false
-}
-
-// checkRoutes refuses two operations ServeMux would reject as conflicting.
-func (b *builder) checkRoutes(ops []*Operation) {
-	seen := map[string]*Operation{}
-	for _, o := range ops {
-		shape := o.Method + " " + wildcardRE(o.Pattern)
-		if prev, ok := seen[shape]; ok {
-			b.errs.addf("%s: operations %q (%s %s) and %q (%s %s) have the same route", b.file, prev.ID, prev.Method, prev.Path, o.ID, o.Method, o.Path)
-			continue
-		}
-		seen[shape] = o
-	}
-}
-
-func wildcardRE(p string) string {
-	var out strings.Builder
-	depth := 0
-	for _, r := range p {
-		switch {
-		case r == '{':
-			depth++
-			out.WriteString("{}")
-		case r == '}':
-			depth--
-		case depth == 0:
-			out.WriteRune(r)
-		}
-	}
-	return out.String()
 }

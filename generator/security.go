@@ -350,3 +350,22 @@ func describeSecurity(alts []SecurityRequirement) string {
 	}
 	return strings.Join(words, ", or ")
 }
+
+// SecuredIdempotentOperations are the ids of the idempotent operations that
+// require security (some alternative names a scheme): their keys should be
+// scoped by principal, and NewHandler warns when the engine does not.
+func (m *Model) SecuredIdempotentOperations() []string {
+	var out []string
+	for _, o := range m.Operations {
+		if !o.Idempotent {
+			continue
+		}
+		for _, alt := range o.Security {
+			if len(alt) > 0 {
+				out = append(out, o.ID)
+				break
+			}
+		}
+	}
+	return out
+}

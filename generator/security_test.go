@@ -42,7 +42,7 @@ func TestSecurityHooks(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test of the generated package: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestRefusedWithoutRecord", "TestAdmitted", "TestPrincipalScopesTheKey", "TestCredentialsNotFingerprinted", "TestNewHandlerWithoutSecurity", "TestClientCredentials"} {
+	for _, name := range []string{"TestRefusedWithoutRecord", "TestAdmitted", "TestPrincipalScopesTheKey", "TestCredentialsNotFingerprinted", "TestNewHandlerWithoutSecurity", "TestClientCredentials", "TestNoPrincipalRefused", "TestUnscopedWarning"} {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}

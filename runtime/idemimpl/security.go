@@ -6,8 +6,10 @@ import (
 	"encoding/base64"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/url"
+	"reflect"
 	"strconv"
 	"strings"
 
@@ -80,7 +82,11 @@ type HookFunc func(ctx context.Context, s *Scheme, c *Credential, scopes []strin
 // the first whose schemes all find their credentials and whose hooks all
 // accept them admits the request, with the principal in its context
 // (idem.WithPrincipal; with several schemes, each hook sees the principal
-// so far and the last non-nil one is kept). A request that carries no
+// so far and the last non-nil one is kept). An alternative whose hooks all
+// return a nil principal (a nil pointer too) and no error does not admit the
+// request: it counts as refused credentials (401) and is logged as an error
+// naming its schemes, since a hook that accepts must say whose the
+// credential is. A request that carries no
 // credential of any of the schemes is anonymous: admitted, with no
 // principal, when an alternative is empty, else 401. Otherwise, when no
 // alternative admits it: 403 when a hook said idem.ErrForbidden, the hook's
@@ -139,10 +145,26 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 				}
 				break
 			}
-			if p != nil {
+			if !isNil(p) {
 				principal = p
 				ctx = idem.WithPrincipal(ctx, p)
 			}
+		}
+		if admitted && principal == nil {
+			// Every hook accepted its credential without saying whose it
+			// is: most often a lookup that found nothing and returned its
+			// nil pointer with a nil error. Admitting the request would
+			// make it anonymous, sharing the anonymous tenant's keys under
+			// idem.PrincipalScope; it is refused instead, and logged, since
+			// it is a bug of the hook the client cannot see.
+			admitted = false
+			rejected = errNoPrincipal
+			names := make([]string, len(alt))
+			for i, u := range alt {
+				names[i] = u.Scheme.Name
+			}
+			slog.ErrorContext(r.Context(), "idemimpl: security hooks accepted credentials but returned no principal (nil); the request is refused with 401: return a non-nil principal to accept a credential, an error to refuse it",
+				"schemes", names, "route", r.Pattern)
 		}
 		if admitted {
 			return r.WithContext(idem.WithPrincipal(r.Context(), principal)), true
@@ -190,6 +212,23 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 	idem.WriteProblem(w, r, &idem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
 		Reason: idem.ReasonUnauthenticated, Detail: detail, Err: rejected})
 	return nil, false
+}
+
+// errNoPrincipal is an alternative whose hooks all returned a nil principal
+// and no error: a 401.
+var errNoPrincipal = errors.New("the security hooks returned no principal")
+
+// isNil reports whether a principal is nil, also a nil pointer, map, slice,
+// function or channel in a non-nil interface.
+func isNil(p any) bool {
+	if p == nil {
+		return true
+	}
+	switch v := reflect.ValueOf(p); v.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface, reflect.UnsafePointer:
+		return v.IsNil()
+	}
+	return false
 }
 
 // errMalformed is a credential that is there but cannot be read: it is a

@@ -73,6 +73,8 @@ func (a *auth) byToken(scheme, token string, scopes []string) (Principal, error)
 		u = alice
 	case "tok-bob":
 		u = bob
+	case "tok-nobody":
+		return u, nil // a lookup that found no one: a nil *user, no error
 	case "tok-forbidden":
 		return nil, fmt.Errorf("%w: account suspended", idem.ErrForbidden)
 	default:
@@ -93,6 +95,8 @@ func (a *auth) byKey(scheme, key string, scopes []string) (Principal, error) {
 		return via(alice, scheme), nil
 	case "key-bob":
 		return via(bob, scheme), nil
+	case "key-nobody":
+		return nil, nil
 	}
 	return nil, errBadCredentials
 }
@@ -454,6 +458,75 @@ func TestPrincipalScopesTheKey(t *testing.T) {
 	e.admitted("anonymous", e.send("POST", "/optional", e.key(), "book"), "anonymous")
 	if got := e.tenants(); !slices.Equal(got, []string{"", "user:alice", "user:bob"}) {
 		t.Errorf("tenants of the records: %q", got)
+	}
+}
+
+// A hook that accepts a credential without a principal (nil, or a nil
+// pointer, and no error) admits nothing: 401, no record, no handler, and an
+// error logged naming the schemes. Under idem.PrincipalScope it would
+// otherwise be a 500 (the principal is no *user), or, taken as anonymous,
+// share the anonymous tenant's keys.
+func TestNoPrincipalRefused(t *testing.T) {
+	var logs lockedBuffer
+	prev := slog.Default()
+	slog.SetDefault(slog.New(slog.NewJSONHandler(&logs, nil)))
+	defer slog.SetDefault(prev)
+	e := newEnv(t, idem.Config{Scope: idem.PrincipalScope(func(u *user) string { return "user:" + u.Name })})
+	for _, tc := range []struct {
+		what, path string
+		headers    []string
+		challenge  []string
+		scheme     string
+	}{
+		{"bearer, a nil *user", "/orders", []string{"Authorization: Bearer tok-nobody"}, []string{`Bearer error="invalid_token"`}, `"schemes":["bearerAuth"]`},
+		{"header key, nil", "/header-key", []string{"X-API-Key: key-nobody"}, nil, `"schemes":["apiKeyHeader"]`},
+		{"and: both nil", "/and-or", []string{"X-API-Key: key-nobody", "Authorization: Bearer tok-nobody"}, []string{`Bearer error="invalid_token"`, basicChallenge}, `"schemes":["apiKeyHeader","bearerAuth"]`},
+	} {
+		before := logs.String()
+		e.refused(tc.what, e.send("POST", tc.path, e.key(), "x", tc.headers...), 401, "UNAUTHENTICATED", tc.challenge...)
+		logged := strings.TrimPrefix(logs.String(), before)
+		if !strings.Contains(logged, `"level":"ERROR"`) || !strings.Contains(logged, "no principal") || !strings.Contains(logged, tc.scheme) {
+			t.Errorf("%s: logged %q; want an error naming %s", tc.what, logged, tc.scheme)
+		}
+	}
+	if strings.Contains(logs.String(), "tok-") || strings.Contains(logs.String(), "key-") {
+		t.Errorf("a credential was logged: %s", logs.String())
+	}
+	// One scheme of a requirement without a principal is fine when another
+	// names one.
+	e.admitted("and: key without a principal, bearer alice", e.send("POST", "/and-or", e.key(), "a", "X-API-Key: key-nobody", "Authorization: Bearer tok-alice"), "alice@bearerAuth")
+	if got := e.tenants(); !slices.Equal(got, []string{"user:alice"}) {
+		t.Errorf("tenants of the records: %q", got)
+	}
+}
+
+// NewHandler and Routes warn when the engine does not scope the keys of
+// secured idempotent operations, and only then.
+func TestUnscopedWarning(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{})
+	for _, tc := range []struct {
+		what  string
+		scope idem.ScopeFunc
+		warns bool
+	}{
+		{"no Scope", nil, true},
+		{"PrincipalScope", idem.PrincipalScope(func(u *user) string { return u.Name }), false},
+		{"one key space on purpose", func(*http.Request) (string, error) { return "", nil }, false},
+	} {
+		var logs lockedBuffer
+		engine, err := idem.New(db.Pool, idem.Config{Operations: IdempotentOperations, Scope: tc.scope,
+			Logger: slog.New(slog.NewJSONHandler(&logs, nil))})
+		if err != nil {
+			t.Fatal(err)
+		}
+		NewHandler(&srv{}, engine, WithSecurity(&auth{}))
+		Routes(&srv{}, engine, WithSecurity(&auth{}))
+		got := logs.String()
+		warned := strings.Count(got, `"level":"WARN"`) == 2 && strings.Count(got, "idem.Config.Scope") == 2 &&
+			strings.Contains(got, `"package":"secured","operations":10,"first":["andOr","basic","cookieKey","headerKey","oidc"]`)
+		if warned != tc.warns || !tc.warns && got != "" {
+			t.Errorf("%s: logged %q; want a warning from NewHandler and from Routes: %v", tc.what, got, tc.warns)
+		}
 	}
 }
 

@@ -104,6 +104,10 @@ func WithBasePath(p string) Option {
 // Route is one operation's route, for routers that register routes one by
 // one (see Routes).
 type Route struct {
+	// OperationID is the operation's id; the ids of several, separated by
+	// commas, when their paths differ only inside a segment
+	// ("/files/{name}.json" and "/files/{id}"): the route's handler tells
+	// them apart.
 	OperationID string
 	Method      string // GET, POST, ...
 	// Pattern is the path under the base path, with {name} wildcards as in

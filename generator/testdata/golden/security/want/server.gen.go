@@ -125,8 +125,11 @@ type Principal = any
 // the principal of a credential it accepts; an error wrapping
 // idem.ErrForbidden for one that is valid but may not do what the operation
 // does (403); any other error for one it does not accept (401); or an
-// *idem.Problem to choose the answer. scopes are the scopes (or roles) the
-// operation requires of the scheme. Errors are never sent to the client.
+// *idem.Problem to choose the answer. A nil principal (a nil pointer too)
+// with a nil error accepts nothing: unless another scheme of the requirement
+// returns one, the request gets 401 and an error is logged. scopes are the
+// scopes (or roles) the operation requires of the scheme. Errors are never
+// sent to the client.
 type Security interface {
 	// APIKeyCookie authenticates "apiKeyCookie": API key in cookie session.
 	APIKeyCookie(ctx context.Context, key string, scopes []string) (Principal, error)
@@ -343,6 +346,10 @@ func WithBasePath(p string) Option {
 // Route is one operation's route, for routers that register routes one by
 // one (see Routes).
 type Route struct {
+	// OperationID is the operation's id; the ids of several, separated by
+	// commas, when their paths differ only inside a segment
+	// ("/files/{name}.json" and "/files/{id}"): the route's handler tells
+	// them apart.
 	OperationID string
 	Method      string // GET, POST, ...
 	// Pattern is the path under the base path, with {name} wildcards as in
@@ -408,6 +415,9 @@ func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
 	if h.opts.security == nil {
 		panic("secured: operations of ../openapi.yaml require security: pass WithSecurity to NewHandler or Routes")
 	}
+	// Idempotent operations that require security: without idem.Config.Scope
+	// their principals would share one key space, which the engine logs.
+	engine.WarnUnscoped("secured", []string{"andOr", "basic", "cookieKey", "headerKey", "oidc", "optional", "createOrder", "queryKey", "scoped", "undefinedScheme"})
 	return h
 }
 

@@ -1,0 +1,338 @@
+package generator
+
+import (
+	"fmt"
+	"slices"
+	"sort"
+	"strconv"
+	"strings"
+)
+
+// A net/http.ServeMux wildcard fills a whole path segment, while an OpenAPI
+// path template may put parameters and literals in one segment: GitHub's
+// /repos/{owner}/{repo}/compare/{base}...{head}, or /files/{name}.json.
+// Such a segment gets one wildcard, and the generated code splits its value
+// by the literals (idemimpl.MatchPath) before anything else reads the
+// request; a path whose segment lacks the literals is not the operation's
+// and gets the 404 of any other unknown path. Operations whose paths differ
+// only inside such segments (GET /files/{name}.json and GET
+// /files/{name}.xml, or beside GET /files/{id}) share one ServeMux route,
+// whose handler tries them from the most literal text to the least.
+
+// pathSeg is one segment of an operation's path template.
+type pathSeg struct {
+	text   string   // as in the spec
+	lits   []string // literals around the parameters: len(params)+1; the whole text when there are no parameters
+	params []string // ServeMux-safe parameter names (Param.Key), in order
+}
+
+func (s *pathSeg) wholeParam() bool {
+	return len(s.params) == 1 && s.lits[0] == "" && s.lits[1] == ""
+}
+
+// PathSegment is a segment whose wildcard value the generated code splits
+// into parameters (see idemimpl.PathSegment).
+type PathSegment struct {
+	Wildcard string
+	Literals []string
+	Params   []string
+}
+
+// Literal is the idemimpl.PathSegment composite literal.
+func (s PathSegment) Literal() string {
+	q := func(xs []string) string {
+		out := make([]string, len(xs))
+		for i, x := range xs {
+			out[i] = strconv.Quote(x)
+		}
+		return "{" + strings.Join(out, ", ") + "}"
+	}
+	return fmt.Sprintf("{Wildcard: %s, Literals: []string%s, Params: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals), q(s.Params))
+}
+
+// RouteGroup is one ServeMux route: one operation, or several whose paths
+// differ only inside segments that hold parameters and literals.
+type RouteGroup struct {
+	Method  string
+	Pattern string       // ServeMux pattern without method (and with {$} for a trailing /)
+	Ops     []*Operation // in the order the dispatcher tries them
+}
+
+// Dispatch reports whether the route's handler must split path segments or
+// choose between operations before an operation's handler runs.
+func (g *RouteGroup) Dispatch() bool { return len(g.Ops) > 1 || len(g.Ops[0].Segments) > 0 }
+
+// Handler is the handler method the route calls.
+func (g *RouteGroup) Handler() string {
+	if g.Dispatch() {
+		return "route" + g.Ops[0].GoName
+	}
+	return g.Ops[0].Handler()
+}
+
+// OperationID names the route's operation, or its operations separated by
+// commas.
+func (g *RouteGroup) OperationID() string {
+	ids := make([]string, len(g.Ops))
+	for i, o := range g.Ops {
+		ids[i] = o.ID
+	}
+	return strings.Join(ids, ",")
+}
+
+// PathPattern is Pattern without ServeMux's end anchor (see Operation.PathPattern).
+func (g *RouteGroup) PathPattern() string { return strings.TrimSuffix(g.Pattern, "{$}") }
+
+// SegmentsVar names the operation's table of split segments.
+func (o *Operation) SegmentsVar() string { return "pathSegments" + o.GoName }
+
+// Routes lists the ServeMux routes, in the order of the operations.
+func (m *Model) Routes() []*RouteGroup {
+	var out []*RouteGroup
+	seen := map[*RouteGroup]bool{}
+	for _, o := range m.Operations {
+		if g := o.route; g != nil && !seen[g] {
+			seen[g] = true
+			out = append(out, g)
+		}
+	}
+	return out
+}
+
+// parsePath splits an operation's path template into segments; it reports
+// a segment that cannot be matched (unbalanced braces, an empty name, two
+// parameters with no literal between them) and returns ok false.
+func (b *builder) parsePath(path, where string) (segs []pathSeg, ok bool) {
+	for _, text := range strings.Split(path, "/") {
+		s := pathSeg{text: text}
+		rest, lit := text, ""
+		for rest != "" {
+			i := strings.IndexAny(rest, "{}")
+			if i < 0 {
+				lit += rest
+				break
+			}
+			if rest[i] == '}' {
+				b.errs.addf("%spath segment %q: '}' without '{'", where, text)
+				return nil, false
+			}
+			j := strings.IndexAny(rest[i+1:], "{}")
+			if j < 0 || rest[i+1+j] == '{' {
+				b.errs.addf("%spath segment %q: '{' without '}'", where, text)
+				return nil, false
+			}
+			name := rest[i+1 : i+1+j]
+			if name == "" {
+				b.errs.addf("%spath segment %q: a parameter without a name ({})", where, text)
+				return nil, false
+			}
+			lit += rest[:i]
+			if len(s.params) > 0 && lit == "" {
+				b.errs.addf("%spath segment %q: parameters %q and %q have no literal between them, so no path can be split between them; put one between them (such as - or .)",
+					where, text, s.params[len(s.params)-1], muxWildcard(name))
+				return nil, false
+			}
+			s.lits = append(s.lits, lit)
+			s.params = append(s.params, muxWildcard(name))
+			lit, rest = "", rest[i+2+j:]
+		}
+		s.lits = append(s.lits, lit)
+		segs = append(segs, s)
+	}
+	return segs, true
+}
+
+// pattern is the ServeMux pattern of segs with wildcard names wild (by
+// segment index) for segments holding parameters.
+func pattern(segs []pathSeg, wild map[int]string) string {
+	parts := make([]string, len(segs))
+	for i, s := range segs {
+		if len(s.params) == 0 {
+			parts[i] = s.lits[0]
+		} else {
+			parts[i] = "{" + wild[i] + "}"
+		}
+	}
+	p := strings.Join(parts, "/")
+	if strings.HasSuffix(p, "/") {
+		p += "{$}"
+	}
+	return p
+}
+
+// routeShape is what ServeMux compares: method and literal segments, with
+// every segment holding parameters a wildcard.
+func routeShape(o *Operation) string {
+	var out strings.Builder
+	out.WriteString(o.Method + " ")
+	for i, s := range o.segs {
+		if i > 0 {
+			out.WriteByte('/')
+		}
+		if len(s.params) > 0 {
+			out.WriteString("{}")
+		} else {
+			out.WriteString(s.lits[0])
+		}
+	}
+	return out.String()
+}
+
+// literalShape is what tells operations of one route apart.
+func literalShape(o *Operation) string {
+	var out strings.Builder
+	for _, s := range o.segs {
+		out.WriteString(strconv.Quote(strings.Join(s.lits, "{}")))
+		out.WriteByte('/')
+	}
+	return out.String()
+}
+
+func literalLen(o *Operation) int {
+	n := 0
+	for _, s := range o.segs {
+		if len(s.params) > 0 {
+			n += len(strings.Join(s.lits, ""))
+		}
+	}
+	return n
+}
+
+// checkRoutes groups the operations into ServeMux routes, names the
+// wildcards of each route and the segments each operation splits, and
+// refuses two operations that no path can tell apart.
+func (b *builder) checkRoutes(ops []*Operation) {
+	groups := map[string]*RouteGroup{}
+	var order []*RouteGroup
+	for _, o := range ops {
+		key := routeShape(o)
+		g := groups[key]
+		if g == nil {
+			g = &RouteGroup{Method: o.Method}
+			groups[key] = g
+			order = append(order, g)
+		}
+		dup := false
+		for _, prev := range g.Ops {
+			if literalShape(prev) == literalShape(o) {
+				b.errs.addf("%s: operations %q (%s %s) and %q (%s %s) have the same route", b.file, prev.ID, prev.Method, prev.Path, o.ID, o.Method, o.Path)
+				dup = true
+				break
+			}
+		}
+		if !dup {
+			g.Ops = append(g.Ops, o)
+			o.route = g
+		}
+	}
+	for _, g := range order {
+		b.nameRoute(g)
+	}
+}
+
+// nameRoute chooses the wildcard of every segment of g that holds
+// parameters and the segments each operation splits.
+func (b *builder) nameRoute(g *RouteGroup) {
+	// Most literal text first: "{name}.tar.gz" before "{name}.gz" before
+	// "{id}"; a tie keeps the operations' order.
+	sort.SliceStable(g.Ops, func(i, j int) bool { return literalLen(g.Ops[i]) > literalLen(g.Ops[j]) })
+	first := g.Ops[0]
+	taken := map[string]bool{}
+	for _, o := range g.Ops {
+		for _, s := range o.segs {
+			for _, p := range s.params {
+				taken[p] = true
+			}
+		}
+	}
+	wild := map[int]string{}
+	for i, s := range first.segs {
+		if len(s.params) == 0 {
+			continue
+		}
+		// The name of an operation's parameter that fills the segment, when
+		// no other operation has a parameter of that name elsewhere: that
+		// operation reads it as it is (GitHub's /compare/{basehead} beside
+		// /compare/{base}...{head}).
+		if name, ok := wholeParamName(g.Ops, i); ok {
+			wild[i] = name
+			continue
+		}
+		name := segmentWildcard(s)
+		for taken[name] {
+			name += "_"
+		}
+		taken[name] = true
+		wild[i] = name
+	}
+	g.Pattern = pattern(first.segs, wild)
+	for _, o := range g.Ops {
+		o.Pattern = g.Pattern
+		o.Segments = nil
+		for i, s := range o.segs {
+			if len(s.params) > 0 && !(s.wholeParam() && s.params[0] == wild[i]) {
+				o.Segments = append(o.Segments, PathSegment{Wildcard: wild[i], Literals: s.lits, Params: s.params})
+			}
+		}
+	}
+}
+
+// wholeParamName is the name of the first of ops whose parameter fills
+// segment i, unless another operation's parameter of that name is elsewhere.
+func wholeParamName(ops []*Operation, i int) (string, bool) {
+	name := ""
+	for _, o := range ops {
+		if s := o.segs[i]; s.wholeParam() {
+			name = s.params[0]
+			break
+		}
+	}
+	if name == "" {
+		return "", false
+	}
+	for _, o := range ops {
+		for j, s := range o.segs {
+			if j != i && slices.Contains(s.params, name) || j == i && !s.wholeParam() && slices.Contains(s.params, name) {
+				return "", false
+			}
+		}
+	}
+	return name, true
+}
+
+// segmentWildcard names the wildcard of a segment after its parameters and
+// literals: "{base}...{head}" gives base_head, "{name}.json" name_json.
+func segmentWildcard(s pathSeg) string {
+	var words []string
+	add := func(t string) {
+		var w strings.Builder
+		for _, r := range t {
+			switch {
+			case r >= 'a' && r <= 'z', r >= 'A' && r <= 'Z', r >= '0' && r <= '9':
+				w.WriteRune(r)
+			default:
+				if w.Len() > 0 {
+					words = append(words, w.String())
+					w.Reset()
+				}
+			}
+		}
+		if w.Len() > 0 {
+			words = append(words, w.String())
+		}
+	}
+	for i, p := range s.params {
+		add(s.lits[i])
+		add(p)
+	}
+	add(s.lits[len(s.lits)-1])
+	name := strings.Join(words, "_")
+	if !isGoIdent(name) {
+		name = "segment_" + name
+	}
+	return name
+}
+
+// FallsThrough reports whether a path may match none of the route's
+// operations (the last one splits segments too): the dispatcher answers 404.
+func (g *RouteGroup) FallsThrough() bool { return len(g.Ops[len(g.Ops)-1].Segments) > 0 }

@@ -1,0 +1,79 @@
+package generator
+
+import (
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+)
+
+// TestPathSegments generates a server from testdata/segments/openapi.yaml,
+// whose paths put parameters and literals in one segment (GitHub's
+// /compare/{base}...{head}, /files/{name}.json beside /files/{id},
+// /versions/v{major}-{minor}), and runs testdata/segments/segments_test.go in
+// the generated package over real HTTP against PostgreSQL (DATABASE_URL;
+// under CI=true the inner test fails without it, through runtime/pgtest).
+func TestPathSegments(t *testing.T) {
+	if testing.Short() {
+		t.Skip("builds generated code; skipped with -short")
+	}
+	dir := filepath.Join("testdata", "segments")
+	spec, err := os.ReadFile(filepath.Join(dir, "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := os.ReadFile(filepath.Join(dir, "segments_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, warns, err := Generate(Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", Output: "api", Client: ClientConfig{Enabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Errorf("warning: %s", w)
+	}
+	files = append(files, File{Name: "segments_test.go", Content: test})
+	mod := tempModule(t, files)
+	out, err := goCommand(mod, "test", "-count=1", "-v", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test of the generated package: %v\n%s", err, out)
+	}
+	for _, name := range []string{"TestCompareCommits", "TestMergeRefsIdempotent", "TestFilesRoute", "TestVersions", "TestClient"} {
+		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+			t.Errorf("%s did not pass:\n%s", name, out)
+		}
+	}
+}
+
+// TestPathSegmentErrors: a segment no path can be split by is refused at
+// generation, naming the operation and the segment.
+func TestPathSegmentErrors(t *testing.T) {
+	for _, tc := range []struct{ path, want string }{
+		{"/x/{a}{b}", `operation "op": path segment "{a}{b}": parameters "a" and "b" have no literal between them`},
+		{"/x/v{a}{b}.json", `path segment "v{a}{b}.json": parameters "a" and "b" have no literal between them`},
+		{"/x/{a", `path segment "{a": '{' without '}'`},
+		{"/x/{a{b}}", `path segment "{a{b}}": '{' without '}'`},
+		{"/x/a}", `path segment "a}": '}' without '{'`},
+		{"/x/{}", `path segment "{}": a parameter without a name`},
+	} {
+		spec := "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  " + tc.path + ":\n    get:\n      operationId: op\n      responses: {'204': {description: ok}}\n"
+		_, _, err := Generate(Config{Spec: "openapi.yaml", SpecData: []byte(spec), Package: "api", Output: "api"})
+		if err == nil || !strings.Contains(err.Error(), tc.want) {
+			t.Errorf("%s: %v, want an error containing %q", tc.path, err, tc.want)
+		}
+	}
+	// Two operations no path tells apart.
+	spec := `openapi: 3.0.3
+info: {title: t, version: '1'}
+paths:
+  /f/{name}.json:
+    get: {operationId: a, parameters: [{name: name, in: path, required: true, schema: {type: string}}], responses: {'204': {description: ok}}}
+  /f/{id}.json:
+    get: {operationId: b, parameters: [{name: id, in: path, required: true, schema: {type: string}}], responses: {'204': {description: ok}}}
+`
+	_, _, err := Generate(Config{Spec: "openapi.yaml", SpecData: []byte(spec), Package: "api", Output: "api"})
+	if want := `operations "b" (GET /f/{id}.json) and "a" (GET /f/{name}.json) have the same route`; err == nil || !strings.Contains(err.Error(), want) {
+		t.Errorf("%v, want an error containing %q", err, want)
+	}
+}
