@@ -57,6 +57,38 @@ func (e errList) err() error {
 // loadSpec loads the document with kin-openapi. Local $refs to other files
 // are followed; remote ones only when allowRemote is set.
 func loadSpec(cfg *Config) (*openapi3.T, error) {
+	data := cfg.SpecData
+	if data == nil {
+		var err error
+		if data, err = os.ReadFile(cfg.Spec); err != nil {
+			return nil, err
+		}
+	}
+	abs, err := filepath.Abs(cfg.Spec)
+	if err != nil {
+		return nil, err
+	}
+	location := &url.URL{Path: filepath.ToSlash(abs)}
+	if d, ok := split(data); ok {
+		// The document in parts, on every core (loadsplit.go); on any error
+		// it is loaded again whole, for kin-openapi's own error.
+		loader := newLoader(cfg)
+		if doc, err := loader.LoadFromDataWithPath(d.top, location); err == nil {
+			if err := d.decodeParts(doc); err == nil {
+				if err := loader.ResolveRefsIn(doc, location); err == nil {
+					return doc, nil
+				}
+			}
+		}
+	}
+	doc, err := newLoader(cfg).LoadFromDataWithPath(data, location)
+	if err != nil {
+		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
+	}
+	return doc, nil
+}
+
+func newLoader(cfg *Config) *openapi3.Loader {
 	loader := openapi3.NewLoader()
 	loader.Context = context.Background()
 	loader.IsExternalRefsAllowed = true
@@ -71,22 +103,7 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 		}
 		return read(l, u)
 	}
-	data := cfg.SpecData
-	if data == nil {
-		var err error
-		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
-		}
-	}
-	abs, err := filepath.Abs(cfg.Spec)
-	if err != nil {
-		return nil, err
-	}
-	doc, err := loader.LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(abs)})
-	if err != nil {
-		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
-	}
-	return doc, nil
+	return loader
 }
 
 func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }

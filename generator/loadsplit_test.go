@@ -1,0 +1,295 @@
+package generator
+
+import (
+	"fmt"
+	"io/fs"
+	"net/url"
+	"os"
+	"path/filepath"
+	"reflect"
+	"strings"
+	"testing"
+
+	"github.com/getkin/kin-openapi/openapi3"
+)
+
+// loadWhole loads a spec as loadSpec did before documents were split: whole,
+// by kin-openapi.
+func loadWhole(t testing.TB, cfg *Config, data []byte) *openapi3.T {
+	t.Helper()
+	abs, err := filepath.Abs(cfg.Spec)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := newLoader(cfg).LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(abs)})
+	if err != nil {
+		t.Fatal(err)
+	}
+	return doc
+}
+
+// TestSplitLoadsAlike loads every spec of testdata, YAML and JSON, in parts
+// and whole, and compares the two documents field by field, unexported
+// fields and resolved references included. Mutations tried: schemas
+// decoded with Schema.UnmarshalJSON instead of SchemaRef's (the $refs are
+// lost), mapping keys left unsorted (no difference on these specs: see
+// TestSplitYAMLValues), the x- members of paths dropped, integer keys
+// written as decoded floats.
+func TestSplitLoadsAlike(t *testing.T) {
+	var files []string
+	err := filepath.WalkDir("testdata", func(path string, e fs.DirEntry, err error) error {
+		if err != nil {
+			return err
+		}
+		switch {
+		case e.IsDir() && (e.Name() == "got" || e.Name() == "want"):
+			return filepath.SkipDir
+		case strings.HasSuffix(path, ".yaml"), strings.HasSuffix(path, ".yml"), strings.HasSuffix(path, ".json"), strings.HasSuffix(path, ".json.gz"):
+			files = append(files, path)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	nsplit := 0
+	for _, path := range files {
+		t.Run(path, func(t *testing.T) {
+			data, err := os.ReadFile(path)
+			if err != nil {
+				t.Fatal(err)
+			}
+			name := path
+			if strings.HasSuffix(path, ".gz") {
+				name, data = readSpec(t, strings.TrimPrefix(path, filepath.Join("testdata", "specs")+string(filepath.Separator)))
+			}
+			cfg := &Config{Spec: name, SpecData: data}
+			whole, err := newLoader(cfg).LoadFromDataWithPath(data, &url.URL{Path: mustAbs(t, name)})
+			if err != nil {
+				t.Skipf("not an OpenAPI document kin-openapi loads: %v", err)
+			}
+			if _, ok := split(data); !ok {
+				t.Logf("not split")
+			} else {
+				nsplit++
+			}
+			got, err := loadSpec(cfg)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if diff := deepDiff(reflect.ValueOf(got), reflect.ValueOf(whole), "doc", map[ptrKey]uintptr{}); diff != "" {
+				t.Errorf("split load differs from the whole load: %s", diff)
+			}
+		})
+	}
+	if nsplit < 10 {
+		t.Errorf("only %d specs of %d were split", nsplit, len(files))
+	}
+}
+
+func mustAbs(t testing.TB, path string) string {
+	abs, err := filepath.Abs(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return filepath.ToSlash(abs)
+}
+
+// TestSplitYAMLValues: the YAML scalars and keys whose JSON needs care load
+// as kin-openapi's own conversion loads them, and what the split does not
+// handle is loaded whole. Mutations tried: plainInt accepting -0 and 010,
+// timestamps decoded as times, keys left unsorted (the case-insensitive
+// "Type" then wins over "type").
+func TestSplitYAMLValues(t *testing.T) {
+	const head = "openapi: 3.0.3\ninfo: {title: t, version: '1'}\n"
+	for _, tc := range []struct {
+		name  string
+		yaml  string
+		split bool
+	}{
+		{"numbers", `paths:
+  /a:
+    get:
+      responses:
+        200: {description: ok}
+        "201": {description: created}
+      x-n: [0, -0, 010, 0x1F, 0o17, 1_000, +5, -12, 1.0, 1.50, 1e3, -0.0, .5, 12345678901234567890, 123456789012345678, True, FALSE, ~, null, 2024-01-02, 2024-01-02T03:04:05Z, '7', "yes", yes, on]
+components:
+  schemas:
+    A: {type: integer, maximum: 1.0e2, minimum: -0, multipleOf: 0.5, default: 10, enum: [1, 2.0, 3e0]}
+    B: {type: integer, Type: string, nullable: true}
+    C: {type: string, format: date, example: 2024-01-02, default: 2024-01-02}
+    D: {$ref: '#/components/schemas/A', description: "a\u00e9\t\"q\"\\"}
+x-top: {1: a, 2.5: b, true: c}
+`, true},
+		{"anchors", `paths: {}
+components:
+  schemas:
+    A: &a {type: string}
+    B: *a
+`, false},
+		{"merge key", `paths: {}
+components:
+  schemas:
+    A: &a {type: string}
+    B: {<<: *a, maxLength: 3}
+`, false},
+		{"a key only by case", "Paths: {}\n", false},
+		{"custom tag", "paths: {}\nx-a: !foo bar\n", false},
+		{"infinity", "paths: {}\nx-a: .inf\n", false},
+		{"null paths", "paths:\n", false},
+		{"no paths", "components: {schemas: {A: {type: string}}}\n", true},
+		{"webhooks", "openapi: 3.1.0\nwebhooks:\n  a:\n    post:\n      requestBody: {content: {application/json: {schema: {$ref: '#/components/schemas/A'}}}}\n      responses: {'200': {description: ok}}\ncomponents: {schemas: {A: {type: string}}}\n", true},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			data := []byte(head + tc.yaml)
+			if strings.HasPrefix(tc.yaml, "openapi:") {
+				data = []byte(strings.Replace(head, "openapi: 3.0.3\n", "", 1) + tc.yaml)
+			}
+			if _, ok := split(data); ok != tc.split {
+				t.Errorf("split: %v, want %v", ok, tc.split)
+			}
+			cfg := &Config{Spec: "spec.yaml", SpecData: data}
+			got, err := loadSpec(cfg)
+			if tc.name == "infinity" { // JSON has no infinity
+				if err == nil || !strings.Contains(err.Error(), "unsupported value: +Inf") {
+					t.Errorf("error %v, want kin-openapi's", err)
+				}
+				return
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			whole := loadWhole(t, cfg, data)
+			if diff := deepDiff(reflect.ValueOf(got), reflect.ValueOf(whole), "doc", map[ptrKey]uintptr{}); diff != "" {
+				t.Errorf("split load differs from the whole load: %s", diff)
+			}
+		})
+	}
+}
+
+// TestSplitErrors: a document the parts cannot be loaded from gets
+// kin-openapi's error for the whole document.
+func TestSplitErrors(t *testing.T) {
+	for _, spec := range []string{
+		"openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses: {'200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Nope'}}}}}\n",
+		"openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\ncomponents: {schemas: {A: {type: string, maxLength: abc}}}\n",
+		`{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"description": 5}}}}}}`,
+	} {
+		cfg := &Config{Spec: "spec.yaml", SpecData: []byte(spec)}
+		_, err := loadSpec(cfg)
+		abs, _ := filepath.Abs(cfg.Spec)
+		_, want := newLoader(cfg).LoadFromDataWithPath(cfg.SpecData, &url.URL{Path: filepath.ToSlash(abs)})
+		if err == nil || want == nil || err.Error() != "spec.yaml: "+want.Error() {
+			t.Errorf("error %v, want spec.yaml: %v", err, want)
+		}
+	}
+}
+
+type ptrKey struct {
+	t reflect.Type
+	p uintptr
+}
+
+// deepDiff compares two values of the same type field by field, following
+// each pointer once (and checking that what one document shares, the other
+// shares alike), and describes the first difference.
+func deepDiff(a, b reflect.Value, path string, seen map[ptrKey]uintptr) string {
+	if a.IsValid() != b.IsValid() {
+		return path + ": one is invalid"
+	}
+	if !a.IsValid() {
+		return ""
+	}
+	if a.Type() != b.Type() {
+		return fmt.Sprintf("%s: types %s and %s", path, a.Type(), b.Type())
+	}
+	switch a.Kind() {
+	case reflect.Pointer:
+		if a.IsNil() || b.IsNil() {
+			if a.IsNil() != b.IsNil() {
+				return fmt.Sprintf("%s: nil %v against %v", path, a.IsNil(), b.IsNil())
+			}
+			return ""
+		}
+		key := ptrKey{a.Type(), a.Pointer()}
+		if p, ok := seen[key]; ok {
+			if p != b.Pointer() {
+				return path + ": shared differently"
+			}
+			return ""
+		}
+		seen[key] = b.Pointer()
+		return deepDiff(a.Elem(), b.Elem(), path, seen)
+	case reflect.Interface:
+		if a.IsNil() || b.IsNil() {
+			if a.IsNil() != b.IsNil() {
+				return fmt.Sprintf("%s: nil %v against %v", path, a.IsNil(), b.IsNil())
+			}
+			return ""
+		}
+		return deepDiff(a.Elem(), b.Elem(), path, seen)
+	case reflect.Struct:
+		for i := range a.NumField() {
+			if d := deepDiff(a.Field(i), b.Field(i), path+"."+a.Type().Field(i).Name, seen); d != "" {
+				return d
+			}
+		}
+	case reflect.Slice, reflect.Array:
+		if a.Kind() == reflect.Slice && a.IsNil() != b.IsNil() {
+			return fmt.Sprintf("%s: nil slice %v against %v", path, a.IsNil(), b.IsNil())
+		}
+		if a.Len() != b.Len() {
+			return fmt.Sprintf("%s: length %d against %d", path, a.Len(), b.Len())
+		}
+		for i := range a.Len() {
+			if d := deepDiff(a.Index(i), b.Index(i), fmt.Sprintf("%s[%d]", path, i), seen); d != "" {
+				return d
+			}
+		}
+	case reflect.Map:
+		if a.IsNil() != b.IsNil() {
+			return fmt.Sprintf("%s: nil map %v against %v", path, a.IsNil(), b.IsNil())
+		}
+		if a.Len() != b.Len() {
+			return fmt.Sprintf("%s: %d entries against %d", path, a.Len(), b.Len())
+		}
+		for _, k := range a.MapKeys() {
+			bv := b.MapIndex(k)
+			if !bv.IsValid() {
+				return fmt.Sprintf("%s[%v]: missing", path, k)
+			}
+			if d := deepDiff(a.MapIndex(k), bv, fmt.Sprintf("%s[%v]", path, k), seen); d != "" {
+				return d
+			}
+		}
+	case reflect.String:
+		if a.String() != b.String() {
+			return fmt.Sprintf("%s: %q against %q", path, a.String(), b.String())
+		}
+	case reflect.Bool:
+		if a.Bool() != b.Bool() {
+			return fmt.Sprintf("%s: %v against %v", path, a.Bool(), b.Bool())
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64:
+		if a.Int() != b.Int() {
+			return fmt.Sprintf("%s: %d against %d", path, a.Int(), b.Int())
+		}
+	case reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64, reflect.Uintptr:
+		if a.Uint() != b.Uint() {
+			return fmt.Sprintf("%s: %d against %d", path, a.Uint(), b.Uint())
+		}
+	case reflect.Float32, reflect.Float64:
+		x, y := a.Float(), b.Float()
+		if x != y && (x == x || y == y) || x == 0 && y == 0 && (1/x > 0) != (1/y > 0) {
+			return fmt.Sprintf("%s: %v against %v", path, x, y)
+		}
+	case reflect.Func, reflect.Chan, reflect.UnsafePointer:
+		if a.IsNil() != b.IsNil() {
+			return fmt.Sprintf("%s: nil %v against %v", path, a.IsNil(), b.IsNil())
+		}
+	default:
+		return fmt.Sprintf("%s: cannot compare %s", path, a.Kind())
+	}
+	return ""
+}
