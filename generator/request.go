@@ -176,6 +176,9 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 					m.Unexploded = append(m.Unexploded, name)
 				}
 			}
+			if dec == "AsMultipart" {
+				m.JSONParts = jsonParts(media)
+			}
 		}
 		body.Media = append(body.Media, m)
 	}
@@ -300,6 +303,7 @@ type BodyMedia struct {
 	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
 	Schema     int      // index in the request schema table
 	Unexploded []string // form members with explode: false
+	JSONParts  []string // multipart members whose parts hold JSON
 }
 
 // Literal renders the media type as an idemimpl.Media literal.
@@ -314,6 +318,13 @@ func (m *BodyMedia) Literal() string {
 			q[i] = strconv.Quote(u)
 		}
 		s += ", Unexploded: []string{" + strings.Join(q, ", ") + "}"
+	}
+	if len(m.JSONParts) > 0 {
+		q := make([]string, len(m.JSONParts))
+		for i, u := range m.JSONParts {
+			q[i] = strconv.Quote(u)
+		}
+		s += ", JSONParts: []string{" + strings.Join(q, ", ") + "}"
 	}
 	return s + "}"
 }

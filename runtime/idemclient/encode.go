@@ -141,8 +141,9 @@ func (r *Request) Raw(mediaType string, b []byte) {
 // string as it is, an io.Reader read whole (every attempt sends the same
 // bytes), and for application/x-www-form-urlencoded any other value as a
 // form in bracket notation (see Form), for multipart/form-data a struct
-// with its files (see Multipart). A nil v sends no body.
-func (r *Request) Encode(mediaType string, v any) error {
+// with its files and its members named in jsonParts as JSON parts (see
+// Multipart). A nil v sends no body.
+func (r *Request) Encode(mediaType string, v any, jsonParts ...string) error {
 	switch b := v.(type) {
 	case nil:
 		return nil
@@ -167,7 +168,7 @@ func (r *Request) Encode(mediaType string, v any) error {
 	case "application/x-www-form-urlencoded":
 		return r.Form(mediaType, v)
 	case "multipart/form-data":
-		return r.Multipart(mediaType, v)
+		return r.Multipart(mediaType, v, jsonParts...)
 	}
 	if isJSON(essence(mediaType)) {
 		return r.JSON(mediaType, v)

@@ -21,9 +21,11 @@ type FilePart interface {
 
 // Multipart sets the body to v, a struct, as multipart/form-data: each
 // member implementing FilePart becomes a file part (its content read whole
-// now, so that every attempt sends the same bytes), the other members
-// parts in bracket notation as Form writes them, in name order.
-func (r *Request) Multipart(mediaType string, v any) error {
+// now, so that every attempt sends the same bytes), a member named in
+// jsonParts a part of JSON (application/json; a list one part per item),
+// the other members parts in bracket notation as Form writes them, in name
+// order.
+func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv = rv.Elem()
@@ -63,6 +65,29 @@ func (r *Request) Multipart(mediaType string, v any) error {
 			}
 		}
 	}
+	type jsonPart struct {
+		name string
+		val  []byte
+	}
+	var jsons []jsonPart
+	for _, name := range jsonParts {
+		val, ok := tree[name]
+		if !ok || val == nil {
+			continue
+		}
+		delete(tree, name)
+		items := []any{val}
+		if list, ok := val.([]any); ok {
+			items = list
+		}
+		for _, it := range items {
+			b, err := json.Marshal(it)
+			if err != nil {
+				return fmt.Errorf("encoding part %q of the request body: %w", name, err)
+			}
+			jsons = append(jsons, jsonPart{name, b})
+		}
+	}
 	form := url.Values{}
 	for name, val := range tree {
 		addForm(form, name, val, true)
@@ -79,6 +104,18 @@ func (r *Request) Multipart(mediaType string, v any) error {
 			if err := mw.WriteField(k, val); err != nil {
 				return err
 			}
+		}
+	}
+	for _, j := range jsons {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q`, j.name))
+		h.Set("Content-Type", "application/json")
+		w, err := mw.CreatePart(h)
+		if err == nil {
+			_, err = w.Write(j.val)
+		}
+		if err != nil {
+			return err
 		}
 	}
 	for _, f := range files {

@@ -318,6 +318,12 @@ type Media struct {
 	// Unexploded lists the form properties serialised as one
 	// comma-separated value (an encoding object with explode: false).
 	Unexploded []string
+	// JSONParts lists the top-level properties of a multipart/form-data
+	// body whose parts hold JSON (an encoding contentType of JSON, or an
+	// object property without an encoding): such a part is parsed as JSON
+	// and typed by the property's schema; an array property takes one
+	// part per item, or one part holding the whole array.
+	JSONParts []string
 }
 
 // Decoding is how a body of a media type is decoded.

@@ -12,6 +12,9 @@ import (
 	"net/http"
 	"os"
 	"reflect"
+	"slices"
+	"sort"
+	"strings"
 	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -139,6 +142,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 	mr := multipart.NewReader(src, boundary)
 	root := &formNode{}
 	files := map[string]*spooled{}
+	jsonParts := map[string][]Value{}
 	budget := int64(MaxPartMemory)
 	for {
 		p, err := mr.NextPart()
@@ -184,6 +188,15 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
+			if slices.Contains(m.JSONParts, name) {
+				v, err := ParseJSON(b)
+				if err != nil {
+					q.out = append(q.out, partJSONError(name, err))
+					return
+				}
+				jsonParts[name] = append(jsonParts[name], v)
+				continue
+			}
 		}
 		if err := root.add(name, val); err != nil {
 			q.syntax(errors.New("multipart " + err.Error()))
@@ -192,7 +205,13 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 	}
 	splitUnexploded(root, m.Unexploded)
 	vd := &validator{t: q.t, in: "body"}
-	v := vd.coerce(root, m.Schema)
+	v := Value{Kind: KindObject}
+	if len(root.kids) > 0 {
+		v = vd.coerce(root, m.Schema)
+	}
+	if len(vd.out) == 0 && len(jsonParts) > 0 {
+		vd.addJSONParts(&v, root, jsonParts, m.Schema)
+	}
 	if len(vd.out) == 0 {
 		vd.validate(&v, m.Schema)
 	}
@@ -283,4 +302,72 @@ func attachFiles(v reflect.Value, files map[string]*spooled, used map[string]boo
 		}
 	}
 	return nil
+}
+
+// partJSONError is the violation of a multipart part that should hold JSON
+// and does not: it names the part and where in it the JSON breaks.
+func partJSONError(name string, err error) idem.Violation {
+	msg := err.Error()
+	var se *SyntaxError
+	if errors.As(err, &se) {
+		msg = se.Msg
+		if se.Pointer != "" {
+			msg += " at " + se.Pointer
+		}
+		if se.Offset >= 0 {
+			msg += fmt.Sprintf(" (byte %d of the part)", se.Offset)
+		}
+	}
+	return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: "syntax",
+		Detail: fmt.Sprintf("part %q is not valid JSON: %s", name, msg)}
+}
+
+func pointerToken(s string) string {
+	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
+}
+
+// addJSONParts adds the parts parsed as JSON to v, the object the other
+// parts coerced to: a property given once, or an array property one item a
+// part (or one part holding the array).
+func (vd *validator) addJSONParts(v *Value, root *formNode, parts map[string][]Value, idx int) {
+	if v.Kind != KindObject {
+		return // the validator reports the body's type
+	}
+	s := vd.schema(idx)
+	names := make([]string, 0, len(parts))
+	for name := range parts {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		vals := parts[name]
+		vd.push(name)
+		if root.kids[name] != nil {
+			vd.fail("syntax", fmt.Sprintf("part %q is given both as JSON and in [bracket] notation", name))
+			vd.pop()
+			return
+		}
+		var val Value
+		ps := &Schema{}
+		if p := findProp(s.Props, name); p != nil {
+			ps = vd.schema(p.Schema)
+		}
+		switch {
+		case ps.Types&TypeArray != 0 && ps.Types&^(TypeArray|TypeNull) == 0:
+			if len(vals) == 1 && vals[0].Kind == KindArray && vd.schema(ps.Items).Types&TypeArray == 0 {
+				val = vals[0]
+			} else {
+				val = Value{Kind: KindArray, Items: vals}
+			}
+		case len(vals) > 1:
+			vd.fail("syntax", fmt.Sprintf("part %q is given %d times; it takes one value", name, len(vals)))
+			vd.pop()
+			return
+		default:
+			val = vals[0]
+		}
+		vd.pop()
+		v.Members = append(v.Members, Member{Name: name, Value: val})
+	}
+	v.SortMembers()
 }

@@ -113,6 +113,12 @@ func (s *service) PostFiles(ctx context.Context, tx pgx.Tx, req PostFilesRequest
 		Filename: ptr(req.Body.File.Filename), Purpose: ptr(string(req.Body.Purpose))}}, nil
 }
 
+// PostEvidence records its typed request; the file part is not read.
+func (s *service) PostEvidence(ctx context.Context, tx pgx.Tx, req PostEvidenceRequest) (PostEvidenceResponse, error) {
+	s.saw(req)
+	return PostEvidence200Response{Body: FileObject{ID: "file_ev", Object: FileObjectObjectFile, Size: req.Body.File.Size, Sha256: req.Body.File.SHA256}}, nil
+}
+
 // PostFileContents reads the binary body as the stream it is given.
 func (s *service) PostFileContents(ctx context.Context, tx pgx.Tx, req PostFileContentsRequest) (PostFileContentsResponse, error) {
 	size, sum, err := digest(req.Body)
@@ -629,6 +635,97 @@ func TestMultipart(t *testing.T) {
 	f.refused(f.do("POST", "/v1/files", "k-bad-file", "multipart/form-data", "--x\r\n"), "k-bad-file")
 }
 
+// TestMultipartJSONParts: parts that hold JSON (an object property without
+// an encoding, an array of objects, an encoding with contentType
+// application/json) are parsed as JSON, typed and validated by their
+// property's schema, defaults applied; the fingerprint covers the decoded
+// value, so the same JSON with other white space and member order is a
+// replay and another value a conflict; malformed JSON is a 400 naming the
+// part, with no record.
+func TestMultipartJSONParts(t *testing.T) {
+	f := start(t)
+	parts := func(details, tags string, lines ...string) []part {
+		ps := []part{
+			{name: "file", filename: "ev.txt", ct: "text/plain", content: strings.NewReader("receipt")},
+			{name: "details", ct: "application/json", content: strings.NewReader(details)},
+			{name: "note", content: strings.NewReader("see receipt")},
+		}
+		if tags != "" {
+			ps = append(ps, part{name: "tags", ct: "application/json", content: strings.NewReader(tags)})
+		}
+		for _, l := range lines {
+			ps = append(ps, part{name: "lines", content: strings.NewReader(l)}) // no Content-Type: JSON by the schema
+		}
+		return ps
+	}
+	ct, body := multipartBody(t, "b-1", parts(`{"reason":"fraud","amount":5}`, `["a","b"]`, `{"sku":"x"}`, `{"sku":"y","qty":2}`)...)
+	r := f.send("POST", "/v1/evidence", "k-ev", ct, body)
+	if r.status != 200 || r.header.Get("Idempotent-Replayed") != "" {
+		t.Fatalf("first: %d %s", r.status, r.body)
+	}
+	got := f.one().(PostEvidenceRequest).Body
+	want := PostEvidenceRequestBody{
+		Details: PostEvidenceRequestBodyDetails{Reason: PostEvidenceRequestBodyDetailsReasonFraud, Amount: ptr(int64(5))},
+		Tags:    []string{"a", "b"},
+		Lines:   []PostEvidenceRequestBodyLinesItem{{Sku: "x", Qty: ptr(int64(1))}, {Sku: "y", Qty: ptr(int64(2))}}, // a default inside a JSON part
+		Note:    ptr("see receipt"),
+	}
+	gotFile := got.File
+	got.File = idem.File{}
+	if !reflect.DeepEqual(got, want) {
+		t.Fatalf("typed body:\n got %+v\nwant %+v", got, want)
+	}
+	if gotFile.Filename != "ev.txt" || gotFile.Size != int64(len("receipt")) {
+		t.Errorf("file part: %+v", gotFile)
+	}
+
+	// The same JSON respelled (white space, member order), another boundary:
+	// the same request, a replay.
+	ct, body = multipartBody(t, "other-boundary", parts(" {\n \"amount\" : 5 ,\t\"reason\":\"fraud\" } ", ` [ "a" , "b" ]`, `{ "sku" : "x" }`, `{"qty":2,"sku":"y"}`)...)
+	again := f.send("POST", "/v1/evidence", "k-ev", ct, body)
+	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.body != r.body {
+		t.Fatalf("respelled JSON parts: %d %v %s; want the replay of %s", again.status, again.header, again.body, r.body)
+	}
+	f.none("a replay")
+	// Another value inside a JSON part, under the same key: a conflict.
+	for what, ps := range map[string][]part{
+		"details.amount": parts(`{"reason":"fraud","amount":6}`, `["a","b"]`, `{"sku":"x"}`, `{"sku":"y","qty":2}`),
+		"tags order":     parts(`{"reason":"fraud","amount":5}`, `["b","a"]`, `{"sku":"x"}`, `{"sku":"y","qty":2}`),
+		"a line less":    parts(`{"reason":"fraud","amount":5}`, `["a","b"]`, `{"sku":"x"}`),
+	} {
+		ct, body = multipartBody(t, "b-2", ps...)
+		if c := f.send("POST", "/v1/evidence", "k-ev", ct, body); c.status != 409 {
+			t.Errorf("%s changed: %d %s, want 409", what, c.status, c.body)
+		}
+		f.none("a conflict")
+	}
+
+	for _, tc := range []struct {
+		name  string
+		parts []part
+		want  []string
+	}{
+		{"malformed JSON", parts(`{"reason":"fraud",`, ""), []string{`"pointer":"#/details"`, `part \"details\" is not valid JSON`}},
+		{"trailing data", parts(`{"reason":"fraud"} x`, ""), []string{`part \"details\" is not valid JSON`}},
+		{"malformed item", parts(`{"reason":"fraud"}`, "", `{"sku":}`), []string{`part \"lines\" is not valid JSON`}},
+		{"not JSON at all", parts(`{"reason":"fraud"}`, "a,b"), []string{`part \"tags\" is not valid JSON`}},
+		{"schema: enum", parts(`{"reason":"other"}`, ""), []string{`"pointer":"#/details/reason"`, `"rule":"enum"`}},
+		{"schema: required", parts(`{"amount":1}`, ""), []string{`"pointer":"#/details/reason"`, `"rule":"required"`}},
+		{"schema: minimum", parts(`{"reason":"fraud","amount":0}`, ""), []string{`"pointer":"#/details/amount"`}},
+		{"schema: item type", parts(`{"reason":"fraud"}`, `["a",1]`), []string{`"pointer":"#/tags/1"`}},
+		{"schema: maxLength", parts(`{"reason":"fraud"}`, `["abcdefghijk"]`), []string{`"pointer":"#/tags/0"`}},
+		{"given twice", append(parts(`{"reason":"fraud"}`, ""), part{name: "details", content: strings.NewReader(`{"reason":"fraud"}`)}), []string{`part \"details\" is given 2 times`}},
+		{"JSON and brackets", append(parts(`{"reason":"fraud"}`, ""), part{name: "details[amount]", content: strings.NewReader("1")}), []string{"both as JSON and in [bracket] notation"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			f.t = t
+			ct, body := multipartBody(t, "b-bad", tc.parts...)
+			f.refused(f.send("POST", "/v1/evidence", "k-ev-bad", ct, body), "k-ev-bad", tc.want...)
+		})
+	}
+	f.t = t
+}
+
 // TestBinaryBody: an application/octet-stream body reaches the handler as
 // an io.Reader; a replay and a conflict are decided by its SHA-256.
 func TestBinaryBody(t *testing.T) {
@@ -699,6 +796,22 @@ func TestClientUploads(t *testing.T) {
 		t.Errorf("the same upload again: %+v %v", again, err)
 	}
 	f.none("a replay")
+
+	// JSON parts: the client sends details, tags and each line as JSON.
+	ev := PostEvidenceRequestBody{
+		Details: PostEvidenceRequestBodyDetails{Reason: PostEvidenceRequestBodyDetailsReasonDuplicate},
+		Tags:    []string{"t"},
+		Lines:   []PostEvidenceRequestBodyLinesItem{{Sku: "x", Qty: ptr(int64(3))}},
+		File:    idem.File{Filename: "r.txt", Content: strings.NewReader("r")},
+	}
+	if _, err := c.PostEvidence(ctx, PostEvidenceRequest{Body: ev}, idemclient.WithIdempotencyKey("k-client-ev")); err != nil {
+		t.Fatal(err)
+	}
+	gotEv := f.one().(PostEvidenceRequest).Body
+	gotEv.File, ev.File = idem.File{}, idem.File{}
+	if !reflect.DeepEqual(gotEv, ev) {
+		t.Errorf("evidence through the client:\n got %+v\nwant %+v", gotEv, ev)
+	}
 
 	bin, err := c.PostFileContents(ctx, PostFileContentsRequest{File: "file_3", Body: strings.NewReader("raw bytes")}, idemclient.WithIdempotencyKey("k-client-bin"))
 	if err != nil {
