@@ -329,3 +329,64 @@ func TestResolveIsFenced(t *testing.T) {
 		t.Fatalf("current state and fence: fence %d, %v; want 3", fence, err)
 	}
 }
+
+// TestResolutionAuditTenant: the audit row of a resolution (idem_resolutions)
+// names the tenant of the record it resolved, and `records get` shows each
+// tenant's record its own resolutions only — two tenants may use the same
+// key for the same operation.
+func TestResolutionAuditTenant(t *testing.T) {
+	db := recordsDB(t)
+	ctx := context.Background()
+	code, out, errOut := runCmd(t, "records", "resolve", "-tenant", "acme", "-as", "retryable", "-by", "bob", "-reason", "acme: not charged", "-json", "unknown-1")
+	var res resolutionJSON
+	if code != 0 || json.Unmarshal([]byte(out), &res) != nil || res.Tenant != "acme" {
+		t.Fatalf("resolve -tenant acme: exit %d, %s%s", code, out, errOut)
+	}
+	code, _, errOut = runCmd(t, "records", "resolve", "-as", "expired", "-by", "carol", "-reason", "default tenant: client gave up", "unknown-1")
+	if code != 0 {
+		t.Fatalf("resolve in the default tenant: exit %d, %s", code, errOut)
+	}
+
+	type row struct {
+		Tenant, Operation, Key, From, To, By, Reason string
+		Fence                                        int64
+	}
+	rows, err := db.Query(ctx, `SELECT tenant, operation, idempotency_key, from_state, to_state, resolved_by, reason, fence
+		FROM idem_resolutions ORDER BY id`)
+	if err != nil {
+		t.Fatal(err)
+	}
+	got, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) (row, error) {
+		var x row
+		err := r.Scan(&x.Tenant, &x.Operation, &x.Key, &x.From, &x.To, &x.By, &x.Reason, &x.Fence)
+		return x, err
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	want := []row{
+		{"acme", "createPayment", "unknown-1", "UNKNOWN", "FAILED_RETRYABLE", "bob", "acme: not charged", 2},
+		{"", "createPayment", "unknown-1", "UNKNOWN", "EXPIRED", "carol", "default tenant: client gave up", 4},
+	}
+	if len(got) != len(want) {
+		t.Fatalf("audit rows %+v, want %+v", got, want)
+	}
+	for i := range want {
+		if got[i] != want[i] {
+			t.Errorf("audit row %d: %+v, want %+v", i, got[i], want[i])
+		}
+	}
+
+	// Each tenant's record shows its own resolution, and only that one.
+	for _, tc := range []struct{ tenant, by string }{{"acme", "bob"}, {"", "carol"}} {
+		code, out, errOut := runCmd(t, "records", "get", "-tenant", tc.tenant, "-json", "unknown-1")
+		var recs []recordJSON
+		if code != 0 || json.Unmarshal([]byte(out), &recs) != nil || len(recs) != 1 {
+			t.Fatalf("get -tenant %q: exit %d, %s%s", tc.tenant, code, out, errOut)
+		}
+		r := recs[0]
+		if r.Tenant != tc.tenant || len(r.Resolutions) != 1 || r.Resolutions[0].By != tc.by {
+			t.Errorf("get -tenant %q: tenant %q, resolutions %+v; want one by %s", tc.tenant, r.Tenant, r.Resolutions, tc.by)
+		}
+	}
+}

@@ -454,6 +454,22 @@ func TestPrincipalScopesTheKey(t *testing.T) {
 	if got := e.tenants(); !slices.Equal(got, []string{"user:alice", "user:bob"}) {
 		t.Errorf("tenants of the records: %q", got)
 	}
+	// Each replay is audited under its principal's tenant, with the hash of
+	// the key in that tenant.
+	mu.Lock()
+	var replays []string
+	for _, a := range audits {
+		if a.Kind == idem.AuditReplay {
+			replays = append(replays, a.Tenant)
+			if want := (idem.Key{Tenant: a.Tenant, Operation: "createOrder", Value: key}).Hash(); a.KeyHash != want || a.Operation != "createOrder" {
+				t.Errorf("audit %+v: want key hash %s", a, want)
+			}
+		}
+	}
+	mu.Unlock()
+	if !slices.Equal(replays, []string{"user:alice", "user:bob"}) {
+		t.Errorf("tenants of the replay audits: %q, want alice's then bob's", replays)
+	}
 	// An anonymous request has the empty tenant.
 	e.admitted("anonymous", e.send("POST", "/optional", e.key(), "book"), "anonymous")
 	if got := e.tenants(); !slices.Equal(got, []string{"", "user:alice", "user:bob"}) {
