@@ -20,6 +20,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"text/template"
 	"time"
 	"unicode"
@@ -99,35 +100,52 @@ func render(cfg Config) ([]File, []Warning, error) {
 	m.Client = ClientModel{Enabled: cfg.Client.Enabled}
 	warnings = append(warnings, m.Warnings...)
 
-	var files []File
-	tf := renderTypes(m)
-	tf.HeaderComment(headerLine(m.Version))
-	tf.HeaderComment("source: " + m.Source)
-	tf.NoFormat = true
-	var buf bytes.Buffer
-	if err := tf.Render(&buf); err != nil {
-		return nil, warnings, fmt.Errorf("render types.gen.go: %w", err)
+	// types.gen.go renders on a core of its own while the templates
+	// render; both only read the model.
+	var typesSrc bytes.Buffer
+	var typesErr error
+	var typesDone sync.WaitGroup
+	typesDone.Go(func() {
+		tf := renderTypes(m)
+		tf.HeaderComment(headerLine(m.Version))
+		tf.HeaderComment("source: " + m.Source)
+		tf.NoFormat = true
+		typesErr = tf.Render(&typesSrc)
+	})
+	files, err := renderTemplates(&cfg, set, m)
+	typesDone.Wait()
+	if typesErr != nil {
+		return nil, warnings, fmt.Errorf("render types.gen.go: %w", typesErr)
 	}
-	files = append(files, File{Name: "types.gen.go", Content: buf.Bytes()})
+	if err != nil {
+		return nil, warnings, err
+	}
+	files = append(files, File{Name: "types.gen.go", Content: typesSrc.Bytes()})
+	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
+	return files, warnings, nil
+}
+
+// renderTemplates renders the templates' files, unformatted.
+func renderTemplates(cfg *Config, set *templateSet, m *Model) ([]File, error) {
+	var files []File
 	for _, tf := range templates.Files {
 		if tf.Output == "" {
 			continue
 		}
 		model, name := m, tf.Output
 		if tf.Template == clientTemplate {
-			model, name = clientTarget(&cfg, m)
+			model, name = clientTarget(cfg, m)
 		}
 		src, err := renderTemplate(set, tf.Template, name, model)
 		if err != nil {
-			return nil, warnings, err
+			return nil, err
 		}
 		if src == nil {
 			continue // the template rendered nothing: no file
 		}
 		files = append(files, File{Name: name, Content: src})
 	}
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
-	return files, warnings, nil
+	return files, nil
 }
 
 // BasePath is set on the Model from the config.

@@ -278,14 +278,10 @@ func (o *object) close() []byte { return append(o.b, '}') }
 
 // splitYAML cuts a YAML document, converting it to JSON.
 func splitYAML(data []byte) (*splitDoc, error) {
-	var root yaml.Node
-	if err := yaml.Unmarshal(data, &root); err != nil {
+	doc, err := parseYAML(data)
+	if err != nil {
 		return nil, err
 	}
-	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
-		return nil, errNoSplit
-	}
-	doc := root.Content[0]
 	keys, err := mappingKeys(doc)
 	if err != nil {
 		return nil, err
@@ -363,6 +359,115 @@ func splitYAML(data []byte) (*splitDoc, error) {
 	}
 	d.top = top.close()
 	return d, nil
+}
+
+// parseYAML parses a YAML document into the node of its top level, on
+// every core when it can be cut into sections at its top-level keys: lines
+// at column 0 that are blank, comments, entries of a sequence ("- ", the
+// value of the key before) or a simple key followed by ": " or the end of
+// the line, and nothing else (no document markers, directives or flow
+// collections at the top). Everything else of a top-level
+// entry is indented (block scalars, plain and quoted scalars continued on
+// more lines, nested collections), so a cut inside an entry leaves a section
+// that does not parse (an unterminated quote or flow collection, an alias to
+// an anchor in another section), and the document is then parsed whole.
+func parseYAML(data []byte) (*yaml.Node, error) {
+	if secs := yamlSections(data, runtime.GOMAXPROCS(0)); len(secs) > 1 {
+		nodes := make([]yaml.Node, len(secs))
+		errs := make([]error, len(secs))
+		var wg sync.WaitGroup
+		for i, sec := range secs {
+			wg.Go(func() { errs[i] = yaml.Unmarshal(sec, &nodes[i]) })
+		}
+		wg.Wait()
+		if top, ok := mergeSections(nodes, errs); ok {
+			return top, nil
+		}
+	}
+	var root yaml.Node
+	if err := yaml.Unmarshal(data, &root); err != nil {
+		return nil, err
+	}
+	if root.Kind != yaml.DocumentNode || len(root.Content) != 1 {
+		return nil, errNoSplit
+	}
+	return root.Content[0], nil
+}
+
+// mergeSections puts the top-level mappings of the sections together.
+func mergeSections(nodes []yaml.Node, errs []error) (*yaml.Node, bool) {
+	var top *yaml.Node
+	for i, n := range nodes {
+		if errs[i] != nil || n.Kind != yaml.DocumentNode || len(n.Content) != 1 || n.Content[0].Kind != yaml.MappingNode {
+			return nil, false
+		}
+		if top == nil {
+			top = n.Content[0]
+		} else {
+			top.Content = append(top.Content, n.Content[0].Content...)
+		}
+	}
+	return top, true
+}
+
+// yamlSections cuts data before top-level keys into about parts sections
+// of similar size; nil when it cannot (see parseYAML).
+func yamlSections(data []byte, parts int) [][]byte {
+	var keys []int // offsets of the top-level key lines
+	for pos := 0; pos < len(data); {
+		end := bytes.IndexByte(data[pos:], '\n')
+		if end < 0 {
+			end = len(data)
+		} else {
+			end += pos + 1
+		}
+		line := data[pos:end]
+		switch {
+		case len(bytes.TrimSpace(line)) == 0, line[0] == ' ', line[0] == '#',
+			line[0] == '-' && (len(line) == 1 || line[1] == ' ' || line[1] == '\n'): // an entry of a sequence at column 0, the value of a key
+		case simpleKey(line):
+			keys = append(keys, pos)
+		default:
+			return nil
+		}
+		pos = end
+	}
+	if len(keys) < 2 || parts < 2 {
+		return nil
+	}
+	// Cut at the key nearest to each of the parts-1 even boundaries.
+	var secs [][]byte
+	start := 0
+	for i := 1; i < parts; i++ {
+		b := i * len(data) / parts
+		j, _ := slices.BinarySearch(keys, b)
+		if j == len(keys) || j > 0 && b-keys[j-1] < keys[j]-b {
+			j--
+		}
+		if keys[j] > start {
+			secs = append(secs, data[start:keys[j]])
+			start = keys[j]
+		}
+	}
+	return append(secs, data[start:])
+}
+
+// simpleKey reports whether a line starts with a plain key made of
+// letters, digits and _ $ . / - followed by a colon and a space or the end
+// of the line.
+func simpleKey(line []byte) bool {
+	for i, c := range line {
+		switch {
+		case c >= 'a' && c <= 'z', c >= 'A' && c <= 'Z', c >= '0' && c <= '9', c == '_', c == '$':
+		case i > 0 && (c == '.' || c == '/' || c == '-'):
+		case i > 0 && c == ':':
+			rest := line[i+1:]
+			return len(rest) == 0 || rest[0] == ' ' || rest[0] == '\n' || rest[0] == '\r'
+		default:
+			return false
+		}
+	}
+	return false
 }
 
 type mappingKey struct {

@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"gopkg.in/yaml.v3"
 )
 
 // loadWhole loads a spec as loadSpec did before documents were split: whole,
@@ -290,6 +291,73 @@ func deepDiff(a, b reflect.Value, path string, seen map[ptrKey]uintptr) string {
 		}
 	default:
 		return fmt.Sprintf("%s: cannot compare %s", path, a.Kind())
+	}
+	return ""
+}
+
+// TestParseYAMLSections: a YAML document parsed in sections on every core
+// gives the nodes the whole parse gives, and what a cut at a top-level key
+// would break is parsed whole. Mutations tried: simpleKey accepting any
+// column-0 line (the flow mapping case then loses its continuation), the
+// sections' mappings not merged (fails on every spec).
+func TestParseYAMLSections(t *testing.T) {
+	pad := "x-pad: |\n" + strings.Repeat("  padding line\n", 50) // makes the sections balance
+	docs := map[string]struct {
+		doc   string
+		split bool
+	}{
+		"keys":           {"a: 1\n# comment\n" + pad + "b:\n  c: [1, 2]\n\nd: x\n", true},
+		"block scalar":   {pad + "a: |\n  b: 1\n  c: 2\nd: 3\n", true},
+		"quoted key":     {pad + "\"a b\": 1\n", false},
+		"flow mapping":   {pad + "a: {b: 1,\nc: 2}\n", true},
+		"quoted":         {pad + "a: \"x\ny: z\"\n", true},
+		"anchor":         {"a: &x {b: 1}\n" + pad + "c: *x\n", true},
+		"marker":         {"---\n" + pad + "a: 1\n", false},
+		"sequence":       {"- a\n- b\n", false},
+		"sequence value": {"a:\n- 1\n" + pad + "b:\n- 2\n", true},
+		"top sequence":   {"- a: 1\n" + pad + "b: 2\n", true},
+		"duplicate":      {"a: 1\n" + pad + "a: 2\n", true},
+	}
+	for _, file := range []string{"stripe-spec3.yaml", "resend.yaml", "spotify-web-api.yml", "petstore-expanded.yaml"} {
+		_, data := readSpec(t, file)
+		docs[file] = struct {
+			doc   string
+			split bool
+		}{string(data), true}
+	}
+	for name, tc := range docs {
+		t.Run(name, func(t *testing.T) {
+			data := []byte(tc.doc)
+			if got := len(yamlSections(data, 2)) > 1; got != tc.split {
+				t.Errorf("sections: %v, want %v", got, tc.split)
+			}
+			var root yaml.Node
+			wantErr := yaml.Unmarshal(data, &root)
+			got, err := parseYAML(data)
+			if wantErr != nil || err != nil {
+				if (wantErr == nil) != (err == nil) || err.Error() != wantErr.Error() {
+					t.Errorf("error %v, want %v", err, wantErr)
+				}
+				return
+			}
+			if d := nodeDiff(got, root.Content[0], "doc"); d != "" {
+				t.Error(d)
+			}
+		})
+	}
+}
+
+func nodeDiff(a, b *yaml.Node, path string) string {
+	if a.Kind != b.Kind || a.Tag != b.Tag || a.Value != b.Value || a.Style != b.Style || a.Anchor != b.Anchor || len(a.Content) != len(b.Content) {
+		return fmt.Sprintf("%s: %v %s %q (%d) against %v %s %q (%d)", path, a.Kind, a.Tag, a.Value, len(a.Content), b.Kind, b.Tag, b.Value, len(b.Content))
+	}
+	if (a.Alias == nil) != (b.Alias == nil) {
+		return path + ": alias"
+	}
+	for i := range a.Content {
+		if d := nodeDiff(a.Content[i], b.Content[i], fmt.Sprintf("%s/%d", path, i)); d != "" {
+			return d
+		}
 	}
 	return ""
 }
