@@ -389,6 +389,7 @@ type builder struct {
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idem.File).
 	fileParts bool
+	parts     partTypes // multipart variants of named types (multipart.go)
 }
 
 // reservedNames are package-level identifiers of the generated server.

@@ -15,8 +15,10 @@ import (
 // encoding with style or explode sends the property in bracket notation,
 // as a form; otherwise the default of the property's type: JSON for an
 // object, for an array that of its items, text for the rest (and
-// application/octet-stream for binary, a file part).
-func jsonParts(media *openapi3.MediaType) []string {
+// application/octet-stream for binary, a file part). An object with a
+// binary member below it is not a JSON part: its files are parts of their
+// own, named in bracket notation (cover[image]).
+func (b *builder) jsonParts(media *openapi3.MediaType) []string {
 	if media == nil || media.Schema == nil || media.Schema.Value == nil {
 		return nil
 	}
@@ -33,7 +35,7 @@ func jsonParts(media *openapi3.MediaType) []string {
 				continue
 			}
 		}
-		if defaultJSONPart(media.Schema.Value.Properties[name]) {
+		if p := media.Schema.Value.Properties[name]; defaultJSONPart(p) && !b.hasBinary(p.Value, map[*openapi3.Schema]bool{}) {
 			out = append(out, name)
 		}
 	}
@@ -87,4 +89,84 @@ func (bd *Body) ClientJSONParts() string {
 		s += ", " + strconv.Quote(n)
 	}
 	return s
+}
+
+// partTypes holds the multipart variants of named types. A binary string
+// is an idem.File in a multipart/form-data body and []byte (base64) in
+// JSON, so a schema reachable from both with a binary member somewhere
+// below it needs two Go types: the one declared for it (the JSON form,
+// under its own name) and a variant for multipart bodies, named after it
+// with the suffix Multipart (DocMultipart). A schema without a binary
+// member below it has one type for both.
+type partTypes struct {
+	variant map[*Type]*Type
+	binary  map[*openapi3.Schema]bool // memo of hasBinary
+}
+
+// partVariant returns the multipart variant of t when the representations
+// differ, declaring it on first use; nil when t serves both.
+func (b *builder) partVariant(t *Type) *Type {
+	if t.Schema == nil || !b.hasBinary(t.Schema, map[*openapi3.Schema]bool{}) {
+		return nil
+	}
+	if b.parts.variant == nil {
+		b.parts.variant = map[*Type]*Type{}
+	}
+	if v := b.parts.variant[t]; v != nil {
+		return v
+	}
+	loc := t.Location + " as multipart/form-data"
+	v := &Type{Location: loc, Schema: t.Schema, Doc: t.Doc, Kind: kindUndeclared}
+	b.types = append(b.types, v) // not in bySchema: the schema's own type stays t
+	b.parts.variant[t] = v
+	v.ident = b.names.derived(b.names.pkg, &v.Name, t.ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
+	b.declare(v)
+	return v
+}
+
+// hasBinary reports whether a binary string (format: binary) is reachable
+// from s through properties, items, additional properties and the members
+// of allOf, anyOf and oneOf.
+func (b *builder) hasBinary(s *openapi3.Schema, visiting map[*openapi3.Schema]bool) bool {
+	if s == nil || visiting[s] {
+		return false
+	}
+	if v, ok := b.parts.binary[s]; ok {
+		return v
+	}
+	visiting[s] = true
+	defer delete(visiting, s)
+	found := false
+	if types, _ := typesOf(s); s.Format == "binary" && (len(types) == 0 || types[0] == openapi3.TypeString) {
+		found = true
+	}
+	refs := make([]*openapi3.SchemaRef, 0, len(s.Properties)+4)
+	for _, name := range sortedKeys(s.Properties) {
+		refs = append(refs, s.Properties[name])
+	}
+	refs = append(refs, s.Items, s.AdditionalProperties.Schema)
+	refs = append(refs, s.AllOf...)
+	refs = append(refs, s.AnyOf...)
+	refs = append(refs, s.OneOf...)
+	for _, r := range refs {
+		if found {
+			break
+		}
+		if r != nil {
+			found = b.hasBinary(r.Value, visiting)
+		}
+	}
+	if b.parts.binary == nil {
+		b.parts.binary = map[*openapi3.Schema]bool{}
+	}
+	b.parts.binary[s] = found
+	return found
+}
+
+// fileVariant is partVariant while a multipart body is typed, else nil.
+func (b *builder) fileVariant(t *Type) *Type {
+	if !b.fileParts {
+		return nil
+	}
+	return b.partVariant(t)
 }

@@ -34,6 +34,7 @@ paths:
                 listJSON: {type: integer}
                 plain: {type: string}
                 file: {type: string, format: binary}
+                objWithFile: {type: object, properties: {f: {type: string, format: binary}}}
             encoding:
               objText: {contentType: text/plain}
               objDeep: {style: deepObject}
@@ -48,7 +49,8 @@ paths:
 		t.Fatal(err)
 	}
 	media := doc.Paths.Value("/x").Post.RequestBody.Value.Content["multipart/form-data"]
-	got := jsonParts(media)
+	b := &builder{}
+	got := b.jsonParts(media)
 	want := []string{"listJSON", "obj", "objsArray", "stringsJSON", "untyped", "vendorJSON"}
 	if !reflect.DeepEqual(got, want) {
 		t.Errorf("jsonParts = %q, want %q", got, want)

@@ -177,7 +177,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 				}
 			}
 			if dec == "AsMultipart" {
-				m.JSONParts = jsonParts(media)
+				m.JSONParts = b.jsonParts(media)
 			}
 		}
 		body.Media = append(body.Media, m)

@@ -268,6 +268,9 @@ func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 		if t.Kind == kindUndeclared && !t.building {
 			b.declare(t)
 		}
+		if v := b.fileVariant(t); v != nil {
+			return named(v)
+		}
 		return named(t)
 	}
 	if !needsNamedType(s) {
@@ -278,6 +281,9 @@ func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 		// the last segment of its $ref. The loader may hand out a copy per
 		// reference: the $ref identifies it.
 		if t := b.byRef[sr.Ref]; t != nil {
+			if v := b.fileVariant(t); v != nil {
+				return named(v)
+			}
 			return named(t)
 		}
 		t := b.newType(s, sr.Ref)

@@ -119,6 +119,38 @@ func (s *service) PostEvidence(ctx context.Context, tx pgx.Tx, req PostEvidenceR
 	return PostEvidence200Response{Body: FileObject{ID: "file_ev", Object: FileObjectObjectFile, Size: req.Body.File.Size, Sha256: req.Body.File.SHA256}}, nil
 }
 
+// PostDocuments and PostDocumentsUpload take one component schema, typed
+// for JSON (Document) and for multipart (DocumentMultipart).
+func (s *service) PostDocuments(ctx context.Context, tx pgx.Tx, req PostDocumentsRequest) (PostDocumentsResponse, error) {
+	s.saw(req)
+	return PostDocuments200Response{Body: FileObject{ID: "doc_json", Object: FileObjectObjectFile, Size: int64(len(req.Body.Content))}}, nil
+}
+
+func (s *service) PostDocumentsUpload(ctx context.Context, tx pgx.Tx, req PostDocumentsUploadRequest) (PostDocumentsUploadResponse, error) {
+	size, sum, err := digest(req.Body.Content.Content)
+	if err != nil {
+		return nil, err
+	}
+	s.saw(req)
+	return PostDocumentsUpload200Response{Body: FileObject{ID: "doc_part", Object: FileObjectObjectFile, Size: size, Sha256: sum}}, nil
+}
+
+// One component, two representations: the JSON type has the binary member
+// as bytes, the multipart variant as a file part, down to the nested
+// component with a binary member; a component without one is shared.
+var (
+	_ []byte                           = Document{}.Content
+	_ idem.File                        = DocumentMultipart{}.Content
+	_ *DocumentCover                   = Document{}.Cover
+	_ *DocumentCoverMultipart          = DocumentMultipart{}.Cover
+	_ []byte                           = DocumentCover{}.Image
+	_ *idem.File                       = DocumentCoverMultipart{}.Image
+	_ *Shipping                        = Document{}.Address
+	_ *Shipping                        = DocumentMultipart{}.Address
+	_ func(PostDocumentsRequest)       = func(r PostDocumentsRequest) { _ = Document(r.Body) }
+	_ func(PostDocumentsUploadRequest) = func(r PostDocumentsUploadRequest) { _ = DocumentMultipart(r.Body) }
+)
+
 // PostFileContents reads the binary body as the stream it is given.
 func (s *service) PostFileContents(ctx context.Context, tx pgx.Tx, req PostFileContentsRequest) (PostFileContentsResponse, error) {
 	size, sum, err := digest(req.Body)
@@ -724,6 +756,48 @@ func TestMultipartJSONParts(t *testing.T) {
 		})
 	}
 	f.t = t
+}
+
+// TestSharedSchemaJSONAndMultipart: a component schema with a binary
+// member taken by a JSON body and by a multipart body decodes in each as
+// its own Go type, over HTTP: base64 bytes in JSON, file parts (also one
+// nested in a component) in multipart.
+func TestSharedSchemaJSONAndMultipart(t *testing.T) {
+	f := start(t)
+	r := f.do("POST", "/v1/documents", "k-doc-json", "application/json",
+		`{"title":"t","content":"aGVsbG8=","cover":{"caption":"c","image":"AQI="},"address":{"name":"Jenny"}}`)
+	if r.status != 200 {
+		t.Fatalf("JSON: %d %s", r.status, r.body)
+	}
+	doc := f.one().(PostDocumentsRequest).Body
+	want := Document{Title: "t", Content: []byte("hello"), Cover: &DocumentCover{Caption: ptr("c"), Image: []byte{1, 2}}, Address: &Shipping{Name: "Jenny"}}
+	if !reflect.DeepEqual(doc, want) {
+		t.Errorf("JSON body:\n got %+v\nwant %+v", doc, want)
+	}
+
+	ct, body := multipartBody(t, "b-doc",
+		part{name: "title", content: strings.NewReader("t")},
+		part{name: "content", filename: "doc.txt", ct: "text/plain", content: strings.NewReader("hello")},
+		part{name: "cover[caption]", content: strings.NewReader("c")},
+		part{name: "cover[image]", filename: "cover.png", ct: "image/png", content: strings.NewReader("\x01\x02")},
+		part{name: "address[name]", content: strings.NewReader("Jenny")},
+	)
+	r = f.send("POST", "/v1/documents/upload", "k-doc-part", ct, body)
+	if r.status != 200 {
+		t.Fatalf("multipart: %d %s", r.status, r.body)
+	}
+	up := f.one().(PostDocumentsUploadRequest).Body
+	if up.Title != "t" || up.Content.Filename != "doc.txt" || up.Content.Size != 5 || up.Cover == nil ||
+		up.Cover.Image == nil || up.Cover.Image.Filename != "cover.png" || up.Cover.Image.Size != 2 || *up.Cover.Caption != "c" ||
+		up.Address == nil || up.Address.Name != "Jenny" {
+		t.Errorf("multipart body: %+v", up)
+	}
+	if !strings.Contains(r.body, `"size":5`) {
+		t.Errorf("the handler did not read the file part's content: %s", r.body)
+	}
+	// Base64 in a multipart body is not a file: refused, no record.
+	ct, body = multipartBody(t, "b-doc", part{name: "title", content: strings.NewReader("t")}, part{name: "content", content: strings.NewReader("aGVsbG8=")})
+	f.refused(f.send("POST", "/v1/documents/upload", "k-doc-bad", ct, body), "k-doc-bad")
 }
 
 // TestBinaryBody: an application/octet-stream body reaches the handler as
