@@ -31,7 +31,7 @@ func (s *pathSeg) wholeParam() bool {
 }
 
 // PathSegment is a segment whose wildcard value the generated code splits
-// into parameters (see idemimpl.PathSegment).
+// into parameters, or compares with a literal (see idemimpl.PathSegment).
 type PathSegment struct {
 	Wildcard string
 	Literals []string
@@ -46,6 +46,9 @@ func (s PathSegment) Literal() string {
 			out[i] = strconv.Quote(x)
 		}
 		return "{" + strings.Join(out, ", ") + "}"
+	}
+	if len(s.Params) == 0 {
+		return fmt.Sprintf("{Wildcard: %s, Literals: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals))
 	}
 	return fmt.Sprintf("{Wildcard: %s, Literals: []string%s, Params: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals), q(s.Params))
 }
@@ -160,22 +163,76 @@ func pattern(segs []pathSeg, wild map[int]string) string {
 	return p
 }
 
-// routeShape is what ServeMux compares: method and literal segments, with
-// every segment holding parameters a wildcard.
-func routeShape(o *Operation) string {
-	var out strings.Builder
-	out.WriteString(o.Method + " ")
+// shape is a route's ServeMux pattern without names: per segment, a
+// literal or a wildcard.
+type shape []shapeSeg
+
+type shapeSeg struct {
+	lit  string
+	wild bool
+}
+
+func shapeOf(o *Operation) shape {
+	sh := make(shape, len(o.segs))
 	for i, s := range o.segs {
-		if i > 0 {
-			out.WriteByte('/')
-		}
 		if len(s.params) > 0 {
-			out.WriteString("{}")
+			sh[i] = shapeSeg{wild: true}
 		} else {
-			out.WriteString(s.lits[0])
+			sh[i] = shapeSeg{lit: s.lits[0]}
 		}
 	}
-	return out.String()
+	return sh
+}
+
+func (a shape) String() string {
+	parts := make([]string, len(a))
+	for i, s := range a {
+		if s.wild {
+			parts[i] = "{}"
+		} else {
+			parts[i] = s.lit
+		}
+	}
+	return strings.Join(parts, "/")
+}
+
+// covers reports whether every path a matches, b matches too: b has a's
+// literal wherever b has one (the same number of segments assumed).
+func (a shape) coveredBy(b shape) bool {
+	for i := range a {
+		if !b[i].wild && (a[i].wild || a[i].lit != b[i].lit) {
+			return false
+		}
+	}
+	return true
+}
+
+// conflicts reports whether ServeMux refuses to register both a and b: some
+// path matches both, and neither is more specific (or they are the same).
+func (a shape) conflicts(b shape) bool {
+	if len(a) != len(b) {
+		return false
+	}
+	for i := range a {
+		if !a[i].wild && !b[i].wild && a[i].lit != b[i].lit {
+			return false // no path matches both
+		}
+	}
+	ab, ba := a.coveredBy(b), b.coveredBy(a)
+	return ab == ba // both: the same pattern; neither: overlapping, unordered
+}
+
+// merge is the narrowest shape covering a and b.
+func (a shape) merge(b shape) shape {
+	out := make(shape, len(a))
+	for i := range a {
+		if a[i].wild || b[i].wild || a[i].lit != b[i].lit {
+			out[i] = shapeSeg{wild: true}
+		} else {
+			out[i] = a[i]
+		}
+	}
+	return out
 }
 
 // literalShape is what tells operations of one route apart.
@@ -188,32 +245,56 @@ func literalShape(o *Operation) string {
 	return out.String()
 }
 
-func literalLen(o *Operation) int {
-	n := 0
-	for _, s := range o.segs {
-		if len(s.params) > 0 {
-			n += len(strings.Join(s.lits, ""))
+// before orders the operations of one route as its handler tries them:
+// from the first segment on, a literal segment before one with parameters,
+// then more literal text within a segment before less ("{name}.tar.gz"
+// before "{name}.gz" before "{id}"), as routers that prefer static segments
+// do; a tie keeps the operations' order.
+func before(a, b *Operation) bool {
+	for i := range a.segs {
+		x, y := a.segs[i], b.segs[i]
+		xw, yw := len(x.params) > 0, len(y.params) > 0
+		if xw != yw {
+			return !xw
+		}
+		if xw {
+			if lx, ly := len(strings.Join(x.lits, "")), len(strings.Join(y.lits, "")); lx != ly {
+				return lx > ly
+			}
 		}
 	}
-	return n
+	return false
+}
+
+// route is a RouteGroup while the routes are formed.
+type route struct {
+	g     *RouteGroup
+	shape shape
 }
 
 // checkRoutes groups the operations into ServeMux routes, names the
 // wildcards of each route and the segments each operation splits, and
-// refuses two operations that no path can tell apart.
+// refuses two operations that no path can tell apart. Operations whose
+// patterns ServeMux would refuse together share a route: those whose paths
+// differ only inside segments (/files/{name}.json, /files/{id}), and those
+// whose patterns overlap with neither more specific (GitHub's
+// /orgs/{org}/rulesets/{ruleset_id}/history and
+// /orgs/{org}/rulesets/rule-suites/{rule_suite_id}), under a pattern that
+// covers them all.
 func (b *builder) checkRoutes(ops []*Operation) {
-	groups := map[string]*RouteGroup{}
-	var order []*RouteGroup
+	groups := map[string]*route{}
+	var routes []*route
 	for _, o := range ops {
-		key := routeShape(o)
-		g := groups[key]
-		if g == nil {
-			g = &RouteGroup{Method: o.Method}
-			groups[key] = g
-			order = append(order, g)
+		sh := shapeOf(o)
+		key := o.Method + " " + sh.String()
+		rt := groups[key]
+		if rt == nil {
+			rt = &route{g: &RouteGroup{Method: o.Method}, shape: sh}
+			groups[key] = rt
+			routes = append(routes, rt)
 		}
 		dup := false
-		for _, prev := range g.Ops {
+		for _, prev := range rt.g.Ops {
 			if literalShape(prev) == literalShape(o) {
 				b.errs.addf("%s: operations %q (%s %s) and %q (%s %s) have the same route", b.file, prev.ID, prev.Method, prev.Path, o.ID, o.Method, o.Path)
 				dup = true
@@ -221,22 +302,51 @@ func (b *builder) checkRoutes(ops []*Operation) {
 			}
 		}
 		if !dup {
-			g.Ops = append(g.Ops, o)
-			o.route = g
+			rt.g.Ops = append(rt.g.Ops, o)
 		}
 	}
-	for _, g := range order {
-		b.nameRoute(g)
+	// Merge routes ServeMux would refuse together until none are left; a
+	// merged pattern is wider and may meet another.
+	for merged := true; merged; {
+		merged = false
+		byLen := map[string][]*route{}
+		for _, rt := range routes {
+			k := rt.g.Method + " " + strconv.Itoa(len(rt.shape))
+			byLen[k] = append(byLen[k], rt)
+		}
+		var kept []*route
+		gone, done := map[*route]bool{}, map[*route]bool{}
+		for _, rt := range routes {
+			if gone[rt] {
+				continue
+			}
+			for _, other := range byLen[rt.g.Method+" "+strconv.Itoa(len(rt.shape))] {
+				// One kept already is met on the next pass, from its side.
+				if other == rt || gone[other] || done[other] || !rt.shape.conflicts(other.shape) {
+					continue
+				}
+				rt.shape = rt.shape.merge(other.shape)
+				rt.g.Ops = append(rt.g.Ops, other.g.Ops...)
+				gone[other] = true
+				merged = true
+			}
+			kept = append(kept, rt)
+			done[rt] = true
+		}
+		routes = kept
+	}
+	for _, rt := range routes {
+		for _, o := range rt.g.Ops {
+			o.route = rt.g
+		}
+		b.nameRoute(rt.g, rt.shape)
 	}
 }
 
-// nameRoute chooses the wildcard of every segment of g that holds
-// parameters and the segments each operation splits.
-func (b *builder) nameRoute(g *RouteGroup) {
-	// Most literal text first: "{name}.tar.gz" before "{name}.gz" before
-	// "{id}"; a tie keeps the operations' order.
-	sort.SliceStable(g.Ops, func(i, j int) bool { return literalLen(g.Ops[i]) > literalLen(g.Ops[j]) })
-	first := g.Ops[0]
+// nameRoute chooses the wildcard of every segment of g's pattern sh and the
+// segments each operation splits or compares.
+func (b *builder) nameRoute(g *RouteGroup, sh shape) {
+	sort.SliceStable(g.Ops, func(i, j int) bool { return before(g.Ops[i], g.Ops[j]) })
 	taken := map[string]bool{}
 	for _, o := range g.Ops {
 		for _, s := range o.segs {
@@ -245,33 +355,46 @@ func (b *builder) nameRoute(g *RouteGroup) {
 			}
 		}
 	}
+	parts := make([]string, len(sh))
 	wild := map[int]string{}
-	for i, s := range first.segs {
-		if len(s.params) == 0 {
+	for i, seg := range sh {
+		if !seg.wild {
+			parts[i] = seg.lit
 			continue
 		}
 		// The name of an operation's parameter that fills the segment, when
 		// no other operation has a parameter of that name elsewhere: that
 		// operation reads it as it is (GitHub's /compare/{basehead} beside
 		// /compare/{base}...{head}).
-		if name, ok := wholeParamName(g.Ops, i); ok {
-			wild[i] = name
-			continue
-		}
-		name := segmentWildcard(s)
-		for taken[name] {
-			name += "_"
+		name, ok := wholeParamName(g.Ops, i)
+		if !ok {
+			from := g.Ops[0].segs[i]
+			for _, o := range g.Ops {
+				if len(o.segs[i].params) > 0 {
+					from = o.segs[i]
+					break
+				}
+			}
+			name = segmentWildcard(from)
+			for taken[name] {
+				name += "_"
+			}
 		}
 		taken[name] = true
 		wild[i] = name
+		parts[i] = "{" + name + "}"
 	}
-	g.Pattern = pattern(first.segs, wild)
+	g.Pattern = strings.Join(parts, "/")
+	if strings.HasSuffix(g.Pattern, "/") {
+		g.Pattern += "{$}"
+	}
 	for _, o := range g.Ops {
 		o.Pattern = g.Pattern
 		o.Segments = nil
 		for i, s := range o.segs {
-			if len(s.params) > 0 && !(s.wholeParam() && s.params[0] == wild[i]) {
-				o.Segments = append(o.Segments, PathSegment{Wildcard: wild[i], Literals: s.lits, Params: s.params})
+			w, ok := wild[i]
+			if ok && !(s.wholeParam() && s.params[0] == w) {
+				o.Segments = append(o.Segments, PathSegment{Wildcard: w, Literals: s.lits, Params: s.params})
 			}
 		}
 	}

@@ -39,7 +39,7 @@ func TestPathSegments(t *testing.T) {
 	if err != nil {
 		t.Fatalf("go test of the generated package: %v\n%s", err, out)
 	}
-	for _, name := range []string{"TestCompareCommits", "TestMergeRefsIdempotent", "TestFilesRoute", "TestVersions", "TestClient"} {
+	for _, name := range []string{"TestCompareCommits", "TestMergeRefsIdempotent", "TestFilesRoute", "TestVersions", "TestClient", "TestOverlappingRoutes"} {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}

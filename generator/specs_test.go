@@ -8,6 +8,7 @@ import (
 	"path/filepath"
 	"strings"
 	"testing"
+	"time"
 )
 
 // realSpecs are the public specs of testdata/specs, generated without a
@@ -154,7 +155,9 @@ func TestRealSpecs(t *testing.T) {
 			if testing.Short() {
 				return
 			}
-			goBuildVet(t, tempModule(t, files))
+			mod := tempModule(t, files)
+			goBuildVet(t, mod)
+			checkRoutesRegister(t, mod, files)
 		})
 	}
 }
@@ -167,6 +170,35 @@ func fileNamed(files []File, name string) []File {
 		}
 	}
 	return nil
+}
+
+// checkRoutesRegister runs NewHandler of the generated package in mod: it
+// puts every route on a net/http.ServeMux, which panics on two patterns it
+// cannot order (GitHub's /orgs/{org}/rulesets/{ruleset_id}/history and
+// /orgs/{org}/rulesets/rule-suites/{rule_suite_id} did). An external test
+// package, so that the package built by goBuildVet is reused.
+func checkRoutesRegister(t *testing.T, mod string, files []File) {
+	t.Helper()
+	secured := false
+	for _, f := range files {
+		secured = secured || f.Name == "server.gen.go" && bytes.Contains(f.Content, []byte("func WithSecurity("))
+	}
+	src := "package api_test\n\nimport (\n\t\"testing\"\n\n\tapi \"example.com/generated/api\"\n)\n\n"
+	opts := ""
+	if secured {
+		src += "type security struct{ api.Security }\n\n"
+		opts = ", api.WithSecurity(security{})"
+	}
+	src += "func TestRoutesRegister(t *testing.T) {\n\tapi.NewHandler(api.Unimplemented{}, nil" + opts + ")\n\tt.Logf(\"%d routes\", len(api.Routes(api.Unimplemented{}, nil" + opts + ")))\n}\n"
+	if err := os.WriteFile(filepath.Join(mod, "api", "routes_register_test.go"), []byte(src), 0o644); err != nil {
+		t.Fatal(err)
+	}
+	start := time.Now()
+	out, err := goCommand(mod, "test", "-count=1", "-v", "-run", "^TestRoutesRegister$", "./api").CombinedOutput()
+	if err != nil {
+		t.Fatalf("NewHandler of the generated package: %v\n%s", err, out)
+	}
+	t.Logf("NewHandler registers its routes (%v): %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(out))
 }
 
 func generatedLines(files []File) int {

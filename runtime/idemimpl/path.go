@@ -8,13 +8,14 @@ import (
 // PathSegment describes one segment of an operation's path that the ServeMux
 // wildcard Wildcard holds whole but that holds parameters between literals,
 // such as "{base}...{head}" or "{name}.json", or a parameter whose name is not
-// the wildcard's (an operation sharing its route with another).
+// the wildcard's, or a literal (operations sharing a route).
 type PathSegment struct {
 	// Wildcard is the ServeMux wildcard that matches the whole segment.
 	Wildcard string
 	// Literals are the texts before the first parameter, between each two
 	// and after the last: len(Params)+1 of them, only the first and the
-	// last may be empty.
+	// last may be empty. Without Params, the one literal the segment must
+	// be.
 	Literals []string
 	// Params are the names the parameters' values are stored under
 	// (Request.SetPathValue), in order.
@@ -23,7 +24,8 @@ type PathSegment struct {
 
 // MatchPath splits the segments segs of r's path into their parameters. It
 // stores them with r.SetPathValue and reports true when every segment has its
-// literals and every parameter a non-empty value; else it changes nothing and
+// literals (is its literal, for one without parameters) and every parameter
+// a non-empty value; else it changes nothing and
 // reports false: the path is not the operation's, as a router matching the
 // spec's path template would say. A parameter followed by a literal takes the
 // shortest non-empty text that the literal follows ("a...b...c" against
@@ -34,6 +36,12 @@ func MatchPath(r *http.Request, segs []PathSegment) bool {
 	vals := buf[:0]
 	for i := range segs {
 		s := &segs[i]
+		if len(s.Params) == 0 {
+			if r.PathValue(s.Wildcard) != s.Literals[0] {
+				return false
+			}
+			continue
+		}
 		rest, ok := strings.CutPrefix(r.PathValue(s.Wildcard), s.Literals[0])
 		if !ok {
 			return false

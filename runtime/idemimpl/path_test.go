@@ -30,15 +30,21 @@ func TestMatchPath(t *testing.T) {
 		{version, "1-2.json", ""},
 		{version, "v-.json", ""},
 		{version, "v.json", ""},
+		// A literal segment of an operation that shares its route.
+		{[]PathSegment{{Wildcard: "w", Literals: []string{"history"}}, {Wildcard: "x", Literals: []string{"", ""}, Params: []string{"base"}}}, "history", "base=history"},
+		{[]PathSegment{{Wildcard: "w", Literals: []string{"history"}}, {Wildcard: "x", Literals: []string{"", ""}, Params: []string{"base"}}}, "historyx", ""},
 	} {
 		r := httptest.NewRequest("GET", "/", nil)
 		r.SetPathValue("w", tc.value)
+		r.SetPathValue("x", tc.value)
 		r.SetPathValue("base", "unset")
 		ok := MatchPath(r, tc.segs)
 		var got []string
 		if ok {
-			for _, name := range tc.segs[0].Params {
-				got = append(got, name+"="+r.PathValue(name))
+			for _, s := range tc.segs {
+				for _, name := range s.Params {
+					got = append(got, name+"="+r.PathValue(name))
+				}
 			}
 		}
 		if g := strings.Join(got, " "); g != tc.want {

@@ -10,6 +10,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -48,6 +49,14 @@ func (s *service) GetFileTarGz(ctx context.Context, req GetFileTarGzRequest) (Ge
 
 func (s *service) GetFile(ctx context.Context, req GetFileRequest) (GetFileResponse, error) {
 	return GetFile200Response{Body: File{Operation: "getFile", Name: req.ID}}, nil
+}
+
+func (s *service) GetRulesetHistory(ctx context.Context, req GetRulesetHistoryRequest) (GetRulesetHistoryResponse, error) {
+	return GetRulesetHistory200Response{Body: File{Operation: "getRulesetHistory", Name: req.Org + "/" + strconv.FormatInt(req.RulesetID, 10)}}, nil
+}
+
+func (s *service) GetRuleSuite(ctx context.Context, req GetRuleSuiteRequest) (GetRuleSuiteResponse, error) {
+	return GetRuleSuite200Response{Body: File{Operation: "getRuleSuite", Name: req.Org + "/" + req.RuleSuiteID}}, nil
 }
 
 func (s *service) CreateVersion(ctx context.Context, tx pgx.Tx, req CreateVersionRequest) (CreateVersionResponse, error) {
@@ -255,6 +264,42 @@ func TestFilesRoute(t *testing.T) {
 	}
 	if want := "getFileTarGz,getFileJSON,getFileGz,getFile /files/{id}"; len(ids) != 1 || ids[0] != want {
 		t.Errorf("routes under /files/: %q, want [%q]", ids, want)
+	}
+}
+
+// TestOverlappingRoutes: two operations whose ServeMux patterns overlap
+// with neither more specific (ServeMux panics at registration) share one
+// route; a literal segment wins over a parameter, from the left.
+func TestOverlappingRoutes(t *testing.T) {
+	f := start(t, viaNewHandler)
+	for _, tc := range []struct{ path, op, name string }{
+		{"/orgs/o/rulesets/7/history", "getRulesetHistory", "o/7"},
+		{"/orgs/o/rulesets/rule-suites/9", "getRuleSuite", "o/9"},
+		{"/orgs/o/rulesets/rule-suites/history", "getRuleSuite", "o/history"},
+	} {
+		r := f.do("GET", tc.path, "", "")
+		if r.status != 200 {
+			t.Errorf("GET %s: %d %s", tc.path, r.status, r.body)
+			continue
+		}
+		if got := decode[File](t, r); got != (File{Operation: tc.op, Name: tc.name}) {
+			t.Errorf("GET %s: %+v, want %s with %q", tc.path, got, tc.op, tc.name)
+		}
+	}
+	// The shared pattern is wider than either: what neither declares is 404.
+	f.notFound("GET", "/orgs/o/rulesets/7/future", "")
+	// A ruleset id that is no integer is the parameter's error.
+	if r := f.do("GET", "/orgs/o/rulesets/x/history", "", ""); r.status != 400 || r.ctype != "application/problem+json" {
+		t.Errorf("GET /orgs/o/rulesets/x/history: %d %s %s", r.status, r.ctype, r.body)
+	}
+	var got []string
+	for _, rt := range Routes(&service{}, nil) {
+		if strings.HasPrefix(rt.Pattern, "/orgs/") {
+			got = append(got, rt.OperationID+" "+rt.Pattern)
+		}
+	}
+	if want := "getRuleSuite,getRulesetHistory /orgs/{org}/rulesets/{ruleset_id}/{rule_suite_id}"; len(got) != 1 || got[0] != want {
+		t.Errorf("routes under /orgs/: %q, want [%q]", got, want)
 	}
 }
 
