@@ -198,8 +198,14 @@ func (c *checker) sequence(ctx context.Context) {
 	}
 	c.verdict("content-digest", "Content-Digest: "+want+" on the first response and on the replay", problems, e1, e2)
 
-	// replay
+	// replay: also the response headers the spec declares, which the engine
+	// stores with the response.
 	problems = sameResponse(e1, e2)
+	for _, h := range c.p.o.StoredHeaders(e1.Status) {
+		if a, b := e1.header(h), e2.header(h); a != b {
+			problems = append(problems, fmt.Sprintf("declared response header %s is %q on the replay, %q on the first response", h, b, a))
+		}
+	}
 	effect = pr.expect(ctx, before, 0, "the replay had an effect", &problems)
 	c.verdict("replay", fmt.Sprintf("the same request again: %s, %d bytes identical to the first%s", e2.describe(), len(e2.raw), effect), problems, e1, e2)
 

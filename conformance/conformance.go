@@ -21,7 +21,7 @@
 //	first-execution         a fresh key runs: a kept status (2xx or replayStatuses), not marked replayed
 //	key-echo                the key is echoed in the key header of the first response and of the replay
 //	content-digest          Content-Digest is sha-256 of the request body, on the first response and the replay
-//	replay                  the same request again: same status, byte-identical body, Idempotent-Replayed: true, no new effect
+//	replay                  the same request again: same status, byte-identical body, the declared response headers, Idempotent-Replayed: true, no new effect
 //	replay/last-modified    the replay's Last-Modified is present and not after its Date
 //	replay/canonical-json   the body with members reordered and white space added (RFC 8785-equal) replays
 //	conflict                the same key with another valid body: 409 (422 under profile ietf) CONFLICTING_IDEMPOTENT_REQUEST, not the original body

@@ -108,3 +108,31 @@ func (b *builder) warnUnstoredHeaders(o *Operation) {
 		}
 	}
 }
+
+// StoredHeaders returns the response headers o declares for a response of
+// status (those of the exact status, else of its range, else of default)
+// that the idempotency engine stores and replays; nil when it declares none.
+func (o *Operation) StoredHeaders(status int) []string {
+	code, rng := strconv.Itoa(status), ""
+	if status >= 100 && status <= 599 {
+		rng = code[:1] + "XX"
+	}
+	var byRange, byDefault *Response
+	for _, r := range o.Responses {
+		switch {
+		case r.Status == code:
+			return storableHeaders(r)
+		case strings.EqualFold(r.Status, rng):
+			byRange = r
+		case r.Status == "default":
+			byDefault = r
+		}
+	}
+	if byRange != nil {
+		return storableHeaders(byRange)
+	}
+	if byDefault != nil {
+		return storableHeaders(byDefault)
+	}
+	return nil
+}

@@ -61,6 +61,23 @@ func TestDeclaredResponseHeaders(t *testing.T) {
 	if !strings.Contains(server, want) {
 		t.Errorf("server.gen.go lacks\n%s\nin\n%s", want, section(server, "var opCreateOrder"))
 	}
+	// StoredHeaders resolves a status as OpenAPI does (the conformance
+	// checker compares these on a replay).
+	spec, err := Load(Config{Spec: "openapi.yaml", SpecData: []byte(headersSpec), Package: "api", Output: "api"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var op *Operation
+	for _, o := range spec.Model.Operations {
+		if o.ID == "createOrder" {
+			op = o
+		}
+	}
+	for status, want := range map[int]string{201: "Location X-Rate-Limit", 202: "", 404: "X-Request-Charge-Id", 500: "X-Trace"} {
+		if got := strings.Join(op.StoredHeaders(status), " "); got != want {
+			t.Errorf("StoredHeaders(%d) = %q, want %q", status, got, want)
+		}
+	}
 	var got []string
 	for _, w := range warns {
 		if strings.Contains(w.Message, "never stores") {

@@ -163,7 +163,8 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 			return
 		}
 		var val string
-		if p.FileName() != "" {
+		jsonPart := slices.Contains(m.JSONParts, name)
+		if p.FileName() != "" && !jsonPart { // a JSON part may come as a file (curl -F 'details=@d.json')
 			sp, err := q.spool(p)
 			if err != nil {
 				q.err = err
@@ -188,7 +189,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
-			if slices.Contains(m.JSONParts, name) {
+			if jsonPart {
 				v, err := ParseJSON(b)
 				if err != nil {
 					q.out = append(q.out, partJSONError(name, err))

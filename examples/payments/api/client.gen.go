@@ -83,6 +83,8 @@ func readCreatePaymentResponse(r *idemclient.Response) (CreatePaymentResponse, e
 		if err := r.DecodeJSON(&out.Body); err != nil {
 			return nil, err
 		}
+		out.Location = r.Header.Get("Location")
+		out.XGatewayChargeID = r.Header.Get("X-Gateway-Charge-Id")
 		return out, nil
 	case r.Status == 400 && r.Declared("application/json"):
 		var out CreatePayment400Response

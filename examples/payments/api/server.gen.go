@@ -85,6 +85,8 @@ var opCreatePayment = idem.Operation{
 		SchemaVersion: "0b65d4aaa0ec", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
+	// ResponseHeaders: the declared response headers, stored and replayed.
+	ResponseHeaders: map[string][]string{"201": {"Location", "X-Gateway-Charge-Id"}},
 }
 
 var opCapturePayment = idem.Operation{

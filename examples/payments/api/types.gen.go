@@ -203,12 +203,14 @@ type CreatePaymentResponse interface {
 
 // CreatePayment201Response is the 201 response of operation createPayment (POST /payments): The payment was charged and recorded.
 type CreatePayment201Response struct {
-	Body Payment
+	Body             Payment
+	Location         string // header Location, sent when not empty
+	XGatewayChargeID string // header X-Gateway-Charge-Id, sent when not empty
 }
 
 func (CreatePayment201Response) isCreatePaymentResponse() {}
 func (r CreatePayment201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+	return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location, "X-Gateway-Charge-Id", r.XGatewayChargeID)
 }
 
 // CreatePayment400Response is the 400 response of operation createPayment (POST /payments): The request is malformed.

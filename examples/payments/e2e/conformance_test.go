@@ -132,6 +132,8 @@ func TestConformanceCatchesBrokenServers(t *testing.T) {
 		{"accepts a key one character too long", true, trimLongKeys, 0, "malformed-key/too-long", []string{"want 400 IDEMPOTENCY_KEY_MALFORMED, got 201"}},
 		{"sends no Content-Digest", true, dropHeader("Content-Digest"), 0, "content-digest", []string{`has Content-Digest ""`}},
 		{"replays a Last-Modified from the future", true, futureLastModified, 0, "replay/last-modified", []string{"is after Date"}},
+		{"replays without a declared header", true, dropOnReplay("X-Gateway-Charge-Id"), 0, "replay",
+			[]string{`declared response header X-Gateway-Charge-Id is "" on the replay`}},
 		{"fingerprints the raw bytes", true, keyPerRawBody, 0, "replay/canonical-json", []string{"Idempotent-Replayed: true is missing"}},
 		{"takes a quoted key for another key", true, quotedKeyApart, 0, "quoted-key", []string{"Idempotent-Replayed: true is missing"}},
 		{"leaves duplicates in flight", true, inFlightForever, 0, "concurrent", []string{"still in flight after"}},
@@ -357,6 +359,20 @@ func dropHeader(name string) func(http.Handler) http.Handler {
 	return func(next http.Handler) http.Handler {
 		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 			next.ServeHTTP(&headerWriter{ResponseWriter: w, edit: func(h http.Header) { h.Del(name) }}, r)
+		})
+	}
+}
+
+// dropOnReplay leaves header name out of every replay: a declared header
+// that was not stored.
+func dropOnReplay(name string) func(http.Handler) http.Handler {
+	return func(next http.Handler) http.Handler {
+		return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+			next.ServeHTTP(&headerWriter{ResponseWriter: w, edit: func(h http.Header) {
+				if h.Get("Idempotent-Replayed") == "true" {
+					h.Del(name)
+				}
+			}}, r)
 		})
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"encoding/base64"
 	"encoding/json"
 	"net/http"
+	"strings"
 	"testing"
 	"time"
 
@@ -77,6 +78,9 @@ func TestContract(t *testing.T) {
 		if err := first.Decode(&p); err != nil || p.ID == "" || p.Amount != 1234 {
 			t.Fatalf("body %s: %v", first.RespBody, err)
 		}
+		if first.Header.Get("Location") != "/payments/"+p.ID || !strings.HasPrefix(first.Header.Get("X-Gateway-Charge-Id"), "ch_") {
+			t.Errorf("declared headers Location %q, X-Gateway-Charge-Id %q", first.Header.Get("Location"), first.Header.Get("X-Gateway-Charge-Id"))
+		}
 	})
 	if first == nil || first.Status != 201 {
 		t.FailNow()
@@ -98,8 +102,12 @@ func TestContract(t *testing.T) {
 		if err != nil || lm.After(time.Now().Add(time.Minute)) {
 			t.Errorf("Last-Modified %q: %v", again.Header.Get("Last-Modified"), err)
 		}
-		if again.Header.Get("Content-Type") != first.Header.Get("Content-Type") {
-			t.Errorf("Content-Type %q, first %q", again.Header.Get("Content-Type"), first.Header.Get("Content-Type"))
+		// The declared response headers (Location, X-Gateway-Charge-Id) are
+		// stored and replayed as the first response sent them.
+		for _, h := range []string{"Content-Type", "Location", "X-Gateway-Charge-Id"} {
+			if again.Header.Get(h) != first.Header.Get(h) {
+				t.Errorf("%s %q, first %q", h, again.Header.Get(h), first.Header.Get(h))
+			}
 		}
 	})
 

@@ -196,7 +196,7 @@ func (s *Service) recordPayment(ctx context.Context, tx pgx.Tx, key string, p ap
 	if err := events.Enqueue(ctx, tx, ev, events.Aggregate("payment/"+row.ID)); err != nil {
 		return nil, err
 	}
-	return api.CreatePayment201Response{Body: toPayment(row)}, nil
+	return api.CreatePayment201Response{Body: toPayment(row), Location: "/payments/" + row.ID, XGatewayChargeID: row.ChargeID}, nil
 }
 
 // CapturePayment captures an authorized payment (all of it, or Body.Amount).

@@ -667,6 +667,12 @@ func TestMultipart(t *testing.T) {
 	f.refused(f.do("POST", "/v1/files", "k-bad-file", "multipart/form-data", "--x\r\n"), "k-bad-file")
 }
 
+// asFile gives part i a filename.
+func asFile(i int, name string, ps []part) []part {
+	ps[i].filename = name
+	return ps
+}
+
 // TestMultipartJSONParts: parts that hold JSON (an object property without
 // an encoding, an array of objects, an encoding with contentType
 // application/json) are parsed as JSON, typed and validated by their
@@ -713,7 +719,9 @@ func TestMultipartJSONParts(t *testing.T) {
 
 	// The same JSON respelled (white space, member order), another boundary:
 	// the same request, a replay.
-	ct, body = multipartBody(t, "other-boundary", parts(" {\n \"amount\" : 5 ,\t\"reason\":\"fraud\" } ", ` [ "a" , "b" ]`, `{ "sku" : "x" }`, `{"qty":2,"sku":"y"}`)...)
+	// details comes as a file this time (curl -F 'details=@d.json'): still
+	// a JSON part.
+	ct, body = multipartBody(t, "other-boundary", asFile(1, "d.json", parts(" {\n \"amount\" : 5 ,\t\"reason\":\"fraud\" } ", ` [ "a" , "b" ]`, `{ "sku" : "x" }`, `{"qty":2,"sku":"y"}`))...)
 	again := f.send("POST", "/v1/evidence", "k-ev", ct, body)
 	if again.status != 200 || again.header.Get("Idempotent-Replayed") != "true" || again.body != r.body {
 		t.Fatalf("respelled JSON parts: %d %v %s; want the replay of %s", again.status, again.header, again.body, r.body)
