@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"encoding/json"
 	"errors"
+	"io"
 	"math"
 	"runtime"
 	"slices"
@@ -231,8 +232,8 @@ func splitJSON(data []byte) (*splitDoc, error) {
 	if err != nil {
 		return nil, err
 	}
-	if _, err := dec.ReadToken(); err == nil {
-		return nil, errNoSplit // a second value: encoding/json refuses it
+	if _, err := dec.ReadToken(); err != io.EOF {
+		return nil, errNoSplit // anything after the value: encoding/json refuses it
 	}
 	d.top = top.close()
 	return d, nil

@@ -83,9 +83,15 @@ type Type struct {
 	// send a copy without them (its withoutWriteOnly method).
 	WriteOnly bool
 
+	// Shared counts the other inline schemas of the same shape that this
+	// type stands for (share.go); 0 when it is generated from one schema.
+	Shared int
+
 	ident    *ident
 	fields   *scope // names of the fields or variants
 	building bool
+	inline   bool   // named after where it stands: a candidate for sharing
+	suffix   string // an inline type's name after its parent's (the property's, "Item", ...)
 }
 
 // Required returns the JSON names of the required fields that every
@@ -472,6 +478,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)
 	m.WebhookSource = cfg.WebhookSource
+	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
 	b.names.resolve()
 	if err := errs.err(); err != nil {
 		return nil, err

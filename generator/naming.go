@@ -147,15 +147,23 @@ type scope struct {
 // resolve once every identifier is known, so that a clash is settled the same
 // way whatever the order in which the model met the claimants.
 type ident struct {
-	scope  *scope
-	dst    *string       // where the final spelling goes
-	want   func() string // preferred spelling; may read the final names of deps
-	level  int           // 1 + the highest level of the identifiers want reads
-	loc    string        // spec location: the rename key, named in warnings
-	what   string        // "schema", "property", "enum value", ... for warnings
-	rank   int           // who keeps a contested name: lower first
-	exact  int           // how closely the name follows the spec (exactSpelling...): higher wins a tie
-	member bool          // a field, variant, constant, operation or parameter (not a type)
+	scope *scope
+	dst   *string       // where the final spelling goes
+	want  func() string // preferred spelling; may read the final names of deps
+	level int           // 1 + the highest level of the identifiers want reads
+	floor int           // the lowest level the identifier may have
+	deps  []*ident      // the identifiers want reads (a derived name's parent first)
+	// suffix follows the parent's name (deps[0]) in a derived name.
+	suffix  string
+	derived bool
+	// fallback, when not nil, is the spelling taken without a warning when
+	// want's is taken (a shared type's common name, share.go).
+	fallback func() string
+	loc      string // spec location: the rename key, named in warnings
+	what     string // "schema", "property", "enum value", ... for warnings
+	rank     int    // who keeps a contested name: lower first
+	exact    int    // how closely the name follows the spec (exactSpelling...): higher wins a tie
+	member   bool   // a field, variant, constant, operation or parameter (not a type)
 }
 
 // How closely a Go name follows the name in the spec.
@@ -223,12 +231,53 @@ func (s *scope) reserve(names ...string) {
 // preferred spelling from the final names of deps.
 func (n *namer) add(id *ident, deps ...*ident) *ident {
 	for _, d := range deps {
-		if d != nil && d.level >= id.level {
-			id.level = d.level + 1
+		if d != nil {
+			id.deps = append(id.deps, d)
+			if d.level >= id.level {
+				id.level = d.level + 1
+			}
 		}
 	}
 	n.idents = append(n.idents, id)
 	return id
+}
+
+// replace drops the identifiers whose spelling would go to a string of
+// drop (those of types that share another's, see share.go), and makes the
+// identifiers that read one of the keys of repoint read its value instead;
+// levels follow.
+func (n *namer) replace(drop map[*string]bool, repoint map[*ident]*ident) {
+	kept := n.idents[:0]
+	for _, id := range n.idents {
+		if drop[id.dst] {
+			continue
+		}
+		for i, d := range id.deps {
+			if r := repoint[d]; r != nil {
+				id.deps[i] = r
+			}
+		}
+		kept = append(kept, id)
+	}
+	clear(n.idents[len(kept):])
+	n.idents = kept
+	levels := map[*ident]int{}
+	var level func(id *ident) int
+	level = func(id *ident) int {
+		if l, ok := levels[id]; ok {
+			return l
+		}
+		levels[id] = id.floor // a cycle, which re-pointing cannot make, stops here
+		l := id.floor
+		for _, d := range id.deps {
+			l = max(l, level(d)+1)
+		}
+		levels[id] = l
+		return l
+	}
+	for _, id := range n.idents {
+		id.level = level(id)
+	}
 }
 
 // fixed declares an identifier whose preferred spelling is known now.
@@ -243,13 +292,15 @@ func (n *namer) fixed(sc *scope, dst *string, name, loc, what string, rank, exac
 // shape (X, XRequest, XResponse) whatever the schemas are called.
 func (n *namer) typeIdent(dst *string, name, loc string, rank, exact int) *ident {
 	id := n.fixed(n.pkg, dst, name, loc, "schema", rank, exact, false)
-	id.level = 1
+	id.level, id.floor = 1, 1
 	return id
 }
 
 // derived declares an identifier spelt as its parent's final name plus suffix.
 func (n *namer) derived(sc *scope, dst *string, parent *ident, suffix, loc, what string, rank int, member bool) *ident {
-	return n.add(&ident{scope: sc, dst: dst, want: func() string { return *parent.dst + suffix }, loc: loc, what: what, rank: rank, member: member}, parent)
+	id := &ident{scope: sc, dst: dst, loc: loc, what: what, rank: rank, member: member, suffix: suffix, derived: true}
+	id.want = func() string { return *id.deps[0].dst + suffix } // deps[0] may be re-pointed (replace)
+	return n.add(id, parent)
 }
 
 // resolve spells every identifier, level by level. Within a level and scope,
@@ -373,18 +424,34 @@ func (n *namer) resolve() {
 				losers = append(losers, loser{id, k.name, holder})
 			}
 		}
+		free := func(sc *scope, name string) bool {
+			_, taken := taken[sc.id][name]
+			_, reserved := sc.reserved[name]
+			return !taken && !reserved
+		}
 		for _, l := range losers {
 			sc := l.id.scope
+			if l.id.fallback != nil {
+				// A common name taken by another: the fallback, quietly
+				// when it is free.
+				fb := l.id.fallback()
+				if free(sc, fb) {
+					taken[sc.id][fb] = l.id
+					*l.id.dst = fb
+					continue
+				}
+				l.name, l.winner = fb, sc.reserved[fb]
+				if prev, ok := taken[sc.id][fb]; ok {
+					l.winner = prev.describe()
+				}
+			}
 			sep := ""
 			if r := l.name[len(l.name)-1]; r >= '0' && r <= '9' {
 				sep = "_"
 			}
 			for i := 2; ; i++ {
 				cand := l.name + sep + strconv.Itoa(i)
-				if _, ok := taken[sc.id][cand]; ok {
-					continue
-				}
-				if _, ok := sc.reserved[cand]; ok {
+				if !free(sc, cand) {
 					continue
 				}
 				if _, ok := groups[key{sc.id, cand}]; ok {
@@ -399,6 +466,15 @@ func (n *namer) resolve() {
 				l.name, sc.what, l.winner, l.id.describe(), *l.id.dst, l.id.loc)})
 		}
 	}
+}
+
+// dryName is the identifier's spelling if no other identifier claimed its
+// name or its parent's.
+func (id *ident) dryName() string {
+	if id.derived && len(id.deps) > 0 {
+		return id.deps[0].dryName() + id.suffix
+	}
+	return id.want()
 }
 
 func (id *ident) describe() string {

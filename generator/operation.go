@@ -145,7 +145,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.MediaType = mt
 			r.JSON = isJSON(mt)
 			if r.JSON {
-				r.Body = b.goType(media.Schema, nameHint{rid, "Body"}, fmt.Sprintf("%s/content/%s/schema", rloc, pointerEscape(mt)))
+				r.Body = b.goType(media.Schema, nameHint{parent: rid, suffix: "Body", alone: true}, fmt.Sprintf("%s/content/%s/schema", rloc, pointerEscape(mt)))
 			} else {
 				r.Body = GoType{Kind: GoBytes}
 			}
@@ -161,7 +161,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			if hr := rr.Value.Headers[name]; hr != nil && hr.Value != nil {
 				h.Required = hr.Value.Required
 				if hr.Value.Schema != nil {
-					gt := b.goType(hr.Value.Schema, nameHint{rid, goName(name)}, hloc+"/schema")
+					gt := b.goType(hr.Value.Schema, nameHint{parent: rid, suffix: goName(name)}, hloc+"/schema")
 					if b.headerScalar(gt) {
 						h.Type = gt
 					}

@@ -80,14 +80,14 @@ func renderType(f *jen.File, t *Type) {
 		for _, v := range t.Variants {
 			names = append(names, v.Name)
 		}
-		doc = "is one of " + strings.Join(names, ", ") + " (" + t.Location + "): set exactly one field."
+		doc = "is one of " + strings.Join(names, ", ") + " (" + t.Location + sharedWith(t) + "): set exactly one field."
 		if t.Doc != "" {
 			doc += " " + t.Doc
 		}
 	case doc == "":
-		doc = "is generated from " + t.Location + "."
+		doc = "is generated from " + t.Location + sharedWith(t) + "."
 	default:
-		doc = "is " + lowerFirst(doc) + " (" + t.Location + ")."
+		doc = "is " + lowerFirst(doc) + " (" + t.Location + sharedWith(t) + ")."
 	}
 	f.Comment(t.Name + " " + doc)
 	switch t.Kind {
@@ -121,6 +121,17 @@ func renderType(f *jen.File, t *Type) {
 	if t.WriteOnly && t.Kind != KindAlias {
 		renderWithoutWriteOnly(f, t)
 	}
+}
+
+// sharedWith says how many other inline schemas a shared type stands for.
+func sharedWith(t *Type) string {
+	switch t.Shared {
+	case 0:
+		return ""
+	case 1:
+		return " and 1 other inline schema of the same shape"
+	}
+	return fmt.Sprintf(" and %d other inline schemas of the same shape", t.Shared)
 }
 
 // renderStruct emits a struct, and JSON methods when it has required

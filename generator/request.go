@@ -79,7 +79,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Style = style
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
-		b.paramType(prm, sr, nameHint{o.ident, want}, schemaLoc)
+		b.paramType(prm, sr, nameHint{parent: o.ident, suffix: want}, schemaLoc)
 		o.Params = append(o.Params, prm)
 	}
 }
@@ -156,10 +156,10 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			gt = GoType{Kind: GoReader}
 		case "AsMultipart":
 			b.fileParts = true
-			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
+			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
 			b.fileParts = false
 		default:
-			gt = b.goType(sr, nameHint{o.ident, "RequestBody"}, loc)
+			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
 		}
 		if body.Media == nil {
 			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt

@@ -221,9 +221,12 @@ func needsNamedType(s *openapi3.Schema) bool {
 type nameHint struct {
 	parent *ident
 	suffix string
+	// alone: the type is an operation's or a webhook's own body, named
+	// after it; it is not shared with schemas of the same shape (share.go).
+	alone bool
 }
 
-func (h nameHint) plus(s string) nameHint { return nameHint{h.parent, h.suffix + s} }
+func (h nameHint) plus(s string) nameHint { return nameHint{parent: h.parent, suffix: h.suffix + s} }
 
 // schemaType returns the Go type of a schema and whether it allows null;
 // inline schemas that need a name are named after hint.
@@ -298,6 +301,9 @@ func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 	}
 	t := b.newType(s, loc)
 	t.ident = b.inlineIdent(&t.Name, hint, loc)
+	if !hint.alone {
+		t.inline, t.suffix = true, hint.suffix
+	}
 	b.declare(t)
 	return named(t)
 }
@@ -567,14 +573,14 @@ func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) 
 	s, loc := t.Schema, t.Location
 	for i, m := range members {
 		mloc := fmt.Sprintf("%s/%s/%d", loc, kw, i)
-		gt := b.goType(m, nameHint{t.ident, "Variant" + strconv.Itoa(i+1)}, mloc)
+		gt := b.goType(m, nameHint{parent: t.ident, suffix: "Variant" + strconv.Itoa(i+1)}, mloc)
 		v := &Variant{Type: gt, Location: mloc}
 		if m != nil && m.Value != nil {
 			eff, _, _, _ := unwrap(m, "")
 			v.JSON = jsonKinds(eff.Value, 0)
 		}
 		b.names.add(&ident{scope: fields, dst: &v.Name, loc: mloc, what: "union member", rank: rankComponent, member: true,
-			want: func() string { return variantWant(gt, i) }}, typeIdents(gt)...)
+			want: func() string { return variantWant(v.Type, i) }}, typeIdents(gt)...) // v.Type: after sharing (share.go)
 		t.Variants = append(t.Variants, v)
 	}
 	d := s.Discriminator
@@ -694,7 +700,7 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 		f := &Field{JSONName: pname, Location: ploc, Schema: pr, Required: required[pname]}
 		seen[pname] = f
 		b.names.fixed(t.fields, &f.Name, want, ploc, "property", rankComponent, closeness(pname, want), true)
-		gt, nullable := b.schemaType(pr, nameHint{t.ident, want}, ploc)
+		gt, nullable := b.schemaType(pr, nameHint{parent: t.ident, suffix: want}, ploc)
 		if pr != nil && pr.Value != nil {
 			eff, _, _, _ := unwrap(pr, "")
 			f.ReadOnly = pr.Value.ReadOnly || eff.Value.ReadOnly
@@ -734,7 +740,7 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 			elem := GoType{Kind: GoAny}
 			if ap.Schema != nil {
 				var nullable bool
-				elem, nullable = b.schemaType(ap.Schema, nameHint{t.ident, "Value"}, aloc)
+				elem, nullable = b.schemaType(ap.Schema, nameHint{parent: t.ident, suffix: "Value"}, aloc)
 				if nullable && !elem.nilable() {
 					elem = ptr(elem)
 				}

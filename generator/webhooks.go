@@ -96,7 +96,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		wid := b.names.fixed(receiver, &w.GoName, want, w.Location, "webhook", rankOperation, closeness(name, want), true)
 		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankOperation, false).want = func() string { return "Send" + w.GoName }
 		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankOperation, false).want = func() string { return "WebhookType" + w.GoName }
-		w.Payload = b.goType(media.Schema, nameHint{wid, "Payload"}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
+		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}
 			for _, req := range *op.Security {

@@ -403,7 +403,7 @@ func TestJSONOrForm(t *testing.T) {
 			t.Errorf("%s decodes to\n%s\nJSON to\n%s", ct, b, first)
 		}
 		if got.Birthday == nil || got.Birthday.String() != "1990-02-28" || got.Birthday.Month != 2 ||
-			got.TaxExempt == nil || *got.TaxExempt != CustomerInputTaxExemptNone || got.Balance == nil || *got.Balance != 0 {
+			got.TaxExempt == nil || *got.TaxExempt != TaxExemptNone || got.Balance == nil || *got.Balance != 0 {
 			t.Errorf("%s: date or defaults: %+v", ct, got)
 		}
 		// Typed response headers, and writeOnly members never sent.
