@@ -30,6 +30,11 @@
 //	concurrent              N identical requests at once: one execution, the rest replays or in-flight 409s with Retry-After, a final replay after them, one effect
 //
 // Status codes follow the operation's declared profile (default or ietf).
+//
+// Requests builds, with the same value generator, one request of the
+// spec's own shape for every operation (parameters in their declared
+// style, bodies in their media type, a credential), with malformed
+// variants; idemgen's tests send them to servers generated from real specs.
 package conformance
 
 import (

@@ -47,10 +47,10 @@ func gen(sr *openapi3.SchemaRef, n int, depth int) (any, error) {
 		return genAllOf(s, n, depth)
 	}
 	if len(s.OneOf) > 0 {
-		return gen(s.OneOf[0], n, depth+1)
+		return genMember(s, s.OneOf[0], n, depth)
 	}
 	if len(s.AnyOf) > 0 {
-		return gen(s.AnyOf[0], n, depth+1)
+		return genMember(s, s.AnyOf[0], n, depth)
 	}
 	switch typeOf(s) {
 	case openapi3.TypeObject:
@@ -91,6 +91,34 @@ func typeOf(s *openapi3.Schema) string {
 		return openapi3.TypeNumber
 	}
 	return openapi3.TypeString
+}
+
+// genMember generates the union member m of s, with the discriminator
+// property, if s has one, naming m: its key in the mapping, else its
+// schema's name.
+func genMember(s *openapi3.Schema, m *openapi3.SchemaRef, n int, depth int) (any, error) {
+	v, err := gen(m, n, depth+1)
+	if err != nil || s.Discriminator == nil || m.Ref == "" {
+		return v, err
+	}
+	obj, ok := v.(map[string]any)
+	if !ok {
+		return v, nil
+	}
+	name := m.Ref[strings.LastIndex(m.Ref, "/")+1:]
+	keys := make([]string, 0, len(s.Discriminator.Mapping))
+	for k := range s.Discriminator.Mapping {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	for _, k := range keys {
+		if ref := s.Discriminator.Mapping[k].Ref; ref != "" && strings.HasSuffix(m.Ref, ref) {
+			name = k
+			break
+		}
+	}
+	obj[s.Discriminator.PropertyName] = name
+	return obj, nil
 }
 
 func genAllOf(s *openapi3.Schema, n int, depth int) (any, error) {
@@ -265,6 +293,9 @@ var formatValues = map[string][2]string{
 	"ipv4":      {"192.0.2.1", "192.0.2.2"},
 	"ipv6":      {"2001:db8::1", "2001:db8::2"},
 	"byte":      {"Y29uZm9ybWFuY2U=", "Y29uZm9ybWFuY2Uy"},
+	// Any string is binary; a generated server reads binary in JSON as
+	// base64 (encoding/json's []byte), so base64 text suits both.
+	"binary": {"Y29uZm9ybWFuY2U=", "Y29uZm9ybWFuY2Uy"},
 }
 
 func genString(s *openapi3.Schema, n int) (any, error) {

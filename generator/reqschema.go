@@ -201,14 +201,24 @@ func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) stri
 	if s.Items != nil {
 		add("Items", strconv.Itoa(t.index(s.Items, loc+"/items", noValidate)))
 	}
-	if len(s.Properties) > 0 {
+	if len(s.Properties) > 0 || len(s.Required) > 0 {
+		// A required member the schema does not declare (a oneOf member
+		// that is only `required: [id]`) is a property of any value.
 		required := map[string]bool{}
+		names := sortedKeys(s.Properties)
 		for _, r := range s.Required {
+			if _, ok := s.Properties[r]; !ok && !required[r] {
+				names = append(names, r)
+			}
 			required[r] = true
 		}
+		sort.Strings(names)
 		var props []string
-		for _, name := range sortedKeys(s.Properties) {
-			idx := t.index(s.Properties[name], loc+"/properties/"+pointerEscape(name), noValidate)
+		for _, name := range names {
+			idx := 0
+			if ps, ok := s.Properties[name]; ok {
+				idx = t.index(ps, loc+"/properties/"+pointerEscape(name), noValidate)
+			}
 			p := fmt.Sprintf("{Name: %s, Schema: %d", strconv.Quote(name), idx)
 			if required[name] {
 				p += ", Required: true"

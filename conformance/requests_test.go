@@ -1,0 +1,83 @@
+package conformance
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestRequestsEncodeAsDeclared: Requests serialises what it generates as
+// the spec declares it (deepObject in Stripe's bracket notation, exploded
+// form arrays, a discriminated member named by its mapping, multipart
+// parts, a credential), and offers wrong-typed variants to refuse.
+func TestRequestsEncodeAsDeclared(t *testing.T) {
+	spec := `openapi: 3.0.3
+info: {title: t, version: "1"}
+x-idempotent: {}
+components:
+  securitySchemes:
+    key: {type: apiKey, in: header, name: X-Key}
+  schemas:
+    Card: {type: object, required: [kind, number], properties: {kind: {type: string}, number: {type: string}}}
+    Bank: {type: object, required: [kind, iban], properties: {kind: {type: string}, iban: {type: string}}}
+security: [{key: []}]
+paths:
+  /charges:
+    get:
+      operationId: listCharges
+      parameters:
+        - {name: created, in: query, style: deepObject, explode: true, schema: {type: object, properties: {gt: {type: integer}}}}
+        - {name: lines, in: query, style: deepObject, schema: {type: array, items: {type: object, required: [amount], properties: {amount: {type: integer}}}}}
+        - {name: tag, in: query, schema: {type: array, items: {type: string}}}
+      responses: {"200": {description: ok}}
+    post:
+      operationId: pay
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              oneOf: [{$ref: '#/components/schemas/Card'}, {$ref: '#/components/schemas/Bank'}]
+              discriminator: {propertyName: kind, mapping: {card: '#/components/schemas/Card', bank: '#/components/schemas/Bank'}}
+      responses: {"201": {description: ok}}
+  /files:
+    post:
+      operationId: upload
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema: {type: object, required: [file, purpose], properties: {file: {type: string, format: binary}, purpose: {type: string, enum: [dispute]}}}
+      responses: {"201": {description: ok}}
+`
+	reqs, err := Requests("openapi.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	byID := map[string]Request{}
+	for _, q := range reqs {
+		if q.Err != nil {
+			t.Fatalf("%s: %v", q.Operation, q.Err)
+		}
+		if q.Header.Get("X-Key") == "" {
+			t.Errorf("%s: no credential for the key scheme", q.Operation)
+		}
+		byID[q.Operation] = q
+	}
+	list := byID["listCharges"]
+	for _, want := range []string{"created%5Bgt%5D=1", "lines%5B0%5D%5Bamount%5D=1", "tag=conformance"} {
+		if !strings.Contains(list.Target, want) {
+			t.Errorf("listCharges target %s lacks %s", list.Target, want)
+		}
+	}
+	if len(list.Malformed) == 0 || !strings.Contains(list.Malformed[0].Target, "conformance-wrong-type") {
+		t.Errorf("listCharges: no wrong-typed query parameter: %+v", list.Malformed)
+	}
+	if pay := byID["pay"]; !strings.Contains(string(pay.Body), `"kind":"card"`) || pay.KeyHeader == "" || pay.NewKey() == "" {
+		t.Errorf("pay: body %s, key header %q", pay.Body, pay.KeyHeader)
+	}
+	up := byID["upload"]
+	if ct := up.Header.Get("Content-Type"); !strings.HasPrefix(ct, "multipart/form-data; boundary=") ||
+		!strings.Contains(string(up.Body), `name="file"; filename="conformance.bin"`) || !strings.Contains(string(up.Body), "dispute") {
+		t.Errorf("upload: %s\n%s", ct, up.Body)
+	}
+}
