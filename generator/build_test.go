@@ -84,3 +84,36 @@ func goCommand(dir string, args ...string) *exec.Cmd {
 	cmd.Env = append(os.Environ(), "GOFLAGS=-mod=mod", "GOWORK=off")
 	return cmd
 }
+
+// runGeneratedTests generates a server and its client from
+// testdata/<name>/openapi.yaml, adds testdata/<name>/<name>_test.go to the
+// generated package and runs its tests (-v) in a temporary module. Any
+// warning fails the test; so does the inner run. It returns the output.
+func runGeneratedTests(t *testing.T, name string) string {
+	t.Helper()
+	if testing.Short() {
+		t.Skip("builds generated code; skipped with -short")
+	}
+	dir := filepath.Join("testdata", name)
+	spec, err := os.ReadFile(filepath.Join(dir, "openapi.yaml"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	test, err := os.ReadFile(filepath.Join(dir, name+"_test.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	files, warns, err := Generate(Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", Output: "api", Client: ClientConfig{Enabled: true}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, w := range warns {
+		t.Errorf("warning: %s", w)
+	}
+	files = append(files, File{Name: name + "_test.go", Content: test})
+	out, err := goCommand(tempModule(t, files), "test", "-count=1", "-v", "./...").CombinedOutput()
+	if err != nil {
+		t.Fatalf("go test of the generated package: %v\n%s", err, out)
+	}
+	return string(out)
+}

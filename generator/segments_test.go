@@ -1,8 +1,6 @@
 package generator
 
 import (
-	"os"
-	"path/filepath"
 	"strings"
 	"testing"
 )
@@ -14,33 +12,9 @@ import (
 // the generated package over real HTTP against PostgreSQL (DATABASE_URL;
 // under CI=true the inner test fails without it, through runtime/pgtest).
 func TestPathSegments(t *testing.T) {
-	if testing.Short() {
-		t.Skip("builds generated code; skipped with -short")
-	}
-	dir := filepath.Join("testdata", "segments")
-	spec, err := os.ReadFile(filepath.Join(dir, "openapi.yaml"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	test, err := os.ReadFile(filepath.Join(dir, "segments_test.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	files, warns, err := Generate(Config{Spec: "openapi.yaml", SpecData: spec, Package: "api", Output: "api", Client: ClientConfig{Enabled: true}})
-	if err != nil {
-		t.Fatal(err)
-	}
-	for _, w := range warns {
-		t.Errorf("warning: %s", w)
-	}
-	files = append(files, File{Name: "segments_test.go", Content: test})
-	mod := tempModule(t, files)
-	out, err := goCommand(mod, "test", "-count=1", "-v", "./...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	out := runGeneratedTests(t, "segments")
 	for _, name := range []string{"TestCompareCommits", "TestMergeRefsIdempotent", "TestFilesRoute", "TestVersions", "TestClient", "TestOverlappingRoutes"} {
-		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
+		if !strings.Contains(out, "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)
 		}
 	}
