@@ -83,19 +83,7 @@ func TestOneTraceFromRequestToConsumer(t *testing.T) {
 	}))
 	defer srv.Close()
 	key := uuid.NewString()
-	post := func() {
-		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"n":1}`))
-		req.Header.Set("Idempotency-Key", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("status %d", resp.StatusCode)
-		}
-	}
+	post := func() { post201(t, srv.URL, key) }
 	post()
 	post() // a replay
 
@@ -238,19 +226,7 @@ func TestLeaseTakeoverSpans(t *testing.T) {
 	}))
 	defer srv.Close()
 	key := uuid.NewString()
-	post := func() {
-		req, _ := http.NewRequest("POST", srv.URL, strings.NewReader(`{"n":1}`))
-		req.Header.Set("Idempotency-Key", key)
-		req.Header.Set("Content-Type", "application/json")
-		resp, err := http.DefaultClient.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != 201 {
-			t.Fatalf("status %d", resp.StatusCode)
-		}
-	}
+	post := func() { post201(t, srv.URL, key) }
 	post()
 	// As if the holder had died mid-request: the claim's lease lapsed.
 	if _, err := db.Exec(context.Background(), `UPDATE idem_records SET state = 'IN_PROGRESS', response_status = NULL,
@@ -292,5 +268,22 @@ func TestLeaseTakeoverSpans(t *testing.T) {
 		if strings.Contains(s.Name, key) || strings.Contains(fmt.Sprint(s.Attributes), key) || strings.Contains(fmt.Sprint(s.Events), key) {
 			t.Errorf("span %s holds the key", s.Name)
 		}
+	}
+}
+
+// post201 sends POST {"n":1} with Idempotency-Key key to url and fails the
+// test unless the answer is 201.
+func post201(t *testing.T, url, key string) {
+	t.Helper()
+	req, _ := http.NewRequest("POST", url, strings.NewReader(`{"n":1}`))
+	req.Header.Set("Idempotency-Key", key)
+	req.Header.Set("Content-Type", "application/json")
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 201 {
+		t.Fatalf("status %d", resp.StatusCode)
 	}
 }
