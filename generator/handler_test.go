@@ -18,6 +18,9 @@ import (
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/jackc/pgx/v5/pgxpool"
 )
 
 type srv struct{ Unimplemented }
@@ -61,6 +64,38 @@ func TestHandlers(t *testing.T) {
 	}
 	if len(hooked) != 1 {
 		t.Errorf("error hook saw %v, want the DELETE error", hooked)
+	}
+}
+
+// The engine's Config.Errors answers the handlers' refusals too: a request
+// that does not decode, Unimplemented's 501, a method's error.
+func TestHandlersCustomErrors(t *testing.T) {
+	// Never connected to: no idempotent operation is called.
+	pool, err := pgxpool.New(context.Background(), "postgres://127.0.0.1:1/none")
+	if err != nil {
+		t.Fatal(err)
+	}
+	engine, err := idem.New(pool, idem.Config{Errors: func(r *http.Request, p *idem.Problem) *idem.Response {
+		return idem.JSONError(p, map[string]string{"kind": strings.ToLower(p.Reason)})
+	}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := NewHandler(srv{}, engine)
+	for _, tc := range []struct {
+		method, target string
+		status         int
+		body           string
+	}{
+		{"GET", "/payments?limit=abc", 400, ` + "`" + `{"kind":"request_invalid"}` + "`" + `},
+		{"GET", "/payments/3f0c8c5e-8f0e-4f3c-9d57-5a4c3c1d2b10", 501, ` + "`" + `{"kind":"not_implemented"}` + "`" + `},
+		{"DELETE", "/payments/3f0c8c5e-8f0e-4f3c-9d57-5a4c3c1d2b10", 500, ` + "`" + `{"kind":"internal_error"}` + "`" + `},
+	} {
+		rec := httptest.NewRecorder()
+		h.ServeHTTP(rec, httptest.NewRequest(tc.method, tc.target, nil))
+		if rec.Code != tc.status || rec.Body.String() != tc.body || rec.Header().Get("Content-Type") != "application/json" {
+			t.Errorf("%s %s: %d %s %s; want %d %s", tc.method, tc.target, rec.Code, rec.Header().Get("Content-Type"), rec.Body, tc.status, tc.body)
+		}
 	}
 }
 `

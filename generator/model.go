@@ -266,6 +266,11 @@ type Operation struct {
 	Security      []SecurityRequirement
 	SecurityIndex int // in Model.SecurityRequirements
 
+	// Profile is the x-idempotent profile the operation's refusals follow
+	// (statuses, retry signals, error body): its policy's, or the document
+	// root's for an operation outside the engine.
+	Profile string
+
 	// RequestTypeName and ResponseTypeName are GoName+"Request" and
 	// GoName+"Response" unless a schema of the same name took them first.
 	RequestTypeName, ResponseTypeName string
@@ -473,6 +478,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return a.Method < c.Method
 	})
 	b.checkRoutes(m.Operations)
+	b.checkErrorBodies(m.Operations, root)
 	b.finishSecurity(m)
 	b.req.checkSkip(file)
 	b.checkRootExclusions(root)

@@ -60,10 +60,10 @@ func renderTypes(m *Model) *jen.File {
 		renderOpTypes(f, o)
 	}
 	if len(m.Operations) > 0 {
-		f.Comment("unimplementedResponse is what Unimplemented returns: 501 problem+json.")
+		f.Comment("unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).")
 		f.Type().Id("unimplementedResponse").Struct()
 		f.Func().Params(jen.Id("unimplementedResponse")).Id("toResponse").Params().Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
-			jen.Return(jen.Qual(implPkg, "NotImplementedResponse").Call(), jen.Nil()),
+			jen.Return(jen.Nil(), jen.Qual(idemPkg, "ErrNotImplemented")),
 		)
 		for _, o := range m.Operations {
 			f.Func().Params(jen.Id("unimplementedResponse")).Id(o.Marker()).Params().Block()

@@ -28,8 +28,9 @@ type Server interface {
 	CreateLease(ctx context.Context, tx pgx.Tx, req CreateLeaseRequest) (CreateLeaseResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -246,20 +247,20 @@ func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRe
 func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	req, _, err := decodeCreateBaselineRequest(r, body)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.CreateBaseline(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // bodyCreateBaseline describes the request body of createBaseline.
@@ -328,8 +329,13 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }

@@ -91,6 +91,13 @@ type Config struct {
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with
 	// rotating keys); nil stores plaintext.
 	Sealer Sealer
+	// Errors, when set, renders every refusal (a missing or malformed key,
+	// a reused key, a request in flight, an invalid request, refused
+	// credentials, a 5xx) in the service's own error shape, instead of the
+	// body of the operation's profile; the profile still chooses the status
+	// and the retry signals. Generated code's refusals outside Serve go
+	// through it too (Engine.WriteError). See docs/errors.md.
+	Errors ErrorMapper
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine

@@ -1,12 +1,10 @@
 package idem
 
 import (
-	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strconv"
@@ -44,6 +42,11 @@ var (
 	// ErrResponseTooLarge is wrapped by the error for a response larger than
 	// Config.MaxStoredResponseBytes, which cannot be stored for replay.
 	ErrResponseTooLarge = errors.New("response too large to store for replay")
+	// ErrNotImplemented is what the generated Unimplemented server returns
+	// for an operation the service does not implement yet: 501, rendered in
+	// the profile's body like every refusal. It is a *Problem.
+	ErrNotImplemented error = &Problem{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Reason: ReasonNotImplemented,
+		Detail: "the operation is not implemented"}
 )
 
 // Problem codes and reasons of the HTTP contract.
@@ -58,6 +61,7 @@ const (
 	CodeMediaType       = "ERR415_UNSUPPORTED_MEDIA_TYPE"
 	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
+	CodeNotImplemented  = "ERR501_NOT_IMPLEMENTED"
 	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
 
 	ReasonKeyRequired      = "IDEMPOTENCY_KEY_REQUIRED"
@@ -76,6 +80,7 @@ const (
 	ReasonUnauthenticated  = "UNAUTHENTICATED"
 	ReasonForbidden        = "FORBIDDEN"
 	ReasonInternal         = "INTERNAL_ERROR"
+	ReasonNotImplemented   = "NOT_IMPLEMENTED"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
 	problemContentType     = "application/problem+json"
 	defaultRetryAfterDelay = time.Second
@@ -96,6 +101,12 @@ type Problem struct {
 	Errors []Violation `json:"errors,omitempty"`
 	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
 	RetryAfter time.Duration `json:"-"`
+	// Retryable says that the same request, under the same key, may succeed
+	// later: a request in flight, a lost lease, an unknown outcome, the
+	// database unavailable, a handler that failed (its key is
+	// FAILED_RETRYABLE), a body that arrived too slowly. Profiles send it
+	// as their retry signal (ProfileStripe: Stripe-Should-Retry).
+	Retryable bool `json:"-"`
 	// Err is the cause; it is never written to the client.
 	Err error `json:"-"`
 }
@@ -236,6 +247,33 @@ func ProblemFor(err error, profile Profile) *Problem {
 		}
 		return p
 	}
+	p = problemOf(err, mk)
+	if st, ok := profileStatuses[profile][p.Reason]; ok {
+		p.Status, p.Title, p.Code = st, http.StatusText(st), statusCodes[st]
+	}
+	switch p.Reason {
+	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal:
+		p.Retryable = true
+	case ReasonBodyUnreadable:
+		p.Retryable = p.Status == http.StatusRequestTimeout
+	}
+	return p
+}
+
+// profileStatuses are the statuses where a profile departs from the
+// default profile's, by reason; the problem's code follows the status.
+var profileStatuses = map[Profile]map[string]int{
+	ProfileIETF: {ReasonConflict: http.StatusUnprocessableEntity},
+}
+
+// statusCodes are the problem codes of the statuses in profileStatuses.
+var statusCodes = map[int]string{
+	http.StatusBadRequest:          CodeInvalidRequest,
+	http.StatusUnprocessableEntity: CodeUnprocessable,
+}
+
+// problemOf is ProblemFor's mapping under the default profile.
+func problemOf(err error, mk func(status int, code, reason, detail string) *Problem) *Problem {
 	var re *RequestError
 	var ve *ValidationError
 	var mbe *http.MaxBytesError
@@ -270,9 +308,6 @@ func ProblemFor(err error, profile Profile) *Problem {
 	case errors.Is(err, ErrForbidden):
 		return mk(403, CodeForbidden, ReasonForbidden, "the credentials do not allow this request")
 	case errors.Is(err, ErrFingerprintMismatch):
-		if profile == ProfileIETF {
-			return mk(422, CodeUnprocessable, ReasonConflict, "the idempotency key was already used with another request payload")
-		}
 		return mk(409, CodeConflict, ReasonConflict, "the idempotency key was already used with another request payload")
 	case errors.Is(err, ErrInFlight):
 		p := mk(409, CodeConflict, ReasonInProgress, "a request with this idempotency key is still being processed")
@@ -336,37 +371,16 @@ func databaseUnavailable(err error) bool {
 }
 
 // WriteProblem writes err as RFC 9457 application/problem+json, mapped by
-// ProblemFor with the default profile. Errors that map to a 5xx are logged
-// with log/slog, since their text is not sent.
+// ProblemFor with the default profile, for code that has no Engine (a
+// webhook receiver). Generated handlers use Engine.WriteError, which
+// follows the operation's profile and Config.Errors. Errors that map to a
+// 5xx are logged with log/slog, since their text is not sent.
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
-	p := ProblemFor(err, ProfileDefault)
-	if p.Status >= 500 && !isProblem(err) {
-		ctx := context.Background()
-		if r != nil {
-			ctx = r.Context()
-		}
-		slog.ErrorContext(ctx, "idem: request failed", "error", err)
-	}
-	writeProblem(w, p)
+	var e *Engine
+	e.WriteError(w, r, ProfileDefault, err)
 }
 
 func isProblem(err error) bool {
 	var p *Problem
 	return errors.As(err, &p)
-}
-
-func writeProblem(w http.ResponseWriter, p *Problem) {
-	b, err := json.Marshal(p)
-	if err != nil { // a Problem always marshals; be safe anyway
-		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
-	}
-	h := w.Header()
-	h.Set("Content-Type", problemContentType)
-	h.Set("Content-Length", strconv.Itoa(len(b)))
-	h.Set("Cache-Control", "no-store")
-	if p.RetryAfter > 0 {
-		h.Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
-	}
-	w.WriteHeader(p.Status)
-	_, _ = w.Write(b)
 }

@@ -140,6 +140,12 @@ func (e *env) handler(body []byte) (idem.Handler, error) {
 	if req.Amount <= 0 {
 		return nil, idem.InvalidRequest("body: amount", errors.New("must be positive"))
 	}
+	if req.Behave == "invalid" { // what a generated decoder finds in a request that breaks its schema
+		return nil, &idem.ValidationError{Violations: []idem.Violation{
+			{In: "body", Pointer: "#/metadata/order~1id", Rule: "required", Detail: "is required"},
+			{In: "body", Pointer: "#/note", Rule: "maxLength", Detail: "must be at most 10 characters long"},
+		}}
+	}
 	e.mu.Lock()
 	custom := e.custom[req.Behave]
 	e.mu.Unlock()

@@ -46,7 +46,8 @@ func (rq *request) claimed(attempts int32, fence int64) {
 // resolves the tenant, parses the key, reads the body (bounded), calls
 // prepare, fingerprints, claims the record, runs the handler in a
 // transaction, stores the outcome and writes the response, or replays a
-// stored one. Every error becomes problem+json through ProblemFor.
+// stored one. Every error is answered through ProblemFor under the operation's
+// profile, in its body or Config.Errors's (see WriteError).
 //
 // A handler that panics is recovered: its transaction rolls back, the key is
 // left FAILED_RETRYABLE (so the same request may retry) and the client gets
@@ -125,13 +126,16 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 	var pe *PanicError
 	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
 	if err != nil && !abort {
-		p := ProblemFor(err, op.Policy.Profile)
+		profile := ProfileDefault
+		if op != nil {
+			profile = op.Policy.Profile
+		}
+		p, status := e.writeError(w, rq.r, profile, err)
 		if p.Status >= 500 && !isProblem(err) && e.cfg.Hooks.OnError != nil {
 			// Without the hook, report logs the cause with the request.
 			e.cfg.Hooks.OnError(rq.r.Context(), op, err)
 		}
-		writeProblem(w, p)
-		rq.outcome.Status = p.Status
+		rq.outcome.Status = status
 		rq.outcome.Err = err
 		if rq.outcome.Result == "" {
 			if p.Status >= 500 {

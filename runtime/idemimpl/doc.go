@@ -8,5 +8,5 @@
 // misbehaving (the pattern of protobuf-go's protoimpl).
 //
 // Errors about a request are *idem.RequestError values (idem.InvalidRequest),
-// which idem.WriteProblem and the engine answer with 400.
+// which the engine answers with 400 (idem.Engine.WriteError outside Serve).
 package idemimpl

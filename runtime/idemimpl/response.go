@@ -47,21 +47,9 @@ func EmptyResponse(status int, headers ...string) (*idem.Response, error) {
 	return newResponse(status, "", nil, headers), nil
 }
 
-// NotImplementedResponse is the 501 problem+json that the generated
-// Unimplemented server answers.
-func NotImplementedResponse() *idem.Response {
-	return newResponse(http.StatusNotImplemented, "application/problem+json",
-		[]byte(`{"type":"about:blank","title":"Not Implemented","status":501}`), nil)
-}
-
 // WriteResponse writes resp, the encoded response of an operation that does
-// not go through the engine, or, when err is not nil, the problem
-// idem.WriteProblem makes of it.
-func WriteResponse(w http.ResponseWriter, r *http.Request, resp *idem.Response, err error) {
-	if err != nil {
-		idem.WriteProblem(w, r, err)
-		return
-	}
+// not go through the engine.
+func WriteResponse(w http.ResponseWriter, resp *idem.Response) {
 	for k, v := range resp.Header {
 		w.Header()[k] = v
 	}

@@ -90,13 +90,13 @@ type HookFunc func(ctx context.Context, s *Scheme, c *Credential, scopes []strin
 // credential of any of the schemes is anonymous: admitted, with no
 // principal, when an alternative is empty, else 401. Otherwise, when no
 // alternative admits it: 403 when a hook said idem.ErrForbidden, the hook's
-// problem when it returned an *idem.Problem, else 401. Errors are written
-// as problem+json (401s with WWW-Authenticate where the schemes define a
-// challenge) and ok is false. Hook errors are never sent: they may hold
-// credentials.
-func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, hook HookFunc) (_ *http.Request, ok bool) {
+// problem when it returned an *idem.Problem, else 401. The error returned
+// is that refusal, for the caller to answer with (idem.Engine.WriteError);
+// the challenges of a 401 or 403 are already in w's WWW-Authenticate. Hook
+// errors are never sent: they may hold credentials.
+func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, hook HookFunc) (*http.Request, error) {
 	if len(alts) == 0 {
-		return r, true
+		return r, nil
 	}
 	anonymous := false
 	presented := false // a credential of some scheme of the operation was found
@@ -167,12 +167,12 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 				"schemes", names, "route", r.Pattern)
 		}
 		if admitted {
-			return r.WithContext(idem.WithPrincipal(r.Context(), principal)), true
+			return r.WithContext(idem.WithPrincipal(r.Context(), principal)), nil
 		}
 	}
 	switch {
 	case !presented && anonymous:
-		return r, true
+		return r, nil
 	case forbidden != nil:
 		if forbiddenUse.Scheme.Kind == SchemeBearer {
 			ch := `Bearer error="insufficient_scope"`
@@ -181,13 +181,11 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 			}
 			w.Header().Add("WWW-Authenticate", ch)
 		}
-		idem.WriteProblem(w, r, forbidden)
-		return nil, false
+		return r, forbidden
 	}
 	var p *idem.Problem
 	if errors.As(rejected, &p) {
-		idem.WriteProblem(w, r, p)
-		return nil, false
+		return r, p
 	}
 	seen := map[string]bool{}
 	for _, alt := range alts {
@@ -209,9 +207,8 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 	} else if !presented {
 		detail = "the request carries no credentials; it needs " + strings.Join(uniq(missing), " or ")
 	}
-	idem.WriteProblem(w, r, &idem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
-		Reason: idem.ReasonUnauthenticated, Detail: detail, Err: rejected})
-	return nil, false
+	return r, &idem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
+		Reason: idem.ReasonUnauthenticated, Detail: detail, Err: rejected}
 }
 
 // errNoPrincipal is an alternative whose hooks all returned a nil principal

@@ -27,9 +27,15 @@ var (
 func authenticate(t *testing.T, r *http.Request, alts []Requirement, hook HookFunc) (*httptest.ResponseRecorder, *http.Request) {
 	t.Helper()
 	w := httptest.NewRecorder()
-	out, ok := Authenticate(w, r, alts, hook)
-	if ok != (out != nil) {
-		t.Fatalf("ok %v with request %v", ok, out)
+	out, err := Authenticate(w, r, alts, hook)
+	if out == nil {
+		t.Fatalf("Authenticate returned no request (error %v)", err)
+	}
+	if err != nil {
+		// What the generated handler does with a refusal.
+		var e *idem.Engine
+		e.WriteError(w, r, idem.ProfileDefault, err)
+		return w, nil
 	}
 	return w, out
 }

@@ -34,8 +34,9 @@ type Server interface {
 	CreateRefund(ctx context.Context, tx pgx.Tx, req CreateRefundRequest) (CreateRefundResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -255,15 +256,15 @@ func (h *handler) routes() []Route {
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.ListPayments(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -319,20 +320,20 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	req, _, err := decodeQuotePaymentRequest(r, body)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.QuotePayment(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // bodyQuotePayment describes the request body of quotePayment.
@@ -352,15 +353,15 @@ func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRe
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.GetPayment(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -485,8 +486,13 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }

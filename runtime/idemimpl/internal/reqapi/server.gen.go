@@ -26,8 +26,9 @@ type Server interface {
 	UpdateNote(ctx context.Context, tx pgx.Tx, req UpdateNoteRequest) (UpdateNoteResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -337,8 +338,13 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }

@@ -138,11 +138,11 @@ func (r UpdateNote200Response) toResponse() (*idem.Response, error) {
 	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
-// unimplementedResponse is what Unimplemented returns: 501 problem+json.
+// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
+	return nil, idem.ErrNotImplemented
 }
 func (unimplementedResponse) isCreateOrderResponse() {}
 func (unimplementedResponse) isUpdateNoteResponse()  {}

@@ -25,8 +25,9 @@ type Server interface {
 	CreateNote(ctx context.Context, tx pgx.Tx, req CreateNoteRequest) (CreateNoteResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -221,7 +222,7 @@ func (h *handler) routes() []Route {
 
 // handleCreateNote serves createNote (POST /notes) through the idempotency engine.
 func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[0]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[0], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opCreateNote, func(body []byte) (idem.Prepared, error) {
@@ -275,10 +276,15 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // securitySchemes describes the security schemes that operations require.
@@ -293,13 +299,15 @@ var securityRequirements = [...][]idemimpl.Requirement{
 }
 
 // authenticate enforces reqs on r before anything else reads it; it answers
-// and returns nil when they do not hold, else r with the principal.
-func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, reqs []idemimpl.Requirement) *http.Request {
-	r, ok := idemimpl.Authenticate(w, r, reqs, h.securityHook)
-	if !ok {
+// (under profile) and returns nil when they do not hold, else r with the
+// principal.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, reqs []idemimpl.Requirement, profile idem.Profile) *http.Request {
+	ar, err := idemimpl.Authenticate(w, r, reqs, h.securityHook)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
 		return nil
 	}
-	return r
+	return ar
 }
 
 // securityHook calls the Security method of scheme s with its credential.

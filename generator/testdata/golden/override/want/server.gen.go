@@ -30,8 +30,9 @@ type Server interface {
 	FindPetByID(ctx context.Context, req FindPetByIDRequest) (FindPetByIDResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -212,15 +213,15 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "findPets")
 	req, _, err := decodeFindPetsRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.FindPets(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsFindPets describes the parameters of findPets.
@@ -274,15 +275,15 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "deletePet")
 	req, _, err := decodeDeletePetRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.DeletePet(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsDeletePet describes the parameters of deletePet.
@@ -303,15 +304,15 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "find pet by id")
 	req, _, err := decodeFindPetByIDRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.FindPetByID(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsFindPetByID describes the parameters of find pet by id.
@@ -352,10 +353,15 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // Operations served: 4.

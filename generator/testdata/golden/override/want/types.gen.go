@@ -184,11 +184,11 @@ func (r FindPetByIDDefaultResponse) toResponse() (*idem.Response, error) {
 	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
 }
 
-// unimplementedResponse is what Unimplemented returns: 501 problem+json.
+// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
+	return nil, idem.ErrNotImplemented
 }
 func (unimplementedResponse) isFindPetsResponse()    {}
 func (unimplementedResponse) isAddPetResponse()      {}

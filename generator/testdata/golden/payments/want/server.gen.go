@@ -39,8 +39,9 @@ type Server interface {
 	UploadReceipt(ctx context.Context, tx pgx.Tx, req UploadReceiptRequest) (UploadReceiptResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -285,15 +286,15 @@ func (h *handler) routes() []Route {
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.ListPayments(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -351,15 +352,15 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeDeletePaymentRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.DeletePayment(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsDeletePayment describes the parameters of deletePayment.
@@ -379,15 +380,15 @@ func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePayment
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.GetPayment(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -479,15 +480,15 @@ func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePayme
 func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 	req, _, err := decodeCapturePaymentRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.CapturePayment(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // paramsCapturePayment describes the parameters of capturePayment.
@@ -578,8 +579,13 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }

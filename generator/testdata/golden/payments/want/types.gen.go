@@ -401,11 +401,11 @@ func (r UploadReceipt200Response) toResponse() (*idem.Response, error) {
 	return idemimpl.RawResponse(200, "application/pdf", r.Body)
 }
 
-// unimplementedResponse is what Unimplemented returns: 501 problem+json.
+// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
+	return nil, idem.ErrNotImplemented
 }
 func (unimplementedResponse) isListPaymentsResponse()   {}
 func (unimplementedResponse) isCreatePaymentResponse()  {}

@@ -47,8 +47,9 @@ type Server interface {
 	UndefinedScheme(ctx context.Context, tx pgx.Tx, req UndefinedSchemeRequest) (UndefinedSchemeResponse, error)
 }
 
-// Unimplemented answers 501 Not Implemented for every operation. Embed it in
-// a Server to compile while operations are still missing.
+// Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
+// profile's error body) for every operation. Embed it in a Server to compile
+// while operations are still missing.
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
@@ -451,7 +452,7 @@ func (h *handler) routes() []Route {
 
 // handleAndOr serves andOr (POST /and-or) through the idempotency engine.
 func (h *handler) handleAndOr(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[0]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[0], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opAndOr, func(body []byte) (idem.Prepared, error) {
@@ -484,7 +485,7 @@ func decodeAndOrRequest(r *http.Request, body []byte) (req AndOrRequest, q *idem
 
 // handleBasic serves basic (POST /basic) through the idempotency engine.
 func (h *handler) handleBasic(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[1]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[1], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opBasic, func(body []byte) (idem.Prepared, error) {
@@ -517,7 +518,7 @@ func decodeBasicRequest(r *http.Request, body []byte) (req BasicRequest, q *idem
 
 // handleCookieKey serves cookieKey (POST /cookie-key) through the idempotency engine.
 func (h *handler) handleCookieKey(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[2]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[2], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opCookieKey, func(body []byte) (idem.Prepared, error) {
@@ -550,7 +551,7 @@ func decodeCookieKeyRequest(r *http.Request, body []byte) (req CookieKeyRequest,
 
 // handleHeaderKey serves headerKey (POST /header-key) through the idempotency engine.
 func (h *handler) handleHeaderKey(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[3]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[3], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opHeaderKey, func(body []byte) (idem.Prepared, error) {
@@ -589,7 +590,7 @@ func decodeHeaderKeyRequest(r *http.Request, body []byte) (req HeaderKeyRequest,
 
 // handleOidc serves oidc (POST /oidc) through the idempotency engine.
 func (h *handler) handleOidc(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[4]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[4], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opOidc, func(body []byte) (idem.Prepared, error) {
@@ -622,7 +623,7 @@ func decodeOidcRequest(r *http.Request, body []byte) (req OidcRequest, q *idemim
 
 // handleOptional serves optional (POST /optional) through the idempotency engine.
 func (h *handler) handleOptional(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[5]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[5], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opOptional, func(body []byte) (idem.Prepared, error) {
@@ -655,20 +656,20 @@ func decodeOptionalRequest(r *http.Request, body []byte) (req OptionalRequest, q
 
 // handleListOrders serves listOrders (GET /orders).
 func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[6]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[6], idem.ProfileDefault); r == nil {
 		return
 	}
 	req, _, err := decodeListOrdersRequest(r, nil)
 	if err != nil {
-		idem.WriteProblem(w, r, err)
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
 		return
 	}
 	resp, err := h.srv.ListOrders(r.Context(), req)
 	if err != nil {
-		idem.WriteProblem(w, r, h.fail(r, err))
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	h.writeResponse(w, r, idem.ProfileDefault, resp)
 }
 
 // decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
@@ -680,7 +681,7 @@ func decodeListOrdersRequest(r *http.Request, body []byte) (req ListOrdersReques
 
 // handleCreateOrder serves createOrder (POST /orders) through the idempotency engine.
 func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[6]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[6], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opCreateOrder, func(body []byte) (idem.Prepared, error) {
@@ -743,7 +744,7 @@ func decodePublicRequest(r *http.Request, body []byte) (req PublicRequest, q *id
 
 // handleQueryKey serves queryKey (POST /query-key) through the idempotency engine.
 func (h *handler) handleQueryKey(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[7]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[7], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opQueryKey, func(body []byte) (idem.Prepared, error) {
@@ -776,7 +777,7 @@ func decodeQueryKeyRequest(r *http.Request, body []byte) (req QueryKeyRequest, q
 
 // handleScoped serves scoped (POST /scoped) through the idempotency engine.
 func (h *handler) handleScoped(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[8]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[8], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opScoped, func(body []byte) (idem.Prepared, error) {
@@ -809,7 +810,7 @@ func decodeScopedRequest(r *http.Request, body []byte) (req ScopedRequest, q *id
 
 // handleUndefinedScheme serves undefinedScheme (POST /undefined) through the idempotency engine.
 func (h *handler) handleUndefinedScheme(w http.ResponseWriter, r *http.Request) {
-	if r = h.authenticate(w, r, securityRequirements[9]); r == nil {
+	if r = h.authenticate(w, r, securityRequirements[9], idem.ProfileDefault); r == nil {
 		return
 	}
 	h.engine.Serve(w, r, &opUndefinedScheme, func(body []byte) (idem.Prepared, error) {
@@ -862,10 +863,15 @@ func respond(resp responder) (*idem.Response, error) {
 	return resp.toResponse()
 }
 
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
+// writeResponse writes the response of an operation that bypasses the
+// engine, or the refusal its encoding error stands for (Unimplemented's 501).
+func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
 	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // securitySchemes describes the security schemes that operations require.
@@ -896,13 +902,15 @@ var securityRequirements = [...][]idemimpl.Requirement{
 }
 
 // authenticate enforces reqs on r before anything else reads it; it answers
-// and returns nil when they do not hold, else r with the principal.
-func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, reqs []idemimpl.Requirement) *http.Request {
-	r, ok := idemimpl.Authenticate(w, r, reqs, h.securityHook)
-	if !ok {
+// (under profile) and returns nil when they do not hold, else r with the
+// principal.
+func (h *handler) authenticate(w http.ResponseWriter, r *http.Request, reqs []idemimpl.Requirement, profile idem.Profile) *http.Request {
+	ar, err := idemimpl.Authenticate(w, r, reqs, h.securityHook)
+	if err != nil {
+		h.engine.WriteError(w, r, profile, err)
 		return nil
 	}
-	return r
+	return ar
 }
 
 // securityHook calls the Security method of scheme s with its credential.

@@ -1,0 +1,191 @@
+package idem
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"log/slog"
+	"net/http"
+	"slices"
+	"strconv"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgconn"
+)
+
+// Refusals: the answers the engine and generated code give on their own,
+// before (or instead of) a Server method's response. Each is an error,
+// mapped to a *Problem by ProblemFor under the operation's profile (the
+// status, the reason, the retry signals), then rendered as the response the
+// client gets: by Config.Errors when the service sets it, else in the
+// profile's body (ErrorBody). WriteError and Serve both go through
+// writeError; nothing else turns an error into a status.
+
+// ErrorMapper renders a refusal in a service's own error shape. p is what
+// the engine found: Status (the profile's), Reason and Code, Detail, the
+// Violations of an invalid request (Errors: JSON pointer, rule, detail),
+// RetryAfter and Retryable. It returns the response to send: Status 0 means
+// p.Status; Cache-Control: no-store, Retry-After and the profile's retry
+// headers are added unless it sets them. A nil response falls back to the
+// profile's body. Use JSONError to encode a typed body.
+type ErrorMapper func(r *http.Request, p *Problem) *Response
+
+// JSONError is the response of a refusal whose body is v encoded as JSON
+// (application/json), with p's status. When v does not encode, the refusal
+// is answered as a 500 problem instead.
+func JSONError(p *Problem, v any) *Response {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return renderProblem(ProblemFor(fmt.Errorf("idem: encode error body: %w", err), ProfileDefault))
+	}
+	return &Response{Status: p.Status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
+}
+
+// ErrorBody describes the body of a profile's refusals, so that idemgen can
+// check a spec's declared error schema against it (generation fails when a
+// declared schema cannot hold it or requires what it does not fill).
+type ErrorBody struct {
+	// MediaType is the Content-Type of the body; a declared response is
+	// checked when it declares this media type.
+	MediaType string
+	// Statuses are the statuses the profile's refusals may have, sorted.
+	Statuses []int
+	// Members are every member the body may hold, parents before children.
+	Members []ErrorMember
+}
+
+// ErrorMember is one member of a refusal's body.
+type ErrorMember struct {
+	// Pointer is the member's RFC 6901 JSON pointer: "/error/type".
+	Pointer string
+	// Type is its JSON type: object, string, integer or array.
+	Type string
+	// Values, when not nil, are every value the member may take (a string
+	// the declared schema may restrict with an enum).
+	Values []string
+	// Always: the member is in every refusal's body, so a declared schema
+	// may require it.
+	Always bool
+	// Shape: the declared schema must declare the member, since a body of
+	// this shape is recognised by it (Stripe's SDKs look for error.type).
+	Shape bool
+}
+
+// ErrorBody describes the body of p's refusals.
+func (p Profile) ErrorBody() ErrorBody {
+	b := ErrorBody{MediaType: problemContentType, Members: problemMembers}
+	for _, err := range refusalSamples {
+		if s := ProblemFor(err, p).Status; !slices.Contains(b.Statuses, s) {
+			b.Statuses = append(b.Statuses, s)
+		}
+	}
+	slices.Sort(b.Statuses)
+	return b
+}
+
+// problemMembers are the members of an RFC 9457 problem as Problem encodes it.
+var problemMembers = []ErrorMember{
+	{Pointer: "/type", Type: "string", Always: true},
+	{Pointer: "/title", Type: "string", Always: true},
+	{Pointer: "/status", Type: "integer", Always: true},
+	{Pointer: "/detail", Type: "string"},
+	{Pointer: "/instance", Type: "string"},
+	{Pointer: "/code", Type: "string", Always: true},
+	{Pointer: "/reason", Type: "string", Always: true},
+	{Pointer: "/errors", Type: "array"},
+}
+
+// refusalSamples are one error of every kind the engine and generated code
+// refuse a request with; ErrorBody derives a profile's statuses from them.
+var refusalSamples = []error{
+	ErrKeyRequired, ErrKeyMalformed, ErrFingerprintMismatch, ErrInFlight, ErrSchemaChanged,
+	ErrExpired, ErrLeaseLost, ErrOutcomeUnknown, ErrBodyTooLarge, ErrBodyUnreadable,
+	fmt.Errorf("%w: %w", ErrBodyUnreadable, timeoutError{}), ErrUnauthenticated, ErrForbidden,
+	ErrUnsupportedMediaType, ErrNotImplemented, InvalidRequest("body", errors.New("invalid")),
+	&ValidationError{Violations: []Violation{{In: "body", Pointer: "#/a", Rule: "required", Detail: "is required"}}},
+	&pgconn.PgError{Code: "57P01"}, errors.New("internal"),
+}
+
+// timeoutError is a net.Error that timed out (a body read past the
+// server's read timeout).
+type timeoutError struct{}
+
+func (timeoutError) Error() string   { return "i/o timeout" }
+func (timeoutError) Timeout() bool   { return true }
+func (timeoutError) Temporary() bool { return true }
+
+// WriteError answers r with the refusal err stands for, as Serve would under
+// profile: mapped by ProblemFor, rendered by Config.Errors or in the
+// profile's body. Generated code calls it for what it refuses outside Serve:
+// a request that does not decode or authenticate, an error of a Server
+// method, an unimplemented operation. An error that maps to a 5xx is
+// reported to Hooks.OnError (with a nil operation), else logged, since the
+// client does not see its text. A nil Engine writes the profile's body.
+func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Profile, err error) {
+	p, _ := e.writeError(w, r, profile, err)
+	if p.Status < 500 || isProblem(err) {
+		return
+	}
+	ctx := context.Background()
+	if r != nil {
+		ctx = r.Context()
+	}
+	switch {
+	case e != nil && e.cfg.Hooks.OnError != nil:
+		e.cfg.Hooks.OnError(ctx, nil, err)
+	case e != nil:
+		e.logger().ErrorContext(ctx, "idem: request failed", "error", err)
+	default:
+		slog.ErrorContext(ctx, "idem: request failed", "error", err)
+	}
+}
+
+// writeError maps err under profile and writes the refusal; it returns the
+// problem and the status sent.
+func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Profile, err error) (*Problem, int) {
+	p := ProblemFor(err, profile)
+	var resp *Response
+	if e != nil && e.cfg.Errors != nil {
+		resp = e.cfg.Errors(r, p)
+	}
+	if resp == nil {
+		resp = render(profile, p)
+	} else if resp.Status == 0 {
+		resp.Status = p.Status
+	}
+	writeRefusal(w, resp, p)
+	return p, resp.Status
+}
+
+// render is the profile's body of p.
+func render(profile Profile, p *Problem) *Response {
+	return renderProblem(p)
+}
+
+// renderProblem encodes p as RFC 9457 application/problem+json.
+func renderProblem(p *Problem) *Response {
+	b, err := json.Marshal(p)
+	if err != nil { // a Problem always marshals; be safe anyway
+		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
+	}
+	return &Response{Status: p.Status, Header: http.Header{"Content-Type": {problemContentType}}, Body: b}
+}
+
+// writeRefusal writes resp, adding what every refusal carries unless resp
+// sets it: Cache-Control: no-store and Retry-After.
+func writeRefusal(w http.ResponseWriter, resp *Response, p *Problem) {
+	h := w.Header()
+	for k, v := range resp.Header {
+		h[k] = v
+	}
+	if h.Get("Cache-Control") == "" {
+		h.Set("Cache-Control", "no-store")
+	}
+	if p.RetryAfter > 0 && h.Get("Retry-After") == "" {
+		h.Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
+	}
+	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
+	w.WriteHeader(resp.Status)
+	_, _ = w.Write(resp.Body)
+}

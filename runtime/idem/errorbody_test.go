@@ -1,0 +1,211 @@
+package idem_test
+
+import (
+	"context"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"slices"
+	"strings"
+	"sync"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// apiError is a service's own error shape, as a spec might declare it.
+type apiError struct {
+	Kind    string       `json:"kind"`
+	Message string       `json:"message"`
+	Fields  []fieldError `json:"fields,omitempty"`
+	Retry   bool         `json:"retry"`
+}
+
+type fieldError struct{ Pointer, Rule string }
+
+// apiErrors is the custom mapping docs/errors.md shows: the problem's
+// members moved into the service's shape.
+func apiErrors(r *http.Request, p *idem.Problem) *idem.Response {
+	if p.Reason == idem.ReasonForbidden {
+		return nil // the profile's body
+	}
+	e := apiError{Kind: strings.ToLower(p.Reason), Message: p.Detail, Retry: p.Retryable}
+	for _, v := range p.Errors {
+		e.Fields = append(e.Fields, fieldError{Pointer: v.Pointer, Rule: v.Rule})
+	}
+	return idem.JSONError(p, e)
+}
+
+// TestErrorMapper: with Config.Errors, every refusal of the engine, and
+// every error generated code answers with Engine.WriteError, is in the
+// service's shape, with the profile's status and Retry-After.
+func TestErrorMapper(t *testing.T) {
+	t.Parallel()
+	var mu sync.Mutex
+	var hooked []error
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Errors: apiErrors, Hooks: idem.Hooks{
+		OnError: func(_ context.Context, op *idem.Operation, err error) {
+			mu.Lock()
+			defer mu.Unlock()
+			hooked = append(hooked, fmt.Errorf("%v: %w", op != nil, err))
+		},
+	}})
+	want := func(r result, status int, kind string, retry bool) apiError {
+		t.Helper()
+		var got apiError
+		if ct := r.Header.Get("Content-Type"); ct != "application/json" || json.Unmarshal(r.Body, &got) != nil {
+			t.Fatalf("%d %s %s: want the service's error shape", r.Status, ct, r.Body)
+		}
+		if r.Status != status || got.Kind != kind || got.Retry != retry || r.Header.Get("Cache-Control") != "no-store" {
+			t.Fatalf("got %d %s (Cache-Control %q), want %d kind %s retry %v", r.Status, r.Body, r.Header.Get("Cache-Control"), status, kind, retry)
+		}
+		return got
+	}
+
+	want(e.post("", payReq{Amount: 1}), 400, "idempotency_key_required", false)
+	want(e.post("not-a-uuid", payReq{Amount: 1}), 400, "idempotency_key_malformed", false)
+	got := want(e.post(newKey(), payReq{Amount: 1, Behave: "invalid"}), 400, "request_invalid", false)
+	if !slices.Equal(got.Fields, []fieldError{{"#/metadata/order~1id", "required"}, {"#/note", "maxLength"}}) {
+		t.Errorf("violations: %+v", got.Fields)
+	}
+	key := newKey()
+	if r := e.post(key, payReq{Amount: 1}); r.Status != 201 {
+		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+	want(e.post(key, payReq{Amount: 2}), 409, "conflicting_idempotent_request", false)
+
+	// In flight: the profile's Retry-After is added to the mapper's answer.
+	key = newKey()
+	first := e.async(key, payReq{Amount: 1, Behave: "block"})
+	waitStarted(t, e)
+	r := e.post(key, payReq{Amount: 1, Behave: "block"})
+	want(r, 409, "idempotent_request_in_progress", true)
+	if r.Header.Get("Retry-After") != "1" {
+		t.Errorf("in flight: Retry-After %q, want 1", r.Header.Get("Retry-After"))
+	}
+	e.release <- struct{}{}
+	if r := recv(t, first); r.Status != 201 {
+		t.Fatalf("blocked first: %d %s", r.Status, r.Body)
+	}
+
+	// A failing handler: 500, retryable (its key is FAILED_RETRYABLE),
+	// the cause to OnError and not to the client.
+	r = e.post(newKey(), payReq{Amount: 1, Behave: "error"})
+	if want(r, 500, "internal_error", true); strings.Contains(string(r.Body), "secret") {
+		t.Errorf("500 leaks the cause: %s", r.Body)
+	}
+
+	// Outside Serve (generated code's refusals): the same mapper.
+	rec := httptest.NewRecorder()
+	e.eng.WriteError(rec, httptest.NewRequest("GET", "/payments?limit=x", nil), idem.ProfileDefault,
+		idem.InvalidRequest(`query parameter "limit"`, errors.New("not a number")))
+	want(result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, 400, "request_invalid", false)
+	rec = httptest.NewRecorder()
+	e.eng.WriteError(rec, httptest.NewRequest("GET", "/payments/1", nil), idem.ProfileDefault, idem.ErrNotImplemented)
+	want(result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, 501, "not_implemented", false)
+	rec = httptest.NewRecorder()
+	e.eng.WriteError(rec, httptest.NewRequest("GET", "/payments", nil), idem.ProfileDefault, errors.New("list: secret"))
+	want(result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}, 500, "internal_error", true)
+
+	// A mapper that returns nil leaves the refusal to the profile.
+	rec = httptest.NewRecorder()
+	e.eng.WriteError(rec, httptest.NewRequest("GET", "/", nil), idem.ProfileDefault, idem.ErrForbidden)
+	result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}.wantProblem(t, 403, idem.CodeForbidden, idem.ReasonForbidden)
+
+	mu.Lock()
+	defer mu.Unlock()
+	if len(hooked) != 2 || hooked[0].Error() != "true: secret database detail" || hooked[1].Error() != "false: list: secret" {
+		t.Errorf("OnError saw %v; want the handler's error (with its operation) and WriteError's (without)", hooked)
+	}
+}
+
+// TestErrorBodies: what ErrorBody says of each profile's body, which idemgen
+// checks declared error schemas against, is what the refusals hold: every
+// member written is listed with its JSON type (and one of its values),
+// every member listed as always written is there, every status is listed.
+func TestErrorBodies(t *testing.T) {
+	t.Parallel()
+	samples := []error{
+		idem.ErrKeyRequired, idem.ErrKeyMalformed, idem.ErrFingerprintMismatch, idem.ErrInFlight,
+		idem.ErrSchemaChanged, idem.ErrExpired, idem.ErrLeaseLost, idem.ErrOutcomeUnknown, idem.ErrBodyTooLarge,
+		idem.ErrBodyUnreadable, idem.ErrUnauthenticated, idem.ErrForbidden, idem.ErrUnsupportedMediaType,
+		idem.ErrNotImplemented, idem.InvalidRequest("body", errors.New("bad")), errors.New("internal"),
+		&idem.ValidationError{Violations: []idem.Violation{
+			{In: "query", Parameter: "expand", Pointer: "#/0", Rule: "type", Detail: "must be a string"},
+			{In: "body", Pointer: "#/metadata/a", Rule: "required", Detail: "is required"},
+		}},
+		&idem.Problem{Status: 402, Code: "ERR402_PAYMENT_REQUIRED", Reason: "CARD_DECLINED", Detail: "declined", Instance: "/payments/1"},
+		&idem.Problem{Status: 429, Detail: "slow down"},
+	}
+	for _, profile := range idem.PolicyEnums()["profile"] {
+		body := idem.Profile(profile).ErrorBody()
+		members := map[string]idem.ErrorMember{}
+		for _, m := range body.Members {
+			members[m.Pointer] = m
+		}
+		for _, err := range samples {
+			rec := httptest.NewRecorder()
+			var e *idem.Engine
+			e.WriteError(rec, httptest.NewRequest("POST", "/", nil), idem.Profile(profile), err)
+			where := fmt.Sprintf("profile %s, %v", profile, err)
+			if ct := rec.Header().Get("Content-Type"); ct != body.MediaType {
+				t.Errorf("%s: Content-Type %q, want %q", where, ct, body.MediaType)
+			}
+			var p *idem.Problem
+			if !errors.As(err, &p) && !slices.Contains(body.Statuses, rec.Code) {
+				t.Errorf("%s: status %d is not one of %v", where, rec.Code, body.Statuses)
+			}
+			var doc map[string]any
+			if err := json.Unmarshal(rec.Body.Bytes(), &doc); err != nil {
+				t.Fatalf("%s: %s: %v", where, rec.Body, err)
+			}
+			seen := map[string]bool{}
+			flatten("", doc, func(ptr, typ string, v any) {
+				seen[ptr] = true
+				m, ok := members[ptr]
+				switch {
+				case !ok:
+					t.Errorf("%s: %s is not a member ErrorBody lists (%s)", where, ptr, rec.Body)
+				case m.Type != typ:
+					t.Errorf("%s: %s is %s %s, ErrorBody says %s", where, ptr, typ, rec.Body, m.Type)
+				case m.Values != nil && !slices.Contains(m.Values, fmt.Sprint(v)):
+					t.Errorf("%s: %s is %v, not one of %v", where, ptr, v, m.Values)
+				}
+			})
+			for _, m := range body.Members {
+				if m.Always && !seen[m.Pointer] {
+					t.Errorf("%s: %s missing from %s, ErrorBody says it is always there", where, m.Pointer, rec.Body)
+				}
+			}
+		}
+	}
+}
+
+// flatten calls f with the pointer and JSON type of every member of doc,
+// objects before their members (arrays are not entered).
+func flatten(ptr string, doc map[string]any, f func(ptr, typ string, v any)) {
+	for k, v := range doc {
+		p := ptr + "/" + strings.ReplaceAll(strings.ReplaceAll(k, "~", "~0"), "/", "~1")
+		switch v := v.(type) {
+		case map[string]any:
+			f(p, "object", v)
+			flatten(p, v, f)
+		case []any:
+			f(p, "array", v)
+		case string:
+			f(p, "string", v)
+		case float64:
+			if v == float64(int64(v)) {
+				f(p, "integer", v)
+			} else {
+				f(p, "number", v)
+			}
+		case bool:
+			f(p, "boolean", v)
+		default:
+			f(p, "null", v)
+		}
+	}
+}
