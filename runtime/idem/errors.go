@@ -224,7 +224,7 @@ func IsRetryable(err error) bool {
 }
 
 // ProblemFor maps err to the problem the client gets under profile. It is the
-// one place errors become HTTP statuses; Serve and WriteProblem both use it.
+// one place errors become HTTP statuses; Serve and Engine.WriteError both use it.
 // Errors it does not know become a 500 whose detail does not leak err.
 func ProblemFor(err error, profile Profile) *Problem {
 	var p *Problem

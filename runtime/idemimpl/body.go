@@ -62,7 +62,7 @@ func RawOrNull(b json.RawMessage) []byte {
 }
 
 // ReadBody reads a request body bounded by limit; a larger body is a
-// *http.MaxBytesError, which idem.WriteProblem answers with 413, and a
+// *http.MaxBytesError, which Engine.WriteError answers with 413, and a
 // failed read wraps idem.ErrBodyUnreadable (408 or 400, without the
 // network error's text).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
