@@ -31,6 +31,18 @@ func profileOf(o *Operation, root *policyPatch) string {
 	return root.apply(DefaultPolicy()).Profile
 }
 
+// defaultKeyFormat gives a policy whose keyFormat neither the root nor the
+// operation sets its profile's default (printable for stripe, whose SDKs'
+// keys are not UUIDs).
+func defaultKeyFormat(p *Policy, root, op *policyPatch) {
+	for _, patch := range []*policyPatch{root, op} {
+		if patch != nil && patch.set["keyFormat"] {
+			return
+		}
+	}
+	p.KeyFormat = string(idem.Profile(p.Profile).DefaultKeyFormat())
+}
+
 // errorBodyCheck is the outcome of checking one declared schema against one
 // profile's body, reported once for all the operations that declare it.
 type errorBodyCheck struct {

@@ -323,12 +323,12 @@ func qualType(im *importer, t GoType) string {
 const idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
 
 var idemConsts = map[string]string{
-	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque",
+	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque", "KeyFormat/printable": "KeyFormatPrintable",
 	"Mode/atomic": "ModeAtomic", "Mode/lease": "ModeLease",
 	"InFlight/reject": "InFlightReject", "InFlight/wait": "InFlightWait",
 	"OnSchemaChange/replay": "SchemaChangeReplay", "OnSchemaChange/reject": "SchemaChangeReject",
 	"OnExpired/execute": "ExpiredExecute", "OnExpired/reject": "ExpiredReject",
-	"Profile/default": "ProfileDefault", "Profile/ietf": "ProfileIETF",
+	"Profile/default": "ProfileDefault", "Profile/ietf": "ProfileIETF", "Profile/stripe": "ProfileStripe",
 }
 
 // templateSet is a fresh set per run; the importer is swapped per file.

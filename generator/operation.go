@@ -72,6 +72,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 	if o.Idempotent {
 		o.Policy = patch.apply(root.apply(DefaultPolicy()))
+		defaultKeyFormat(&o.Policy, root, patch)
 		declared := map[int]bool{}
 		for _, r := range o.Responses {
 			declared[r.Code] = r.Code != 0

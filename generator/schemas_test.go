@@ -116,11 +116,11 @@ func TestPolicyRulesAgree(t *testing.T) {
 	// The constants templates print through idemConst.
 	constants := map[string]any{
 		"KeyFormatUUID": idem.KeyFormatUUID, "KeyFormatUUIDv4": idem.KeyFormatUUIDv4, "KeyFormatUUIDv7": idem.KeyFormatUUIDv7,
-		"KeyFormatOpaque": idem.KeyFormatOpaque, "ModeAtomic": idem.ModeAtomic, "ModeLease": idem.ModeLease,
+		"KeyFormatOpaque": idem.KeyFormatOpaque, "KeyFormatPrintable": idem.KeyFormatPrintable, "ModeAtomic": idem.ModeAtomic, "ModeLease": idem.ModeLease,
 		"InFlightReject": idem.InFlightReject, "InFlightWait": idem.InFlightWait,
 		"SchemaChangeReplay": idem.SchemaChangeReplay, "SchemaChangeReject": idem.SchemaChangeReject,
 		"ExpiredExecute": idem.ExpiredExecute, "ExpiredReject": idem.ExpiredReject,
-		"ProfileDefault": idem.ProfileDefault, "ProfileIETF": idem.ProfileIETF,
+		"ProfileDefault": idem.ProfileDefault, "ProfileIETF": idem.ProfileIETF, "ProfileStripe": idem.ProfileStripe,
 	}
 	kinds := map[string]string{"keyFormat": "KeyFormat", "mode": "Mode", "inFlight": "InFlight",
 		"onSchemaChange": "OnSchemaChange", "onExpired": "OnExpired", "profile": "Profile"}

@@ -34,6 +34,9 @@ const (
 	KeyFormatUUIDv4 KeyFormat = "uuidv4" // RFC 9562 version 4
 	KeyFormatUUIDv7 KeyFormat = "uuidv7" // RFC 9562 version 7
 	KeyFormatOpaque KeyFormat = "opaque" // 1..255 visible ASCII characters
+	// KeyFormatPrintable is Stripe's rule: 1..255 characters of any script,
+	// spaces included, none a control or format character (see ParseKey).
+	KeyFormatPrintable KeyFormat = "printable"
 )
 
 // Mode selects how the record and the business writes share transactions.
@@ -73,14 +76,26 @@ const (
 	ExpiredReject  OnExpired = "reject"
 )
 
-// Profile selects the status code mapping of the HTTP contract.
+// Profile selects how a service refuses requests: the statuses, the retry
+// signals, the body of its errors and how a quoted key is read (see
+// ProblemFor, Profile.ErrorBody and docs/errors.md).
 type Profile string
 
 const (
+	// ProfileDefault answers RFC 9457 application/problem+json with the
+	// contract's code and reason members; a reused key with another payload
+	// and a request in flight are 409.
 	ProfileDefault Profile = "default"
 	// ProfileIETF follows draft-ietf-httpapi-idempotency-key-header: 422 for a
 	// reused key with another payload, 409 for a request in flight.
 	ProfileIETF Profile = "ietf"
+	// ProfileStripe answers as Stripe's API does, so that Stripe's SDKs
+	// read every refusal as a typed error: {"error": {"type", "code",
+	// "message", "param"}}, 400 idempotency_error for a key reused with
+	// another payload, 429 lock_timeout (which the SDKs retry) for a request
+	// in flight, Stripe-Should-Retry on every refusal; keys are taken as
+	// sent, quotes included, and printable is the default key format.
+	ProfileStripe Profile = "stripe"
 )
 
 // Policy is one operation's resolved x-idempotent policy. The zero value is

@@ -75,6 +75,9 @@ type ErrorMember struct {
 // ErrorBody describes the body of p's refusals.
 func (p Profile) ErrorBody() ErrorBody {
 	b := ErrorBody{MediaType: problemContentType, Members: problemMembers}
+	if p == ProfileStripe {
+		b = ErrorBody{MediaType: "application/json", Members: stripeMembers}
+	}
 	for _, err := range refusalSamples {
 		if s := ProblemFor(err, p).Status; !slices.Contains(b.Statuses, s) {
 			b.Statuses = append(b.Statuses, s)
@@ -154,12 +157,15 @@ func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Prof
 	} else if resp.Status == 0 {
 		resp.Status = p.Status
 	}
-	writeRefusal(w, resp, p)
+	writeRefusal(w, resp, p, profile)
 	return p, resp.Status
 }
 
 // render is the profile's body of p.
 func render(profile Profile, p *Problem) *Response {
+	if profile == ProfileStripe {
+		return renderStripe(p)
+	}
 	return renderProblem(p)
 }
 
@@ -173,8 +179,10 @@ func renderProblem(p *Problem) *Response {
 }
 
 // writeRefusal writes resp, adding what every refusal carries unless resp
-// sets it: Cache-Control: no-store and Retry-After.
-func writeRefusal(w http.ResponseWriter, resp *Response, p *Problem) {
+// sets it: Cache-Control: no-store, Retry-After, and the profile's retry
+// signal (ProfileStripe: Stripe-Should-Retry, which Stripe's SDKs other
+// than stripe-go obey).
+func writeRefusal(w http.ResponseWriter, resp *Response, p *Problem, profile Profile) {
 	h := w.Header()
 	for k, v := range resp.Header {
 		h[k] = v
@@ -184,6 +192,9 @@ func writeRefusal(w http.ResponseWriter, resp *Response, p *Problem) {
 	}
 	if p.RetryAfter > 0 && h.Get("Retry-After") == "" {
 		h.Set("Retry-After", strconv.Itoa(int((p.RetryAfter+time.Second-1)/time.Second)))
+	}
+	if profile == ProfileStripe && h.Get("Stripe-Should-Retry") == "" {
+		h.Set("Stripe-Should-Retry", strconv.FormatBool(p.Retryable))
 	}
 	h.Set("Content-Length", strconv.Itoa(len(resp.Body)))
 	w.WriteHeader(resp.Status)

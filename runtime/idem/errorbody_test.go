@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
 // apiError is a service's own error shape, as a spec might declare it.
@@ -206,6 +207,152 @@ func flatten(ptr string, doc map[string]any, f func(ptr, typ string, v any)) {
 			f(p, "boolean", v)
 		default:
 			f(p, "null", v)
+		}
+	}
+}
+
+// refusal is what one refusal must look like under a profile.
+type refusal struct {
+	status int
+	// code and reason of a problem (default, ietf); type, code and param of
+	// Stripe's envelope (stripe).
+	code, reason, param string
+	retryAfter          bool
+	shouldRetry         string // Stripe-Should-Retry (stripe)
+}
+
+// check compares r with want under profile, and returns Stripe's message.
+func (want refusal) check(t *testing.T, profile idem.Profile, what string, r result) string {
+	t.Helper()
+	if r.Status != want.status || (r.Header.Get("Retry-After") != "") != want.retryAfter ||
+		r.Header.Get("Stripe-Should-Retry") != want.shouldRetry || r.Header.Get("Cache-Control") != "no-store" {
+		t.Errorf("%s, profile %s: %d %v %s; want %d, Retry-After %v, Stripe-Should-Retry %q", what, profile, r.Status, r.Header, r.Body, want.status, want.retryAfter, want.shouldRetry)
+		return ""
+	}
+	if profile != idem.ProfileStripe {
+		var p idem.Problem
+		if r.Header.Get("Content-Type") != "application/problem+json" || json.Unmarshal(r.Body, &p) != nil ||
+			p.Status != want.status || p.Code != want.code || p.Reason != want.reason {
+			t.Errorf("%s, profile %s: %s %s; want a problem %s/%s", what, profile, r.Header.Get("Content-Type"), r.Body, want.code, want.reason)
+		}
+		return ""
+	}
+	var env struct {
+		Error struct{ Type, Code, Message, Param string }
+	}
+	if r.Header.Get("Content-Type") != "application/json" || json.Unmarshal(r.Body, &env) != nil ||
+		env.Error.Type != want.reason || env.Error.Code != want.code || env.Error.Param != want.param || env.Error.Message == "" {
+		t.Errorf("%s, profile stripe: %s %s; want type %s, code %s, param %q", what, r.Header.Get("Content-Type"), r.Body, want.reason, want.code, want.param)
+	}
+	return env.Error.Message
+}
+
+// TestProfiles drives each refusal over HTTP to PostgreSQL under each
+// profile: statuses, bodies and retry signals as docs/errors.md tables
+// them. Under stripe a duplicate in flight is 429 lock_timeout with
+// Stripe-Should-Retry: true (the one answer Stripe's SDKs retry), and its
+// retry gets the first request's response.
+func TestProfiles(t *testing.T) {
+	t.Parallel()
+	const inv, idemErr, apiErr = "invalid_request_error", "idempotency_error", "api_error"
+	cases := []struct {
+		name string
+		want map[idem.Profile]refusal
+	}{
+		{"key missing", map[idem.Profile]refusal{
+			idem.ProfileDefault: {400, idem.CodeMalformedHeader, idem.ReasonKeyRequired, "", false, ""},
+			idem.ProfileIETF:    {400, idem.CodeMalformedHeader, idem.ReasonKeyRequired, "", false, ""},
+			idem.ProfileStripe:  {400, "idempotency_key_required", inv, "", false, "false"},
+		}},
+		{"key malformed", map[idem.Profile]refusal{
+			idem.ProfileDefault: {400, idem.CodeMalformedHeader, idem.ReasonKeyMalformed, "", false, ""},
+			idem.ProfileIETF:    {400, idem.CodeMalformedHeader, idem.ReasonKeyMalformed, "", false, ""},
+			idem.ProfileStripe:  {400, "idempotency_key_malformed", inv, "", false, "false"},
+		}},
+		{"invalid request", map[idem.Profile]refusal{
+			idem.ProfileDefault: {400, idem.CodeInvalidRequest, idem.ReasonInvalidRequest, "", false, ""},
+			idem.ProfileIETF:    {400, idem.CodeInvalidRequest, idem.ReasonInvalidRequest, "", false, ""},
+			idem.ProfileStripe:  {400, "parameter_missing", inv, "metadata[order/id]", false, "false"},
+		}},
+		{"key reused with another payload", map[idem.Profile]refusal{
+			idem.ProfileDefault: {409, idem.CodeConflict, idem.ReasonConflict, "", false, ""},
+			idem.ProfileIETF:    {422, idem.CodeUnprocessable, idem.ReasonConflict, "", false, ""},
+			idem.ProfileStripe:  {400, "conflicting_idempotent_request", idemErr, "", false, "false"},
+		}},
+		{"in flight", map[idem.Profile]refusal{
+			idem.ProfileDefault: {409, idem.CodeConflict, idem.ReasonInProgress, "", true, ""},
+			idem.ProfileIETF:    {409, idem.CodeConflict, idem.ReasonInProgress, "", true, ""},
+			idem.ProfileStripe:  {429, "lock_timeout", inv, "", true, "true"},
+		}},
+		{"handler error", map[idem.Profile]refusal{
+			idem.ProfileDefault: {500, idem.CodeInternal, idem.ReasonInternal, "", false, ""},
+			idem.ProfileIETF:    {500, idem.CodeInternal, idem.ReasonInternal, "", false, ""},
+			idem.ProfileStripe:  {500, "internal_error", apiErr, "", false, "true"},
+		}},
+		{"not implemented", map[idem.Profile]refusal{
+			idem.ProfileDefault: {501, idem.CodeNotImplemented, idem.ReasonNotImplemented, "", false, ""},
+			idem.ProfileIETF:    {501, idem.CodeNotImplemented, idem.ReasonNotImplemented, "", false, ""},
+			idem.ProfileStripe:  {501, "not_implemented", apiErr, "", false, "false"},
+		}},
+		{"unauthenticated", map[idem.Profile]refusal{
+			idem.ProfileDefault: {401, idem.CodeUnauthorized, idem.ReasonUnauthenticated, "", false, ""},
+			idem.ProfileIETF:    {401, idem.CodeUnauthorized, idem.ReasonUnauthenticated, "", false, ""},
+			idem.ProfileStripe:  {401, "unauthenticated", inv, "", false, "false"},
+		}},
+	}
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
+	for _, profile := range []idem.Profile{idem.ProfileDefault, idem.ProfileIETF, idem.ProfileStripe} {
+		pol := testPolicy(idem.ModeAtomic)
+		pol.Profile = profile
+		e := newEnvOn(t, db, pol, idem.Config{Scope: func(r *http.Request) (string, error) {
+			if r.Header.Get("Authorization") == "none" {
+				return "", errors.New("no such API key")
+			}
+			return string(profile), nil
+		}})
+		for _, c := range cases {
+			want := c.want[profile]
+			var r result
+			switch c.name {
+			case "key missing":
+				r = e.post("", payReq{Amount: 1})
+			case "key malformed":
+				r = e.post("not-a-uuid", payReq{Amount: 1})
+			case "invalid request":
+				r = e.post(newKey(), payReq{Amount: 1, Behave: "invalid"})
+				if msg := want.check(t, profile, c.name, r); profile == idem.ProfileStripe &&
+					msg != "metadata[order/id]: is required; note: must be at most 10 characters long" {
+					t.Errorf("stripe: message %q does not name every violation", msg)
+				}
+				continue
+			case "key reused with another payload":
+				key := newKey()
+				if r := e.post(key, payReq{Amount: 1}); r.Status != 201 {
+					t.Fatalf("profile %s: first: %d %s", profile, r.Status, r.Body)
+				}
+				r = e.post(key, payReq{Amount: 2})
+			case "in flight":
+				key := newKey()
+				first := e.async(key, payReq{Amount: 1, Behave: "block"})
+				waitStarted(t, e)
+				r = e.post(key, payReq{Amount: 1, Behave: "block"})
+				e.release <- struct{}{}
+				f := recv(t, first)
+				// The retry the refusal asks for gets the first's response.
+				if again := e.post(key, payReq{Amount: 1, Behave: "block"}); again.Status != 201 ||
+					again.Header.Get("Idempotent-Replayed") != "true" || string(again.Body) != string(f.Body) {
+					t.Errorf("profile %s: the retry after in flight: %d %s, want the replay of %d %s", profile, again.Status, again.Body, f.Status, f.Body)
+				}
+			case "handler error":
+				r = e.post(newKey(), payReq{Amount: 1, Behave: "error"})
+			case "not implemented":
+				rec := httptest.NewRecorder()
+				e.eng.WriteError(rec, httptest.NewRequest("GET", "/accounts/a/payments", nil), profile, idem.ErrNotImplemented)
+				r = result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}
+			case "unauthenticated":
+				r = e.post(newKey(), payReq{Amount: 1}, withHeader("Authorization", "none"))
+			}
+			want.check(t, profile, c.name, r)
 		}
 	}
 }

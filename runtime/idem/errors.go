@@ -60,6 +60,7 @@ const (
 	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
 	CodeMediaType       = "ERR415_UNSUPPORTED_MEDIA_TYPE"
 	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
+	CodeTooManyRequests = "ERR429_TOO_MANY_REQUESTS"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
 	CodeNotImplemented  = "ERR501_NOT_IMPLEMENTED"
 	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
@@ -264,12 +265,20 @@ func ProblemFor(err error, profile Profile) *Problem {
 // default profile's, by reason; the problem's code follows the status.
 var profileStatuses = map[Profile]map[string]int{
 	ProfileIETF: {ReasonConflict: http.StatusUnprocessableEntity},
+	// Stripe answers a key's misuse with 400 idempotency_error. A
+	// duplicate in flight (or a lost lease) is 429 lock_timeout, the one
+	// refusal Stripe's SDKs retry: the retry gets the first's response.
+	ProfileStripe: {
+		ReasonConflict: http.StatusBadRequest, ReasonSchemaChanged: http.StatusBadRequest, ReasonExpired: http.StatusBadRequest,
+		ReasonInProgress: http.StatusTooManyRequests, ReasonLeaseLost: http.StatusTooManyRequests,
+	},
 }
 
 // statusCodes are the problem codes of the statuses in profileStatuses.
 var statusCodes = map[int]string{
 	http.StatusBadRequest:          CodeInvalidRequest,
 	http.StatusUnprocessableEntity: CodeUnprocessable,
+	http.StatusTooManyRequests:     CodeTooManyRequests,
 }
 
 // problemOf is ProblemFor's mapping under the default profile.

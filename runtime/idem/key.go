@@ -6,20 +6,48 @@ import (
 	"errors"
 	"fmt"
 	"strings"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/google/uuid"
 )
 
 // ParseKey validates one idempotency key header value against format and
 // returns the key normalised (UUIDs lower-cased). The value may be bare or an
-// RFC 8941 sf-string ("..." with \" and \\ escapes); surrounding spaces and
-// tabs are ignored. Errors wrap ErrKeyMalformed.
+// RFC 8941 sf-string ("..." with \" and \\ escapes), as the default and ietf
+// profiles read keys; surrounding spaces and tabs are ignored. Errors wrap
+// ErrKeyMalformed. Policy.ParseKey reads a key as an operation's profile says.
 func ParseKey(value string, format KeyFormat) (string, error) {
+	return parseKey(value, format, true)
+}
+
+// ParseKey validates one idempotency key header value as p says: its
+// KeyFormat, read with its profile's syntax. Under ProfileStripe a value in
+// double quotes is taken as it is, quotes included (Stripe's keys are opaque
+// strings); the other profiles read it as an RFC 8941 sf-string.
+func (p *Policy) ParseKey(value string) (string, error) {
+	return parseKey(value, p.KeyFormat, p.Profile != ProfileStripe)
+}
+
+// DefaultKeyFormat is the key format of an operation of profile p that sets
+// none: printable for ProfileStripe, whose SDKs send keys such as
+// "1732212345678901234_x7Fq2b", else uuid.
+func (p Profile) DefaultKeyFormat() KeyFormat {
+	if p == ProfileStripe {
+		return KeyFormatPrintable
+	}
+	return KeyFormatUUID
+}
+
+// maxKeyChars bounds every key format (the records' CHECK constraint too).
+const maxKeyChars = 255
+
+func parseKey(value string, format KeyFormat, sfString bool) (string, error) {
 	v := strings.Trim(value, " \t")
 	if v == "" {
 		return "", fmt.Errorf("%w: empty value", ErrKeyMalformed)
 	}
-	if v[0] == '"' {
+	if sfString && v[0] == '"' {
 		s, err := parseSFString(v)
 		if err != nil {
 			return "", err
@@ -30,13 +58,28 @@ func ParseKey(value string, format KeyFormat) (string, error) {
 	case KeyFormatUUID, KeyFormatUUIDv4, KeyFormatUUIDv7:
 		return parseUUIDKey(v, format)
 	case KeyFormatOpaque:
-		if len(v) > 255 {
+		if len(v) > maxKeyChars {
 			return "", fmt.Errorf("%w: longer than 255 characters", ErrKeyMalformed)
 		}
 		for i := 0; i < len(v); i++ {
 			if v[i] < 0x21 || v[i] > 0x7e {
 				return "", fmt.Errorf("%w: character %d is not visible ASCII", ErrKeyMalformed, i+1)
 			}
+		}
+		return v, nil
+	case KeyFormatPrintable:
+		if !utf8.ValidString(v) {
+			return "", fmt.Errorf("%w: not UTF-8", ErrKeyMalformed)
+		}
+		n := 0
+		for _, r := range v {
+			n++
+			if !unicode.IsGraphic(r) {
+				return "", fmt.Errorf("%w: character %d (%U) is a control or format character", ErrKeyMalformed, n, r)
+			}
+		}
+		if n > maxKeyChars {
+			return "", fmt.Errorf("%w: longer than 255 characters", ErrKeyMalformed)
 		}
 		return v, nil
 	default:

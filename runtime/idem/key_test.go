@@ -4,6 +4,8 @@ import (
 	"errors"
 	"strings"
 	"testing"
+	"unicode"
+	"unicode/utf8"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -27,6 +29,8 @@ func TestParseKey(t *testing.T) {
 		{`"a\"b\\c"`, idem.KeyFormatOpaque, `a"b\c`},
 		{`a"b`, idem.KeyFormatOpaque, `a"b`},
 		{strings.Repeat("!", 255), idem.KeyFormatOpaque, strings.Repeat("!", 255)},
+		{"clé de paiement 42", idem.KeyFormatPrintable, "clé de paiement 42"},
+		{`"a\"b"`, idem.KeyFormatPrintable, `a"b`},
 	}
 	for _, c := range ok {
 		got, err := idem.ParseKey(c.in, c.format)
@@ -60,6 +64,11 @@ func TestParseKey(t *testing.T) {
 		{v7, idem.KeyFormatUUIDv4},
 		{v4, idem.KeyFormatUUIDv7},
 		{"01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1g", idem.KeyFormatUUID},
+		// Control characters HTTP would not carry (docs/keys.md has the rest).
+		{"a\x00b", idem.KeyFormatPrintable},
+		{"a\x7fb", idem.KeyFormatPrintable},
+		{"a\tb", idem.KeyFormatPrintable},
+		{"a\nb", idem.KeyFormatPrintable},
 	}
 	for _, c := range bad {
 		if got, err := idem.ParseKey(c.in, c.format); !errors.Is(err, idem.ErrKeyMalformed) {
@@ -104,6 +113,36 @@ func FuzzParseKey(f *testing.F) {
 			if k[0] != '"' {
 				if k2, err := idem.ParseKey(k, format); err != nil || k2 != k {
 					t.Fatalf("%s: %q normalises to %q, which parses to %q, %v", format, in, k, k2, err)
+				}
+			}
+		}
+		// printable, read as the default profile (sf-strings) and as stripe
+		// (as sent): graphic UTF-8 of 1..255 characters; stripe keeps the
+		// key as sent, spaces and tabs around it aside.
+		for _, profile := range []idem.Profile{idem.ProfileDefault, idem.ProfileStripe} {
+			p := idem.DefaultPolicy()
+			p.KeyFormat, p.Profile = idem.KeyFormatPrintable, profile
+			k, err := p.ParseKey(in)
+			if err != nil {
+				if !errors.Is(err, idem.ErrKeyMalformed) {
+					t.Fatalf("printable/%s: error %v does not wrap ErrKeyMalformed", profile, err)
+				}
+				continue
+			}
+			if n := utf8.RuneCountInString(k); !utf8.ValidString(k) || n < 1 || n > 255 {
+				t.Fatalf("printable/%s: accepted %q (%d characters)", profile, k, n)
+			}
+			for _, r := range k {
+				if !unicode.IsGraphic(r) {
+					t.Fatalf("printable/%s: accepted %q with %U", profile, k, r)
+				}
+			}
+			if profile == idem.ProfileStripe {
+				if k != strings.Trim(in, " \t") {
+					t.Fatalf("stripe: %q became %q", in, k)
+				}
+				if k2, err := p.ParseKey(k); err != nil || k2 != k {
+					t.Fatalf("stripe: %q parses to %q, %v", k, k2, err)
 				}
 			}
 		}

@@ -49,12 +49,12 @@ func (e *PolicyError) Error() string { return e.Field + ": " + e.Message }
 // Schema (schemas/x-idempotent.schema.json) are tested against them.
 func PolicyEnums() map[string][]string {
 	return map[string][]string{
-		"keyFormat":      {string(KeyFormatUUID), string(KeyFormatUUIDv4), string(KeyFormatUUIDv7), string(KeyFormatOpaque)},
+		"keyFormat":      {string(KeyFormatUUID), string(KeyFormatUUIDv4), string(KeyFormatUUIDv7), string(KeyFormatOpaque), string(KeyFormatPrintable)},
 		"mode":           {string(ModeAtomic), string(ModeLease)},
 		"inFlight":       {string(InFlightReject), string(InFlightWait)},
 		"onSchemaChange": {string(SchemaChangeReplay), string(SchemaChangeReject)},
 		"onExpired":      {string(ExpiredExecute), string(ExpiredReject)},
-		"profile":        {string(ProfileDefault), string(ProfileIETF)},
+		"profile":        {string(ProfileDefault), string(ProfileIETF), string(ProfileStripe)},
 	}
 }
 

@@ -41,7 +41,7 @@ func TestPolicyValidate(t *testing.T) {
 		{"pointer escape", func(p *idem.Policy) { p.FingerprintExclude = []string{"/a~2"} }, "fingerprint.exclude[0]"},
 		{"schema change", func(p *idem.Policy) { p.OnSchemaChange = "ignore" }, "onSchemaChange:"},
 		{"expired", func(p *idem.Policy) { p.OnExpired = "ignore" }, "onExpired:"},
-		{"profile", func(p *idem.Policy) { p.Profile = "stripe" }, "profile:"},
+		{"profile", func(p *idem.Policy) { p.Profile = "github" }, "profile:"},
 	}
 	for _, c := range cases {
 		p := idem.DefaultPolicy()

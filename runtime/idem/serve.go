@@ -188,7 +188,7 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	switch len(vals) {
 	case 0:
 	case 1:
-		k, err := ParseKey(vals[0], pol.KeyFormat)
+		k, err := pol.ParseKey(vals[0])
 		if err != nil {
 			return err
 		}
