@@ -70,8 +70,14 @@ func (c *checker) fixtureFor(ctx context.Context, check, tenant string) (request
 }
 
 func (c *checker) send(ctx context.Context, q request) *Exchange {
-	return c.p.r.send(ctx, c.p.keyHeader(), q)
+	e := c.p.r.send(ctx, c.p.keyHeader(), q)
+	e.profile = c.profile()
+	return e
 }
+
+// profile is the operation's profile: how it refuses requests and reads
+// quoted keys.
+func (c *checker) profile() idem.Profile { return idem.Profile(c.p.o.Policy.Profile) }
 
 func (c *checker) missingKey(ctx context.Context) {
 	const check = "missing-key"
@@ -87,7 +93,7 @@ func (c *checker) missingKey(ctx context.Context) {
 	before := pr.list(ctx)
 	ex := c.send(ctx, q)
 	var problems []string
-	if d := wantProblem(ex, 400, idem.CodeMalformedHeader, idem.ReasonKeyRequired); d != "" {
+	if d := wantRefusal(ex, idem.ErrKeyRequired); d != "" {
 		problems = append(problems, d)
 	}
 	effect := pr.expect(ctx, before, 0, "the request without a key had an effect", &problems)
@@ -104,11 +110,13 @@ func (c *checker) malformedKeys(ctx context.Context) {
 		wrong, what = uuid.NewString(), "a UUIDv4 where uuidv7 is declared"
 	case "opaque":
 		wrong, what = "conformance key\x7f", "a key with a control character (opaque keys are visible ASCII)"
+	case "printable":
+		wrong, what = "conformance\u200bkey", "a key with a format character, U+200B (printable keys have none)"
 	default:
 		wrong, what = "not-a-uuid-"+strconv.FormatInt(time.Now().UnixNano(), 36), "a key that is not a UUID"
 	}
 	long, longWhat := c.p.newKey()+"0", "a UUID with one character more (37)"
-	if f == "opaque" {
+	if f == "opaque" || f == "printable" {
 		long, longWhat = strings.Repeat("k", 256), "a key of 256 characters (the limit is 255)"
 	}
 	cases := []struct {
@@ -126,7 +134,7 @@ func (c *checker) malformedKeys(ctx context.Context) {
 		}
 		ex := c.send(ctx, q.withKeys(k.keys...))
 		var problems []string
-		if d := wantProblem(ex, 400, idem.CodeMalformedHeader, idem.ReasonKeyMalformed); d != "" {
+		if d := wantRefusal(ex, idem.ErrKeyMalformed); d != "" {
 			problems = append(problems, d)
 		}
 		c.verdict(k.check, fmt.Sprintf("%s: %s", k.what, ex.describe()), problems, ex)
@@ -265,16 +273,8 @@ func (c *checker) conflict(ctx context.Context, q request, e1 *Exchange) {
 	}
 	ob := c.p.encode(other)
 	e := c.send(ctx, q.withBody(ob))
-	status := 409
-	if c.p.o.Policy.Profile == "ietf" {
-		status = 422
-	}
-	code := idem.CodeConflict
-	if status == 422 {
-		code = idem.CodeUnprocessable
-	}
 	var problems []string
-	if d := wantProblem(e, status, code, idem.ReasonConflict); d != "" {
+	if d := wantRefusal(e, idem.ErrFingerprintMismatch); d != "" {
 		problems = append(problems, d)
 	}
 	if e.Status != 0 && bytes.Equal(e.raw, e1.raw) {
@@ -300,6 +300,22 @@ func (c *checker) quotedKey(ctx context.Context) {
 	}
 	quoted := strconv.Quote(key)
 	e2 := c.send(ctx, q.withKeys(quoted))
+	if c.profile() == idem.ProfileStripe {
+		// Keys are taken as sent: the quoted key is another key, whose
+		// request runs (and may fail, acting on the same resource again).
+		var problems []string
+		p, refused := e2.refusal()
+		switch {
+		case e2.Status == 0:
+			problems = append(problems, "no response: "+e2.Error)
+		case e2.replayed():
+			problems = append(problems, "the quoted key replayed the bare key's response: it was read as an sf-string, not as sent (profile stripe)")
+		case refused && (p.Reason == idem.ReasonKeyMalformed || p.Reason == idem.ReasonKeyRequired):
+			problems = append(problems, "the quoted key was refused: "+e2.describe())
+		}
+		c.verdict(check, fmt.Sprintf("%s then %s: %s, run as another key (profile stripe)", key, quoted, e2.describe()), problems, e1, e2)
+		return
+	}
 	c.verdict(check, fmt.Sprintf("%s then %s: %s, the same response", key, quoted, e2.describe()), sameResponse(e1, e2), e1, e2)
 }
 
@@ -404,14 +420,17 @@ func (c *checker) concurrent(ctx context.Context) {
 	wg.Wait()
 
 	var executed []*Exchange
-	inFlight, replays := 0, 0
+	inFlightN, replays := 0, 0
 	var problems []string
 	for _, e := range exs {
 		switch {
-		case e.Status == 409 && problemReason(e) == idem.ReasonInProgress:
-			inFlight++
+		case inFlight(e):
+			inFlightN++
+			if d := wantRefusal(e, idem.ErrInFlight); d != "" {
+				problems = appendOnce(problems, "in flight: "+d)
+			}
 			if _, ok := e.retryAfter(); !ok {
-				problems = appendOnce(problems, "a 409 IDEMPOTENT_REQUEST_IN_PROGRESS without a valid Retry-After")
+				problems = appendOnce(problems, fmt.Sprintf("a %d IDEMPOTENT_REQUEST_IN_PROGRESS without a valid Retry-After", e.Status))
 			}
 		case e.replayed():
 			replays++
@@ -453,8 +472,8 @@ func (c *checker) concurrent(ctx context.Context) {
 	}
 	effect := pr.expect(ctx, before, 1, "the duplicates had several effects", &problems)
 	all := append(append([]*Exchange(nil), exs...), final)
-	c.verdict(check, fmt.Sprintf("%d identical requests at once: %d executed, %d replayed, %d in flight (409 with Retry-After); then the same request: %s (after %s)%s",
-		n, len(executed), replays, inFlight, describeOrNone(final), plural(tries, "attempt"), effect), problems, all...)
+	c.verdict(check, fmt.Sprintf("%d identical requests at once: %d executed, %d replayed, %d in flight (%d with Retry-After); then the same request: %s (after %s)%s",
+		n, len(executed), replays, inFlightN, idem.ProblemFor(idem.ErrInFlight, c.profile()).Status, describeOrNone(final), plural(tries, "attempt"), effect), problems, all...)
 }
 
 // settle retries q until it is no longer in flight, honouring Retry-After
@@ -463,8 +482,7 @@ func (c *checker) settle(ctx context.Context, q request) (*Exchange, int) {
 	deadline := time.Now().Add(c.p.r.cfg.Settle)
 	for tries := 1; ; tries++ {
 		e := c.send(ctx, q)
-		inFlight := (e.Status == 409 && problemReason(e) == idem.ReasonInProgress) || e.Status == 503 || e.Status == 0
-		if !inFlight {
+		if !inFlight(e) && e.Status != 503 && e.Status != 0 {
 			return e, tries
 		}
 		wait, _ := e.retryAfter()
@@ -480,9 +498,11 @@ func (c *checker) settle(ctx context.Context, q request) (*Exchange, int) {
 	}
 }
 
-func problemReason(e *Exchange) string {
-	p, _ := e.problemOf()
-	return p.Reason
+// inFlight reports whether e refuses a request because its key's first
+// request still runs (or its lease was taken over), in e's profile.
+func inFlight(e *Exchange) bool {
+	p, ok := e.refusal()
+	return ok && (p.Reason == idem.ReasonInProgress || p.Reason == idem.ReasonLeaseLost)
 }
 
 func appendOnce(list []string, s string) []string {

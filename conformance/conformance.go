@@ -24,12 +24,15 @@
 //	replay                  the same request again: same status, byte-identical body, the declared response headers, Idempotent-Replayed: true, no new effect
 //	replay/last-modified    the replay's Last-Modified is present and not after its Date
 //	replay/canonical-json   the body with members reordered and white space added (RFC 8785-equal) replays
-//	conflict                the same key with another valid body: 409 (422 under profile ietf) CONFLICTING_IDEMPOTENT_REQUEST, not the original body
-//	quoted-key              the key sent as an RFC 8941 sf-string ("...") replays the bare key's response
+//	conflict                the same key with another valid body: 409 (422 under profile ietf, 400 under stripe) CONFLICTING_IDEMPOTENT_REQUEST, not the original body
+//	quoted-key              the key sent as an RFC 8941 sf-string ("...") replays the bare key's response (under profile stripe: runs as another key)
 //	tenants                 the same key under two tenants runs twice, and each tenant replays its own response
-//	concurrent              N identical requests at once: one execution, the rest replays or in-flight 409s with Retry-After, a final replay after them, one effect
+//	concurrent              N identical requests at once: one execution, the rest replays or in-flight refusals (409; 429 under stripe) with Retry-After, a final replay after them, one effect
 //
-// Status codes follow the operation's declared profile (default or ietf).
+// Statuses and error bodies follow the operation's declared profile
+// (default, ietf or stripe), read back by idem.Profile.ReadError: a service
+// that renders refusals in a shape of its own (idem.Config.Errors) fails
+// the checks of refusals.
 //
 // Requests builds, with the same value generator, one request of the
 // spec's own shape for every operation (parameters in their declared

@@ -5,10 +5,8 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/base64"
-	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +14,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
@@ -36,6 +35,9 @@ type Exchange struct {
 	resp    http.Header
 	raw     []byte // the whole response body
 	reqBody []byte
+	// profile reads refusals (idem.Profile.ReadError): the profile of the
+	// operation the exchange was for.
+	profile idem.Profile
 }
 
 // reportedHeaders are the response headers an Exchange records.
@@ -151,20 +153,14 @@ func (e *Exchange) header(name string) string {
 
 func (e *Exchange) replayed() bool { return e.header("Idempotent-Replayed") == "true" }
 
-// problem is the part of an RFC 9457 body the contract fixes.
-type problem struct {
-	Status int    `json:"status"`
-	Code   string `json:"code"`
-	Reason string `json:"reason"`
-}
-
-// problemOf decodes the response as problem+json; ok is false when it is not.
-func (e *Exchange) problemOf() (p problem, ok bool) {
-	mt, _, _ := mime.ParseMediaType(e.header("Content-Type"))
-	if mt != "application/problem+json" {
-		return p, false
+// refusal reads the response as a refusal of the exchange's profile
+// (problem+json, or Stripe's envelope); ok is false when it is not one.
+func (e *Exchange) refusal() (*idem.Problem, bool) {
+	p := e.profile
+	if p == "" {
+		p = idem.ProfileDefault
 	}
-	return p, json.Unmarshal(e.raw, &p) == nil
+	return p.ReadError(e.Status, e.resp, e.raw)
 }
 
 // retryAfter is the Retry-After delay; ok is false when the header is
@@ -177,10 +173,10 @@ func (e *Exchange) describe() string {
 		return "no response (" + e.Error + ")"
 	}
 	s := strconv.Itoa(e.Status)
-	if p, ok := e.problemOf(); ok {
+	if p, ok := e.refusal(); ok {
 		s += " " + p.Reason
 		if p.Reason == "" {
-			s += " problem+json without a reason"
+			s += " refusal without a reason"
 		}
 	}
 	if e.replayed() {
@@ -194,20 +190,30 @@ func digest(body []byte) string {
 	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum[:]) + ":"
 }
 
-// wantProblem checks a problem+json answer with status, code and reason;
-// "" when it matches, else what differs.
-func wantProblem(e *Exchange, status int, code, reason string) string {
+// wantRefusal checks that e is the refusal err stands for under the
+// exchange's profile (idem.ProblemFor: the status, the reason and, for
+// problem+json, the code); "" when it is, else what differs.
+func wantRefusal(e *Exchange, err error) string {
 	if e.Status == 0 {
 		return "no response: " + e.Error
 	}
-	p, ok := e.problemOf()
+	profile := e.profile
+	if profile == "" {
+		profile = idem.ProfileDefault
+	}
+	want := idem.ProblemFor(err, profile)
+	p, ok := e.refusal()
+	body := idem.Profile(profile).ErrorBody()
 	switch {
-	case e.Status != status:
-		return fmt.Sprintf("want %d %s, got %s", status, reason, e.describe())
+	case e.Status != want.Status:
+		return fmt.Sprintf("want %d %s, got %s", want.Status, want.Reason, e.describe())
 	case !ok:
-		return fmt.Sprintf("want application/problem+json, got Content-Type %q", e.header("Content-Type"))
-	case p.Code != code || p.Reason != reason:
-		return fmt.Sprintf("want code %s and reason %s, got %q and %q", code, reason, p.Code, p.Reason)
+		return fmt.Sprintf("want a refusal in profile %s's body (%s), got Content-Type %q: %s", profile, body.MediaType, e.header("Content-Type"), shown(e.raw))
+	case p.Reason != want.Reason || (profile != idem.ProfileStripe && p.Code != want.Code):
+		if profile == idem.ProfileStripe {
+			return fmt.Sprintf("want reason %s, got %q", want.Reason, p.Reason)
+		}
+		return fmt.Sprintf("want code %s and reason %s, got %q and %q", want.Code, want.Reason, p.Code, p.Reason)
 	}
 	return ""
 }

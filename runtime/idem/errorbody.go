@@ -6,9 +6,11 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"mime"
 	"net/http"
 	"slices"
 	"strconv"
+	"strings"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
@@ -142,6 +144,40 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 	default:
 		slog.ErrorContext(ctx, "idem: request failed", "error", err)
 	}
+}
+
+// ReadError recognises a refusal of profile p in a response: its status,
+// reason and, for problem bodies, code. ok is false when the body is not in
+// the profile's shape (a handler's own response, or a service that renders
+// refusals with Config.Errors). It is the inverse of the profile's body,
+// for clients and idemgen conformance: under ProfileStripe, lock_timeout
+// reads as ReasonInProgress (a lost lease answers the same), a
+// parameter_* code as ReasonInvalidRequest, any other code as the reason it
+// was made from.
+func (p Profile) ReadError(status int, header http.Header, body []byte) (*Problem, bool) {
+	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	if p != ProfileStripe {
+		var q Problem
+		if mt != problemContentType || json.Unmarshal(body, &q) != nil {
+			return nil, false
+		}
+		q.Status = status
+		return &q, true
+	}
+	var env struct {
+		Error *stripeError `json:"error"`
+	}
+	if mt != "application/json" || json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Type == "" {
+		return nil, false
+	}
+	q := &Problem{Status: status, Detail: env.Error.Message, Reason: strings.ToUpper(env.Error.Code)}
+	switch code := env.Error.Code; {
+	case code == "lock_timeout":
+		q.Reason = ReasonInProgress
+	case strings.HasPrefix(code, "parameter_"):
+		q.Reason = ReasonInvalidRequest
+	}
+	return q, true
 }
 
 // writeError maps err under profile and writes the refusal; it returns the

@@ -180,6 +180,15 @@ func TestErrorBodies(t *testing.T) {
 					t.Errorf("%s: %s missing from %s, ErrorBody says it is always there", where, m.Pointer, rec.Body)
 				}
 			}
+			// ReadError reads the refusal back.
+			want := idem.ProblemFor(err, idem.Profile(profile))
+			if want.Reason == idem.ReasonLeaseLost && profile == string(idem.ProfileStripe) {
+				want.Reason = idem.ReasonInProgress // both are lock_timeout
+			}
+			got, ok := idem.Profile(profile).ReadError(rec.Code, rec.Header(), rec.Body.Bytes())
+			if !ok || got.Status != want.Status || got.Reason != want.Reason || (profile != string(idem.ProfileStripe) && got.Code != want.Code) {
+				t.Errorf("%s: ReadError gives %+v, %v; want status %d, reason %s, code %s", where, got, ok, want.Status, want.Reason, want.Code)
+			}
 		}
 	}
 }
