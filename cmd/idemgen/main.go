@@ -6,7 +6,7 @@
 // Usage:
 //
 //	idemgen generate [-config idemgen.yaml] [-check]
-//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 //	idemgen lint [-require] SPEC
 //	idemgen templates eject DIR
 //	idemgen records get|list|resolve|stats|reseal ...
@@ -21,7 +21,9 @@
 // # generate
 //
 // Reads idemgen.yaml in the current directory (or -config FILE), or takes
-// the spec from -spec and the rest from flags. The config file:
+// the spec from -spec and the rest from flags (-client writes the typed
+// client beside the server, -client-output DIR as a package of its own;
+// flags given with -config override the file). The config file:
 //
 //	spec: openapi.yaml          # OpenAPI 3.0/3.1, YAML or JSON (required)
 //	package: api                # Go package name (default api)
@@ -115,7 +117,7 @@ func (e usageError) Error() string { return e.msg }
 
 const usage = `usage:
 	idemgen generate [-config idemgen.yaml] [-check]
-	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 	idemgen lint [-require] SPEC
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
 	idemgen templates eject DIR
@@ -203,6 +205,8 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	pkg := fs.String("package", "", "Go package name (default api)")
 	output := fs.String("output", "", "output directory")
 	tmpl := fs.String("templates", "", "template overrides directory")
+	client := fs.Bool("client", false, "also write the typed client, client.gen.go, beside the server")
+	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this directory (implies -client)")
 	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
 	if err := parse(fs, args); err != nil {
 		return err
@@ -233,6 +237,12 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *tmpl != "" {
 		cfg.Templates = *tmpl
+	}
+	if *client || *clientOutput != "" {
+		cfg.Client.Enabled = true
+	}
+	if *clientOutput != "" {
+		cfg.Client.Output = *clientOutput
 	}
 	if cfg.Output == "" {
 		cfg.Output = "."

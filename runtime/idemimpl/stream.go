@@ -189,6 +189,20 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
+			if slices.Contains(m.FormParts, name) {
+				// The part is a form: its members are the property's.
+				form, err := parseForm(val, q.t.prop(m.Schema, name))
+				if err != nil {
+					q.syntax(fmt.Errorf("part %q: %w", name, err))
+					return
+				}
+				if c := root.kids[name]; c != nil {
+					q.syntax(fmt.Errorf("part %q is given more than once", name))
+					return
+				}
+				*root.child(name) = *form
+				continue
+			}
 			if jsonPart {
 				v, err := ParseJSON(b)
 				if err != nil {
@@ -199,7 +213,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				continue
 			}
 		}
-		if err := root.add(name, val); err != nil {
+		if err := root.put(name, val, q.t.schemaAt(m.Schema)); err != nil {
 			q.syntax(errors.New("multipart " + err.Error()))
 			return
 		}
