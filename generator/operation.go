@@ -100,6 +100,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 
 	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
 	b.body(o, op, where)

@@ -98,7 +98,7 @@ func TestHostileNesting(t *testing.T) {
 	wantLimit(t, s.order(t, "multipart name", "/accounts/acme/uploads", key(), ct, mp), "body", "#", "maxDepth",
 		`part name "details[zz][a][a][a][a][…"`, "nests deeper than 32 levels")
 	wantLimit(t, s.get(t, "/orders?filter[zz]"+deep(levels)+"=1"), "query", "filter", "maxDepth",
-		`name "filter[zz][a][a][a][a][a…"`, "nests deeper than 32 levels")
+		`name "filter[zz][a][a][a][a][a…"`, "nests deeper than 4 levels") // listOrders' x-request-limits
 
 	// Just inside the limit, nothing is refused: 32 levels, counting the
 	// body (form and multipart) or not (a deepObject parameter is its own
@@ -111,10 +111,11 @@ func TestHostileNesting(t *testing.T) {
 	if r := s.get(t, "/orders?filter[amount][gte]=1&filter[account]=acme"); r.status != 200 {
 		t.Fatalf("deepObject: %d %s", r.status, r.body)
 	}
-	// A deepObject value of 33 levels: filter[zz] and 32 more; of 32, it
-	// gets as far as the schema (which declares no zz).
-	wantLimit(t, s.get(t, "/orders?filter[zz]"+deep(32)+"=1"), "query", "filter", "maxDepth")
-	wantInvalid(t, s.get(t, "/orders?filter[zz]"+deep(31)+"=1"), "query", "#/zz"+"filter", "additionalProperties") // pointer, parameter
+	// listOrders sets maxDepth: 4. A deepObject value of 5 levels:
+	// filter[zz] and 4 more; of 4, it gets as far as the schema (which
+	// declares no zz).
+	wantLimit(t, s.get(t, "/orders?filter[zz]"+deep(4)+"=1"), "query", "filter", "maxDepth", "nests deeper than 4 levels")
+	wantInvalid(t, s.get(t, "/orders?filter[zz]"+deep(3)+"=1"), "query", "#/zz"+"filter", "additionalProperties") // pointer, parameter
 
 	// JSON has the same limit, counted the same way.
 	item := func(n int) string {
@@ -126,10 +127,10 @@ func TestHostileNesting(t *testing.T) {
 	s.noneLeft(t, 3, 2)
 }
 
-// TestFieldLimits: past 1000 name=value pairs in a form body or a query
-// string, parts of a multipart body or cookies, and past 1024 bytes in a
-// name, a request is refused before its fields are decoded; at the limit
-// it is served.
+// TestFieldLimits: past 1000 name=value pairs in a form body (50 in the
+// query string of listOrders, which sets x-request-limits), parts of a
+// multipart body or cookies, and past 1024 bytes in a name, a request is
+// refused before its fields are decoded; at the limit it is served.
 func TestFieldLimits(t *testing.T) {
 	s := newStack(t)
 	const form = "application/x-www-form-urlencoded"
@@ -167,10 +168,11 @@ func TestFieldLimits(t *testing.T) {
 	query := func(n int) string {
 		return "/orders?filter[account]=acme" + strings.Repeat("&x=1", n-1)
 	}
-	if r := s.get(t, query(1000)); r.status != 200 {
-		t.Fatalf("1000 query parameters: %d %s", r.status, r.body)
+	// listOrders sets maxFields: 50.
+	if r := s.get(t, query(50)); r.status != 200 {
+		t.Fatalf("50 query parameters: %d %s", r.status, r.body)
 	}
-	wantLimit(t, s.get(t, query(1001)), "query", "", "maxFields", "the query string has more than 1000 parameters")
+	wantLimit(t, s.get(t, query(51)), "query", "", "maxFields", "the query string has more than 50 parameters")
 
 	cookies := func(n int) string { return "session=s1" + strings.Repeat("; c=1", n-1) }
 	wantCreated(t, s.order(t, "1000 cookies", path, key(), "application/json", order, "Cookie", cookies(1000)), false)

@@ -378,10 +378,14 @@ var paramsListOrders = [...]idemimpl.Param{
 	{In: "query", Name: "filter", Key: "filter", Schema: 1, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
 }
 
+// limitsListOrders bounds what the request of listOrders may hold (x-request-limits).
+var limitsListOrders = idemimpl.Limits{MaxDepth: 4, MaxFields: 50, MaxNameLength: 1024, MaxValues: 10000}
+
 // decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeListOrdersRequest(r *http.Request, body []byte) (req ListOrdersRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.SetLimits(&limitsListOrders)
 	q.Param(&paramsListOrders[0], &req.Filter)
 	return req, q, q.Err()
 }
