@@ -3,22 +3,7 @@ package main
 import (
 	"strings"
 	"testing"
-
-	"github.com/idemgen/idemgen/generator"
 )
-
-// TestBinaryVersion: the built binary says the version its generated files
-// carry. Built from this checkout, Go stamps a pseudo-version into it
-// (v0.0.0-<time>-<commit>), while generated headers say (devel).
-func TestBinaryVersion(t *testing.T) {
-	code, stdout, _ := execute(t, t.TempDir(), "version")
-	if code != 0 || !strings.HasPrefix(stdout, "idemgen (devel) (") || strings.Contains(stdout, "v0.0.0") {
-		t.Errorf("version: exit %d, %q; want idemgen (devel) and why", code, stdout)
-	}
-	if generator.Version() != "(devel)" {
-		t.Errorf("the test binary's generator.Version() = %q", generator.Version())
-	}
-}
 
 // TestCommandHelp: -h of a command prints that command's usage and flags
 // on standard output and exits 0; a bad flag prints them after the error
