@@ -52,3 +52,25 @@ func ExampleErrorMapper() {
 	// 400 application/json
 	// {"code":"request_invalid","message":"body #/qty: must be at least 1","fields":[{"field":"#/qty","issue":"minimum"}]}
 }
+
+// The README's mapping (the code block after its
+// `<!-- snippet: runtime/idem/example_errors_test.go -->` line), kept
+// compiling and running here; TestReadmeSnippet holds the two equal.
+func ExampleConfig_errors() {
+	pool, _ := pgxpool.New(context.Background(), "postgres://localhost/shop") // connects on first use
+	engine, err := idem.New(pool, idem.Config{
+		Errors: func(r *http.Request, p *idem.Problem) *idem.Response { // in idem.Config
+			return idem.JSONError(p, Error{Code: strings.ToLower(p.Reason), Message: p.Detail})
+		},
+	})
+	if err != nil {
+		panic(err)
+	}
+	w := httptest.NewRecorder()
+	engine.WriteError(w, httptest.NewRequest("POST", "/orders", nil), idem.ProfileDefault, idem.ErrKeyRequired)
+	fmt.Println(w.Code, w.Header().Get("Content-Type"))
+	fmt.Println(w.Body)
+	// Output:
+	// 400 application/json
+	// {"code":"idempotency_key_required","message":"the request needs an idempotency key header"}
+}
