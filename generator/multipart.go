@@ -109,14 +109,47 @@ func defaultJSONPart(sr *openapi3.SchemaRef) bool {
 // Encode after the body: the JSON parts of the body's multipart media
 // type, as further arguments (", \"details\""), or "".
 func (bd *Body) ClientJSONParts() string {
-	if len(bd.Media) == 0 || bd.Media[0].Decode != "AsMultipart" || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
+	m := bd.clientMultipart()
+	if m == nil {
 		return ""
 	}
 	var s string
-	for _, n := range bd.Media[0].JSONParts {
+	for _, n := range m.JSONParts {
 		s += ", " + strconv.Quote(n)
 	}
 	return s
+}
+
+// ClientParts is, for a multipart body with parts that hold a form, the
+// idemclient.Parts literal the generated client passes to EncodeParts
+// (`{JSON: []string{"details"}, Form: []string{"meta"}}`, without the
+// type); "" otherwise (the client calls Encode with ClientJSONParts).
+func (bd *Body) ClientParts() string {
+	m := bd.clientMultipart()
+	if m == nil || len(m.FormParts) == 0 {
+		return ""
+	}
+	list := func(names []string) string {
+		q := make([]string, len(names))
+		for i, n := range names {
+			q[i] = strconv.Quote(n)
+		}
+		return "[]string{" + strings.Join(q, ", ") + "}"
+	}
+	s := "{"
+	if len(m.JSONParts) > 0 {
+		s += "JSON: " + list(m.JSONParts) + ", "
+	}
+	return s + "Form: " + list(m.FormParts) + "}"
+}
+
+// clientMultipart is the multipart media type the generated client sends
+// the body in, or nil when it sends another.
+func (bd *Body) clientMultipart() *BodyMedia {
+	if len(bd.Media) == 0 || bd.Media[0].Decode != "AsMultipart" || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
+		return nil
+	}
+	return bd.Media[0]
 }
 
 // partTypes holds the multipart variants of named types. A binary string

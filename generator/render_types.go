@@ -152,7 +152,13 @@ func renderStruct(f *jen.File, t *Type) {
 				tag = "-"
 				doc = strings.TrimSpace(fmt.Sprintf("member %s (MarshalJSON and UnmarshalJSON carry it: a json tag cannot name it). %s", strconv.Quote(fl.JSONName), doc))
 			}
-			c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(map[string]string{"json": tag})
+			tags := map[string]string{"json": tag}
+			if tag == "-" {
+				// The member's name, for what reads the struct by its
+				// tags (idemclient's multipart encoder).
+				tags["idem"] = fl.JSONName
+			}
+			c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(tags)
 			if doc != "" {
 				c.Comment(doc)
 			}

@@ -1,13 +1,18 @@
 package idemclient
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
+	"mime"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
+	"net/textproto"
+	"reflect"
 	"strings"
 	"sync"
 	"testing"
@@ -638,5 +643,118 @@ func TestPredicates(t *testing.T) {
 	}
 	if StatusOf(transport) != 0 || !errors.As(fmt.Errorf("w: %w", transport), new(*TransportError)) {
 		t.Errorf("transport error: status %d", StatusOf(transport))
+	}
+}
+
+// multipartPart is one part of a multipart body as mime/multipart reads it.
+type multipartPart struct{ name, filename, contentType, body string }
+
+func readMultipart(t *testing.T, r *Request) []multipartPart {
+	t.Helper()
+	_, params, err := mime.ParseMediaType(r.ContentType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := multipart.NewReader(bytes.NewReader(r.Body), params["boundary"])
+	var out []multipartPart
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatalf("%v in\n%s", err, r.Body)
+		}
+		b, _ := io.ReadAll(p)
+		out = append(out, multipartPart{p.FormName(), p.FileName(), p.Header.Get("Content-Type"), string(b)})
+	}
+}
+
+// namedFile is a FilePart.
+type namedFile struct{ name, content string }
+
+func (f namedFile) MultipartFile() (string, textproto.MIMEHeader, io.Reader) {
+	return f.name, nil, strings.NewReader(f.content)
+}
+
+// oddBody is a multipart body as idemgen generates it for members whose
+// names a json tag cannot carry: tagged json:"-" and idem:"name", carried
+// by MarshalJSON under their names.
+type oddBody struct {
+	Quoted  string      `json:"-" idem:"quote\"d"`
+	Slash   string      `json:"-" idem:"back\\slash"`
+	Accent  string      `json:"clé"`
+	Zero    string      `json:"-" idem:"zero\u200bwidth"`
+	Break   string      `json:"-" idem:"line\nbreak"`
+	File    namedFile   `json:"-" idem:"my file"`
+	Files   []namedFile `json:"file[]"`
+	Meta    *oddMeta    `json:"meta,omitempty"`
+	Details *oddMeta    `json:"details,omitempty"`
+}
+
+type oddMeta struct {
+	Title string   `json:"title"`
+	Pages int      `json:"pages"`
+	Tags  []string `json:"tags,omitempty"`
+}
+
+func (v oddBody) MarshalJSON() ([]byte, error) {
+	type plain oddBody
+	b, err := json.Marshal(plain(v))
+	if err != nil {
+		return nil, err
+	}
+	var m map[string]any
+	if err := json.Unmarshal(b, &m); err != nil {
+		return nil, err
+	}
+	m[`quote"d`], m[`back\slash`], m["zero\u200bwidth"], m["line\nbreak"] = v.Quoted, v.Slash, v.Zero, v.Break
+	m["my file"] = "a file, as JSON would write it"
+	return json.Marshal(m)
+}
+
+// TestMultipartNames: every part arrives under its member's name as
+// mime/multipart (the generated server) reads it, whatever the name holds
+// (quotes, a backslash, brackets, accents, an invisible character, a line
+// break); a member whose name a json tag cannot carry is found by its idem
+// tag, a file under it is a file part; a member named in Parts.Form is one
+// part holding a form of its members, one in Parts.JSON a part of JSON.
+func TestMultipartNames(t *testing.T) {
+	body := oddBody{Quoted: "q", Slash: "s", Accent: "a", Zero: "z", Break: "b",
+		File: namedFile{"line\nbreak \"quoted\".txt", "one"}, Files: []namedFile{{"x.txt", "two"}, {"y.txt", "three"}},
+		Meta: &oddMeta{Title: "Guide one", Pages: 2, Tags: []string{"a", "b&c"}}, Details: &oddMeta{Title: "d", Pages: 1}}
+	r := NewRequest("/")
+	if err := r.EncodeParts("multipart/form-data", body, Parts{JSON: []string{"details"}, Form: []string{"meta"}}); err != nil {
+		t.Fatal(err)
+	}
+	got := readMultipart(t, r)
+	want := []multipartPart{
+		{name: `back\slash`, body: "s"},
+		{name: "clé", body: "a"},
+		{name: "line\nbreak", body: "b"},
+		{name: `quote"d`, body: "q"},
+		{name: "zero\u200bwidth", body: "z"},
+		{name: "meta", contentType: "application/x-www-form-urlencoded", body: "pages=2&tags=a&tags=b%26c&title=Guide+one"},
+		{name: "details", contentType: "application/json", body: `{"pages":1,"title":"d"}`},
+		{name: "my file", filename: "line\nbreak \"quoted\".txt", contentType: "application/octet-stream", body: "one"},
+		{name: "file[]", filename: "x.txt", contentType: "application/octet-stream", body: "two"},
+		{name: "file[]", filename: "y.txt", contentType: "application/octet-stream", body: "three"},
+	}
+	if !reflect.DeepEqual(got, want) {
+		t.Errorf("parts\n%q\nwant\n%q\nbody:\n%s", got, want, r.Body)
+	}
+
+	// Without Parts, meta goes in bracket parts (which the server accepts
+	// too) and details likewise.
+	r = NewRequest("/")
+	if err := r.Encode("multipart/form-data", oddBody{Meta: &oddMeta{Title: "T", Pages: 3}}); err != nil {
+		t.Fatal(err)
+	}
+	names := map[string]string{}
+	for _, p := range readMultipart(t, r) {
+		names[p.name] = p.body
+	}
+	if names["meta[title]"] != "T" || names["meta[pages]"] != "3" {
+		t.Errorf("bracket parts %q", names)
 	}
 }

@@ -144,6 +144,12 @@ func (r *Request) Raw(mediaType string, b []byte) {
 // with its files and its members named in jsonParts as JSON parts (see
 // Multipart). A nil v sends no body.
 func (r *Request) Encode(mediaType string, v any, jsonParts ...string) error {
+	return r.EncodeParts(mediaType, v, Parts{JSON: jsonParts})
+}
+
+// EncodeParts is Encode with the way each member of a multipart/form-data
+// body is sent (see Parts); other media types ignore parts.
+func (r *Request) EncodeParts(mediaType string, v any, parts Parts) error {
 	switch b := v.(type) {
 	case nil:
 		return nil
@@ -168,7 +174,7 @@ func (r *Request) Encode(mediaType string, v any, jsonParts ...string) error {
 	case "application/x-www-form-urlencoded":
 		return r.Form(mediaType, v)
 	case "multipart/form-data":
-		return r.Multipart(mediaType, v, jsonParts...)
+		return r.multipart(mediaType, v, parts)
 	}
 	if isJSON(essence(mediaType)) {
 		return r.JSON(mediaType, v)

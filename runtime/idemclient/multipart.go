@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/textproto"
 	"net/url"
@@ -19,14 +20,30 @@ type FilePart interface {
 	MultipartFile() (filename string, header textproto.MIMEHeader, content io.Reader)
 }
 
+// Parts says how members of a multipart/form-data body that are not files
+// are sent, as the operation's encoding declares them: a member named in
+// JSON as a part of JSON (application/json; a list one part per item), a
+// member named in Form as one part holding a form of its members
+// (application/x-www-form-urlencoded, in bracket notation: title=Guide&pages=2),
+// the others as parts in bracket notation, as Form writes them.
+type Parts struct {
+	JSON []string
+	Form []string
+}
+
 // Multipart sets the body to v, a struct, as multipart/form-data: each
 // member implementing FilePart becomes a file part, each item of a list of
 // them one under the member's name (its content read whole
 // now, so that every attempt sends the same bytes), a member named in
 // jsonParts a part of JSON (application/json; a list one part per item),
 // the other members parts in bracket notation as Form writes them, in name
-// order.
+// order. A member whose name a json tag cannot carry (generated code tags
+// it json:"-" and idem:"name") is sent under that name.
 func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error {
+	return r.multipart(mediaType, v, Parts{JSON: jsonParts})
+}
+
+func (r *Request) multipart(mediaType string, v any, parts Parts) error {
 	rv := reflect.ValueOf(v)
 	for rv.Kind() == reflect.Pointer && !rv.IsNil() {
 		rv = rv.Elem()
@@ -52,6 +69,9 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 	for i := 0; i < rv.NumField(); i++ {
 		sf := rv.Type().Field(i)
 		name, _, _ := strings.Cut(sf.Tag.Get("json"), ",")
+		if name == "-" {
+			name = sf.Tag.Get("idem")
+		}
 		if !sf.IsExported() || name == "-" || name == "" {
 			continue
 		}
@@ -72,12 +92,24 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 			}
 		}
 	}
-	type jsonPart struct {
-		name string
-		val  []byte
+	type valuePart struct {
+		name, contentType string
+		val               []byte
 	}
-	var jsons []jsonPart
-	for _, name := range jsonParts {
+	var values []valuePart
+	for _, name := range parts.Form {
+		obj, ok := tree[name].(map[string]any)
+		if !ok {
+			continue // absent, or not an object: bracket parts
+		}
+		delete(tree, name)
+		form := url.Values{}
+		for member, val := range obj {
+			addForm(form, member, val, true)
+		}
+		values = append(values, valuePart{name, "application/x-www-form-urlencoded", []byte(form.Encode())})
+	}
+	for _, name := range parts.JSON {
 		val, ok := tree[name]
 		if !ok || val == nil {
 			continue
@@ -92,7 +124,7 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 			if err != nil {
 				return fmt.Errorf("encoding part %q of the request body: %w", name, err)
 			}
-			jsons = append(jsons, jsonPart{name, b})
+			values = append(values, valuePart{name, "application/json", b})
 		}
 	}
 	form := url.Values{}
@@ -108,15 +140,20 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 	sort.Strings(keys)
 	for _, k := range keys {
 		for _, val := range form[k] {
-			if err := mw.WriteField(k, val); err != nil {
+			h := textproto.MIMEHeader{"Content-Disposition": {disposition(k, "", false)}}
+			w, err := mw.CreatePart(h)
+			if err == nil {
+				_, err = io.WriteString(w, val)
+			}
+			if err != nil {
 				return err
 			}
 		}
 	}
-	for _, j := range jsons {
+	for _, j := range values {
 		h := textproto.MIMEHeader{}
-		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q`, j.name))
-		h.Set("Content-Type", "application/json")
+		h.Set("Content-Disposition", disposition(j.name, "", false))
+		h.Set("Content-Type", j.contentType)
 		w, err := mw.CreatePart(h)
 		if err == nil {
 			_, err = w.Write(j.val)
@@ -131,7 +168,7 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 		for k, vs := range header {
 			h[k] = append([]string(nil), vs...)
 		}
-		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name=%q; filename=%q`, f.name, filename))
+		h.Set("Content-Disposition", disposition(f.name, filename, true))
 		if h.Get("Content-Type") == "" {
 			h.Set("Content-Type", "application/octet-stream")
 		}
@@ -154,4 +191,33 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 	}
 	r.Body, r.ContentType = buf.Bytes(), ct
 	return nil
+}
+
+// disposition is the Content-Disposition of a part named name (with
+// filename for a file part). Names and file names are quoted strings as
+// mime/multipart writes them (a backslash before `"` and `\`, other
+// characters as they are, UTF-8 included, as RFC 7578 asks); one holding a
+// control character, which a header cannot carry as it is, is written in
+// RFC 2231's encoded form (name*=utf-8 and the name percent-encoded) by
+// mime.FormatMediaType, which mime/multipart's reader decodes
+// (Part.FormName, as the generated server reads names).
+func disposition(name, filename string, file bool) string {
+	if hasControl(name) || hasControl(filename) {
+		params := map[string]string{"name": name}
+		if file {
+			params["filename"] = filename
+		}
+		return mime.FormatMediaType("form-data", params)
+	}
+	s := `form-data; name="` + quoteEscaper.Replace(name) + `"`
+	if file {
+		s += `; filename="` + quoteEscaper.Replace(filename) + `"`
+	}
+	return s
+}
+
+var quoteEscaper = strings.NewReplacer("\\", "\\\\", `"`, "\\\"")
+
+func hasControl(s string) bool {
+	return strings.ContainsFunc(s, func(r rune) bool { return r < ' ' || r == 0x7f })
 }

@@ -11,6 +11,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"mime"
 	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
@@ -53,6 +54,13 @@ func (service) Upload(ctx context.Context, tx pgx.Tx, req UploadRequest) (Upload
 			return nil, err
 		}
 		got = append(got, f.Filename+":"+string(b))
+	}
+	if f := req.Body.CoverImage; f != nil {
+		b, err := io.ReadAll(f.Content)
+		if err != nil {
+			return nil, err
+		}
+		got = append(got, "cover "+f.Filename+":"+string(b))
 	}
 	if m := req.Body.Meta; m != nil {
 		got = append(got, "title="+m.Title)
@@ -211,22 +219,65 @@ func TestFileListParts(t *testing.T) {
 		t.Errorf("a form part with a member of the wrong type: %d %s; want 400 naming pages", status, got)
 	}
 
-	// The generated client sends a list of files as parts of that name.
-	srv := httptest.NewServer(h)
+	// The generated client sends a list of files as parts of that name, a
+	// file whose member name a json tag cannot hold under that name, and
+	// the form part as one part holding a form, as the encoding declares.
+	var parts []string
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		b, _ := io.ReadAll(r.Body)
+		r.Body = io.NopCloser(bytes.NewReader(b))
+		parts = partsOf(t, r.Header.Get("Content-Type"), b)
+		h.ServeHTTP(w, r)
+	}))
 	defer srv.Close()
 	c, err := NewClient(srv.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
+	pages := int64(3)
 	res, err := c.Upload(context.Background(), UploadRequest{Body: UploadRequestBody{
-		File: []idem.File{{Filename: "c.txt", Content: strings.NewReader("gamma")}, {Filename: "d.txt", Content: strings.NewReader("delta")}},
-		Meta: &UploadRequestBodyMeta{Title: "T"},
+		File:       []idem.File{{Filename: "c.txt", Content: strings.NewReader("gamma")}, {Filename: "d.txt", Content: strings.NewReader("delta")}},
+		CoverImage: &idem.File{Filename: "cover.png", Content: strings.NewReader("png")},
+		Meta:       &UploadRequestBodyMeta{Title: "T & U", Pages: &pages},
 	}})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if r, ok := res.Response.(Upload200Response); !ok || r.Body.Got == nil || *r.Body.Got != "c.txt:gamma d.txt:delta title=T" {
+	if r, ok := res.Response.(Upload200Response); !ok || r.Body.Got == nil || *r.Body.Got != "c.txt:gamma d.txt:delta cover cover.png:png title=T & U pages=3" {
 		t.Errorf("client upload: %+v", res.Response)
+	}
+	want := []string{`meta application/x-www-form-urlencoded "pages=3&title=T+%26+U"`,
+		`cover image (cover.png) application/octet-stream "png"`,
+		`file[] (c.txt) application/octet-stream "gamma"`, `file[] (d.txt) application/octet-stream "delta"`}
+	if !reflect.DeepEqual(parts, want) {
+		t.Errorf("the client sent the parts\n%q\nwant\n%q", parts, want)
+	}
+}
+
+// partsOf describes the parts of a multipart body: name, (file name),
+// content type, content.
+func partsOf(t *testing.T, contentType string, body []byte) []string {
+	t.Helper()
+	_, params, err := mime.ParseMediaType(contentType)
+	if err != nil {
+		t.Fatal(err)
+	}
+	mr := multipart.NewReader(bytes.NewReader(body), params["boundary"])
+	var out []string
+	for {
+		p, err := mr.NextPart()
+		if err == io.EOF {
+			return out
+		}
+		if err != nil {
+			t.Fatal(err)
+		}
+		b, _ := io.ReadAll(p)
+		s := p.FormName()
+		if p.FileName() != "" {
+			s += " (" + p.FileName() + ")"
+		}
+		out = append(out, fmt.Sprintf("%s %s %q", s, p.Header.Get("Content-Type"), b))
 	}
 }
 
