@@ -195,18 +195,6 @@ func (im *importer) reset() {
 	clear(im.names)
 }
 
-// templateIdents are the names the default templates give their own
-// variables and unexported declarations: no import may shadow or take them.
-var templateIdents = map[string]bool{}
-
-func init() {
-	for _, n := range strings.Fields(`a b body c cfg ctx db engine err fn h handle hh i k mux o opt opts out p payload
-		q r req res resp rt s t tx v w handler options respond responder writeResponse unimplementedResponse
-		webhookHandler webhookOptions ok sec securityHook securitySchemes`) {
-		templateIdents[n] = true
-	}
-}
-
 func (im *importer) name(path string) string {
 	if n, ok := im.paths[path]; ok {
 		return n

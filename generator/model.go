@@ -291,6 +291,8 @@ type Operation struct {
 	// RequestTypeName and ResponseTypeName are GoName+"Request" and
 	// GoName+"Response" unless a schema of the same name took them first.
 	RequestTypeName, ResponseTypeName string
+	// Names are the generated code's own names for the operation.
+	Names OperationNames
 
 	segs          []pathSeg   // the path template's segments
 	route         *RouteGroup // the ServeMux route serving the operation
@@ -301,16 +303,32 @@ type Operation struct {
 	ownExclusions bool
 }
 
+// OperationNames are the names the generated code declares for an
+// operation's own use, derived from its GoName through the namer (a clash
+// numbers the later one, with a warning).
+type OperationNames struct {
+	Handler      string // handle<Op>: the handler's method serving it
+	Decoder      string // decode<Op>Request: its request decoder
+	Op           string // op<Op>: its idem.Operation
+	Params       string // params<Op>: its parameters' table
+	Body         string // body<Op>: its body's table
+	Limits       string // limits<Op>: its request limits
+	Marker       string // is<Op>Response: the method of its response types
+	Segments     string // pathSegments<Op>: its split path segments
+	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
+	ClientReader string // read<Op>Response: the client's response reader ("" without a client)
+}
+
 // RequestType, ResponseType and friends name the operation's Go identifiers.
 func (o *Operation) RequestType() string  { return o.RequestTypeName }
 func (o *Operation) ResponseType() string { return o.ResponseTypeName }
-func (o *Operation) Handler() string      { return "handle" + o.GoName }
-func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Request" }
-func (o *Operation) OpVar() string        { return "op" + o.GoName }
-func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
-func (o *Operation) BodyVar() string      { return "body" + o.GoName }
-func (o *Operation) LimitsVar() string    { return "limits" + o.GoName }
-func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
+func (o *Operation) Handler() string      { return o.Names.Handler }
+func (o *Operation) Decoder() string      { return o.Names.Decoder }
+func (o *Operation) OpVar() string        { return o.Names.Op }
+func (o *Operation) ParamsVar() string    { return o.Names.Params }
+func (o *Operation) BodyVar() string      { return o.Names.Body }
+func (o *Operation) LimitsVar() string    { return o.Names.Limits }
+func (o *Operation) Marker() string       { return o.Names.Marker }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
@@ -404,6 +422,12 @@ type builder struct {
 	warns    []Warning
 	versions *versioner
 	methods  *scope // of Server
+	// handlerMethods are the methods of the generated handler type,
+	// markers those of unimplementedResponse (the operations' markers).
+	handlerMethods, markers *scope
+	// clientPkg is the package scope of client.gen.go: the server's, or
+	// the client's own package; nil without a client.
+	clientPkg *scope
 	// schemes are the security schemes requirements name, by name;
 	// secMethods the methods of Security.
 	schemes    map[string]*SecurityScheme
@@ -423,21 +447,21 @@ type builder struct {
 	parts     partTypes // multipart variants of named types (multipart.go)
 }
 
-// reservedNames are package-level identifiers of the generated server.
-var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
-	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
-	"Route", "Routes"}
-
-// typeMethods are the methods a generated struct or union may have; no
-// field takes their names.
-var typeMethods = []string{"MarshalJSON", "UnmarshalJSON"}
-
 func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
 		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
-	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
+	b.names.pkg.reserve(reservedNames[reservedPackage]...)
+	switch {
+	case cfg.Client.Enabled && cfg.Client.separate():
+		b.clientPkg = b.names.scope("client package", reservedNames[reservedClient]...)
+	case cfg.Client.Enabled:
+		b.clientPkg = b.names.pkg
+		b.names.pkg.reserve(reservedNames[reservedClient]...)
+	}
+	b.handlerMethods = b.names.scope("methods of handler", reservedNames[reservedHandlerMethods]...)
+	b.markers = b.names.scope("methods of unimplementedResponse", reservedNames[reservedResponseMarkers]...)
 	b.methods = b.names.scope("methods of Server")
 	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
 	b.req = newReqTable(b, cfg.Validation.Skip)

@@ -48,7 +48,8 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
 	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankDerived, false)
 	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankDerived, false)
-	o.requestFields = b.names.scope("fields of the request of "+what, "Body")
+	b.nameHelpers(o, what)
+	o.requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -155,7 +156,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 				r.Body = GoType{Kind: GoBytes}
 			}
 		}
-		fields := b.names.scope("fields of response "+rloc, "Body", "Status")
+		fields := b.names.scope("fields of response "+rloc, reservedNames[reservedResponseFields]...)
 		for _, name := range sortedKeys(rr.Value.Headers) {
 			if strings.EqualFold(name, "Content-Type") {
 				continue
@@ -272,4 +273,22 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		}
 	}
 	return "", false
+}
+
+// nameHelpers declares the names the generated code derives from the
+// operation's for its own declarations (OperationNames).
+func (b *builder) nameHelpers(o *Operation, what string) {
+	n, pkg, on := b.names, b.names.pkg, &o.Names
+	n.affixed(b.handlerMethods, &on.Handler, o.ident, "handle", "", o.Location, what+" handler")
+	n.affixed(pkg, &on.Decoder, o.ident, "decode", "Request", o.Location, what+" decoder")
+	n.affixed(pkg, &on.Op, o.ident, "op", "", o.Location, what+" operation table")
+	n.affixed(pkg, &on.Params, o.ident, "params", "", o.Location, what+" parameter table")
+	n.affixed(pkg, &on.Body, o.ident, "body", "", o.Location, what+" body table")
+	n.affixed(pkg, &on.Limits, o.ident, "limits", "", o.Location, what+" request limits")
+	n.affixed(b.markers, &on.Marker, o.ident, "is", "Response", o.Location, what+" response marker")
+	n.affixed(pkg, &on.Segments, o.ident, "pathSegments", "", o.Location, what+" path segments")
+	if b.clientPkg != nil {
+		n.affixed(b.clientPkg, &on.ClientOp, o.ident, "clientOp", "", o.Location, what+" client operation")
+		n.affixed(b.clientPkg, &on.ClientReader, o.ident, "read", "Response", o.Location, what+" client response reader")
+	}
 }

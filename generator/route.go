@@ -59,6 +59,9 @@ type RouteGroup struct {
 	Method  string
 	Pattern string       // ServeMux pattern without method (and with {$} for a trailing /)
 	Ops     []*Operation // in the order the dispatcher tries them
+	// HandlerName is route<Op> (after the first operation) when the
+	// route dispatches (Dispatch).
+	HandlerName string
 }
 
 // Dispatch reports whether the route's handler must split path segments or
@@ -68,7 +71,7 @@ func (g *RouteGroup) Dispatch() bool { return len(g.Ops) > 1 || len(g.Ops[0].Seg
 // Handler is the handler method the route calls.
 func (g *RouteGroup) Handler() string {
 	if g.Dispatch() {
-		return "route" + g.Ops[0].GoName
+		return g.HandlerName
 	}
 	return g.Ops[0].Handler()
 }
@@ -87,7 +90,7 @@ func (g *RouteGroup) OperationID() string {
 func (g *RouteGroup) PathPattern() string { return strings.TrimSuffix(g.Pattern, "{$}") }
 
 // SegmentsVar names the operation's table of split segments.
-func (o *Operation) SegmentsVar() string { return "pathSegments" + o.GoName }
+func (o *Operation) SegmentsVar() string { return o.Names.Segments }
 
 // Routes lists the ServeMux routes, in the order of the operations.
 func (m *Model) Routes() []*RouteGroup {
@@ -317,6 +320,9 @@ func (b *builder) checkRoutes(ops []*Operation) {
 			o.route = rt.g
 		}
 		b.nameRoute(rt.g, rt.shape)
+		if o := rt.g.Ops[0]; rt.g.Dispatch() {
+			b.names.affixed(b.handlerMethods, &rt.g.HandlerName, o.ident, "route", "", o.Location, fmt.Sprintf("route %s %s", rt.g.Method, rt.g.Pattern))
+		}
 	}
 }
 

@@ -570,7 +570,7 @@ func (b *builder) declare(t *Type) {
 // declareUnion makes t a struct with one pointer field per member.
 func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) {
 	t.Kind = KindUnion
-	fields := b.names.scope("fields of union "+t.Location, typeMethods...)
+	fields := b.names.scope("fields of union "+t.Location, reservedNames[reservedTypeMembers]...)
 	s, loc := t.Schema, t.Location
 	for i, m := range members {
 		mloc := fmt.Sprintf("%s/%s/%d", loc, kw, i)
@@ -698,7 +698,7 @@ func jsonKinds(s *openapi3.Schema, depth int) []string {
 // to fields already added (allOf members restating a property).
 func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[string]*Field) {
 	if t.fields == nil {
-		t.fields = b.names.scope("fields of "+t.Location, typeMethods...)
+		t.fields = b.names.scope("fields of "+t.Location, reservedNames[reservedTypeMembers]...)
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {

@@ -138,9 +138,6 @@ func (m *Model) DefinedSecuritySchemes() []*SecurityScheme {
 	return out
 }
 
-// securityPkgNames are the package-level identifiers of a secured server.
-var securityPkgNames = []string{"Security", "WithSecurity", "Principal"}
-
 // security resolves the operation's security requirements: its own
 // `security`, else the document's. `security: []` requires nothing; an
 // empty requirement `{}` allows anonymous requests. Schemes are looked up
@@ -327,7 +324,7 @@ func (b *builder) finishSecurity(m *Model) {
 		}
 		o.SecurityIndex = i
 	}
-	b.names.pkg.reserve(securityPkgNames...)
+	b.names.pkg.reserve(reservedNames[reservedSecured]...)
 }
 
 // describeSecurity says alternatives in words: "apiKey and bearerAuth, or
