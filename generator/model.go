@@ -155,10 +155,9 @@ func (f *Field) TagName() bool {
 type Default struct {
 	JSON  string // the value as JSON
 	Value any    // the value as the spec's YAML/JSON decoder gave it
-	// Go is a Go expression of the value's type (the field's type without
-	// pointer or Nullable): `int64(10)`, `"eur"`, `PetStatusAvailable`;
-	// "" when the value has none (objects, arrays): decode JSON instead.
-	Go string
+	// Type is the value's type: the field's type without pointer or
+	// Nullable. Go() spells the value as a Go expression of it.
+	Type GoType
 }
 
 // EnumValue is one constant of an enum type.
@@ -222,41 +221,6 @@ func (t GoType) TypeName() string {
 		return t.Named.Name
 	}
 	return ""
-}
-
-// String renders the type as Go source (for templates and comments).
-func (t GoType) String() string {
-	switch t.Kind {
-	case GoAny:
-		return "any"
-	case GoBuiltin:
-		return t.Name
-	case GoNamed:
-		return t.TypeName()
-	case GoTime:
-		return "time.Time"
-	case GoUUID:
-		return "uuid.UUID"
-	case GoDate:
-		return "idem.Date"
-	case GoBytes:
-		return "[]byte"
-	case GoReader:
-		return "io.Reader"
-	case GoFile:
-		return "idem.File"
-	case GoSlice:
-		return "[]" + t.Elem.String()
-	case GoMap:
-		return "map[string]" + t.Elem.String()
-	case GoPointer:
-		return "*" + t.Elem.String()
-	case GoNullable:
-		return "idem.Nullable[" + t.Elem.String() + "]"
-	case GoOrEmpty:
-		return "idem.OrEmpty[" + t.Elem.String() + "]"
-	}
-	return "any"
 }
 
 // Operation is one HTTP operation.
@@ -329,6 +293,7 @@ func (o *Operation) ParamsVar() string    { return o.Names.Params }
 func (o *Operation) BodyVar() string      { return o.Names.Body }
 func (o *Operation) LimitsVar() string    { return o.Names.Limits }
 func (o *Operation) Marker() string       { return o.Names.Marker }
+func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
@@ -402,8 +367,10 @@ type Header struct {
 	Required bool
 	// Parse is the idemimpl function that parses the header's value (its
 	// element's, when Type is a pointer): ParseString, ParseInt64,
-	// ParseEnum[Status]; a client decodes the header with it.
-	Parse string
+	// ParseEnum; a client decodes the header with it. ParseEnum is generic:
+	// ParseEnumOf is its type argument, the enum type.
+	Parse       string
+	ParseEnumOf *Type
 }
 
 // Pointer reports whether the header's field is a pointer (optional, not a string).
@@ -418,7 +385,7 @@ type builder struct {
 	bySchema map[*openapi3.Schema]*Type
 	byRef    map[string]*Type // types of schemas outside components, by $ref
 	unions   map[string]*Type // unions of named or scalar members, by members
-	defaults []*Field         // fields whose Default.Go is spelt after naming
+	defaults []*Field         // fields whose Default.Type is set once types are shared
 	warns    []Warning
 	versions *versioner
 	methods  *scope // of Server
@@ -537,7 +504,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	if err := errs.err(); err != nil {
 		return nil, err
 	}
-	b.spellDefaults()
+	b.typeDefaults()
 	finishParams(m.Operations)
 	markWriteOnly(b.types)
 	m.Types = b.types

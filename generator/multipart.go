@@ -2,7 +2,6 @@ package generator
 
 import (
 	"mime"
-	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -105,18 +104,14 @@ func defaultJSONPart(sr *openapi3.SchemaRef) bool {
 	return false
 }
 
-// ClientJSONParts is what the generated client passes to idemclient's
-// Encode after the body: the JSON parts of the body's multipart media
-// type, as further arguments (", \"details\""), or "".
-func (bd *Body) ClientJSONParts() string {
+// ClientJSONParts are the JSON parts of the body's multipart media type,
+// which the generated client passes to idemclient's Encode after the body;
+// nil for another media type.
+func (bd *Body) ClientJSONParts() []string {
 	if len(bd.Media) == 0 || bd.Media[0].Decode != "AsMultipart" || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
-		return ""
+		return nil
 	}
-	var s string
-	for _, n := range bd.Media[0].JSONParts {
-		s += ", " + strconv.Quote(n)
-	}
-	return s
+	return bd.Media[0].JSONParts
 }
 
 // partTypes holds the multipart variants of named types. A binary string

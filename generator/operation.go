@@ -227,18 +227,18 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	return keys[0], c[keys[0]]
 }
 
-// finishParams names the enum type of a response header's ParseEnum once
-// names are decided.
+// finishParams sets the enum type of a response header's ParseEnum once
+// types are shared.
 func finishParams(ops []*Operation) {
 	for _, o := range ops {
 		for _, r := range o.Responses {
 			for _, h := range r.Headers {
-				if h.Parse == "ParseEnum[]" {
+				if h.Parse == "ParseEnum" {
 					t := h.Type
 					if t.Kind == GoPointer {
 						t = *t.Elem
 					}
-					h.Parse = "ParseEnum[" + enumOf(t).Name + "]"
+					h.ParseEnumOf = enumOf(t)
 				}
 			}
 		}
@@ -267,7 +267,7 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		nt := t.Named
 		switch nt.Kind {
 		case KindEnum:
-			return "ParseEnum[]", true // the type's name is filled in once it is decided (finishParams)
+			return "ParseEnum", true // its type argument is set once types are shared (finishParams)
 		case KindAlias:
 			return b.scalarParse(nt.Alias)
 		}

@@ -345,58 +345,6 @@ type BodyMedia struct {
 	FormParts  []string // multipart members whose part holds a form
 }
 
-// Literal renders the media type as an idemimpl.Media literal.
-func (m *BodyMedia) Literal() string {
-	s := fmt.Sprintf("{Type: %s, Decode: idemimpl.%s", strconv.Quote(m.Type), m.Decode)
-	if m.Schema != 0 {
-		s += fmt.Sprintf(", Schema: %d", m.Schema)
-	}
-	if len(m.Unexploded) > 0 {
-		q := make([]string, len(m.Unexploded))
-		for i, u := range m.Unexploded {
-			q[i] = strconv.Quote(u)
-		}
-		s += ", Unexploded: []string{" + strings.Join(q, ", ") + "}"
-	}
-	for _, l := range []struct {
-		field string
-		names []string
-	}{{"JSONParts", m.JSONParts}, {"FormParts", m.FormParts}} {
-		if len(l.names) > 0 {
-			q := make([]string, len(l.names))
-			for i, u := range l.names {
-				q[i] = strconv.Quote(u)
-			}
-			s += ", " + l.field + ": []string{" + strings.Join(q, ", ") + "}"
-		}
-	}
-	return s + "}"
-}
-
-// Literal renders the parameter as an idemimpl.Param literal.
-func (p *Param) Literal() string {
-	s := fmt.Sprintf("{In: %s, Name: %s", strconv.Quote(p.In), strconv.Quote(p.Name))
-	if p.Key != p.Name {
-		s += ", Key: " + strconv.Quote(p.Key)
-	} else {
-		s += ", Key: " + strconv.Quote(p.Name)
-	}
-	if p.Schema != 0 {
-		s += fmt.Sprintf(", Schema: %d", p.Schema)
-	}
-	s += ", Style: idemimpl." + p.Style
-	if p.Explode {
-		s += ", Explode: true"
-	}
-	if p.Required {
-		s += ", Required: true"
-	}
-	if p.Fingerprint {
-		s += ", Fingerprint: true"
-	}
-	return s + "}"
-}
-
 // skipOperation reports whether the config turns validation off for the
 // operation.
 func (t *reqTable) skipOperation(id string) bool {

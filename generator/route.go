@@ -38,21 +38,6 @@ type PathSegment struct {
 	Params   []string
 }
 
-// Literal is the idemimpl.PathSegment composite literal.
-func (s PathSegment) Literal() string {
-	q := func(xs []string) string {
-		out := make([]string, len(xs))
-		for i, x := range xs {
-			out[i] = strconv.Quote(x)
-		}
-		return "{" + strings.Join(out, ", ") + "}"
-	}
-	if len(s.Params) == 0 {
-		return fmt.Sprintf("{Wildcard: %s, Literals: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals))
-	}
-	return fmt.Sprintf("{Wildcard: %s, Literals: []string%s, Params: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals), q(s.Params))
-}
-
 // RouteGroup is one ServeMux route: one operation, or several whose paths
 // differ only inside segments that hold parameters and literals.
 type RouteGroup struct {
@@ -88,9 +73,6 @@ func (g *RouteGroup) OperationID() string {
 
 // PathPattern is Pattern without ServeMux's end anchor (see Operation.PathPattern).
 func (g *RouteGroup) PathPattern() string { return strings.TrimSuffix(g.Pattern, "{$}") }
-
-// SegmentsVar names the operation's table of split segments.
-func (o *Operation) SegmentsVar() string { return o.Names.Segments }
 
 // Routes lists the ServeMux routes, in the order of the operations.
 func (m *Model) Routes() []*RouteGroup {

@@ -796,51 +796,12 @@ func (b *builder) fieldType(f *Field, gt GoType, nullable bool, owner *Type) {
 	}
 }
 
-// spellDefaults writes the Go expression of every default, now that the
-// enum constants have their names.
-func (b *builder) spellDefaults() {
+// typeDefaults sets the type of every default's value, now that inline
+// types are shared.
+func (b *builder) typeDefaults() {
 	for _, f := range b.defaults {
-		f.Default.Go = goLiteral(f.baseType, f.Default.Value)
+		f.Default.Type = f.baseType
 	}
-}
-
-// goLiteral spells v as a Go expression of type t; "" when it cannot.
-func goLiteral(t GoType, v any) string {
-	switch t.Kind {
-	case GoBuiltin:
-		switch x := v.(type) {
-		case string:
-			if t.Name == "string" {
-				return strconv.Quote(x)
-			}
-		case bool:
-			if t.Name == "bool" {
-				return strconv.FormatBool(x)
-			}
-		case float64:
-			switch t.Name {
-			case "int32", "int64":
-				if x == float64(int64(x)) {
-					return t.Name + "(" + strconv.FormatInt(int64(x), 10) + ")"
-				}
-			case "float32", "float64":
-				return t.Name + "(" + strconv.FormatFloat(x, 'g', -1, 64) + ")"
-			}
-		}
-	case GoNamed:
-		nt := t.Named
-		switch nt.Kind {
-		case KindEnum:
-			for _, e := range nt.Enum {
-				if e.Value == v {
-					return e.Name
-				}
-			}
-		case KindAlias:
-			return goLiteral(nt.Alias, v)
-		}
-	}
-	return ""
 }
 
 // markWriteOnly sets Type.WriteOnly on every type that reaches a writeOnly

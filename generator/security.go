@@ -37,46 +37,6 @@ type SecurityScheme struct {
 // Defined reports whether the spec defines the scheme (it has a method).
 func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
 
-// Params is the parameter list of the scheme's Security method after ctx,
-// and Args the arguments the generated hook passes from c, an
-// *idemimpl.Credential.
-func (s *SecurityScheme) Params() string {
-	switch s.Kind {
-	case "SchemeBasic":
-		return "username, password string"
-	case "SchemeMutualTLS":
-		return "chain []*x509.Certificate"
-	case "SchemeBearer":
-		return "token string"
-	case "SchemeHTTP":
-		return "credentials string"
-	}
-	return "key string"
-}
-
-// Args: see Params.
-func (s *SecurityScheme) Args() string {
-	switch s.Kind {
-	case "SchemeBasic":
-		return "c.Username, c.Password"
-	case "SchemeMutualTLS":
-		return "c.Certificates"
-	}
-	return "c.Value"
-}
-
-// Literal renders the scheme as an idemimpl.Scheme literal.
-func (s *SecurityScheme) Literal() string {
-	out := fmt.Sprintf("{Name: %s, Kind: idemimpl.%s", strconv.Quote(s.Name), s.Kind)
-	if s.Param != "" {
-		out += ", Param: " + strconv.Quote(s.Param)
-	}
-	if s.Challenge != "" {
-		out += ", Challenge: " + strconv.Quote(s.Challenge)
-	}
-	return out + "}"
-}
-
 // SecurityUse is one scheme of a requirement, with the scopes (or, in
 // OpenAPI 3.1, roles) the operation requires of it.
 type SecurityUse struct {
@@ -88,30 +48,6 @@ type SecurityUse struct {
 // of its schemes must authenticate the request. Empty: anonymous requests
 // are allowed.
 type SecurityRequirement []SecurityUse
-
-// Literal renders the requirement as an idemimpl.Requirement literal.
-func (r SecurityRequirement) Literal() string {
-	parts := make([]string, len(r))
-	for i, u := range r {
-		p := fmt.Sprintf("{Scheme: &securitySchemes[%d]", u.Scheme.Index)
-		if len(u.Scopes) > 0 {
-			q := make([]string, len(u.Scopes))
-			for j, s := range u.Scopes {
-				q[j] = strconv.Quote(s)
-			}
-			p += ", Scopes: []string{" + strings.Join(q, ", ") + "}"
-		}
-		parts[i] = p + "}"
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// SecurityVar is the operation's []idemimpl.Requirement: an entry of
-// securityRequirements, the distinct requirements of all operations
-// (Model.SecurityRequirements).
-func (o *Operation) SecurityVar() string {
-	return "securityRequirements[" + strconv.Itoa(o.SecurityIndex) + "]"
-}
 
 // Secured reports whether some operation requires security: the server
 // then has a Security interface, WithSecurity and Principal.
@@ -311,11 +247,7 @@ func (b *builder) finishSecurity(m *Model) {
 		if o.Security == nil {
 			continue
 		}
-		lits := make([]string, len(o.Security))
-		for i, alt := range o.Security {
-			lits[i] = alt.Literal()
-		}
-		k := strings.Join(lits, ",")
+		k := fmt.Sprint(requirementKey(o.Security))
 		i, ok := index[k]
 		if !ok {
 			i = len(m.SecurityRequirements)
@@ -362,6 +294,18 @@ func (m *Model) SecuredIdempotentOperations() []string {
 				out = append(out, o.ID)
 				break
 			}
+		}
+	}
+	return out
+}
+
+// requirementKey is what tells requirements apart: per alternative, per
+// scheme, its index and scopes.
+func requirementKey(alts []SecurityRequirement) [][][]string {
+	out := make([][][]string, len(alts))
+	for i, alt := range alts {
+		for _, u := range alt {
+			out[i] = append(out[i], append([]string{strconv.Itoa(u.Scheme.Index)}, u.Scopes...))
 		}
 	}
 	return out
