@@ -79,18 +79,10 @@ func render(cfg Config) ([]File, []Warning, error) {
 		return nil, nil, err
 	}
 	warnings := specWarnings(doc, specName(&cfg), false)
-	m, err := buildModel(doc, &cfg, sourcePath(&cfg))
+	m, err := newModel(doc, &cfg)
 	if err != nil {
 		return nil, warnings, err
 	}
-	base, bw, err := resolveBasePath(&cfg, doc)
-	if err != nil {
-		return nil, warnings, err
-	}
-	m.BasePath = base
-	warnings = append(warnings, bw...)
-	m.Version = cfg.Version
-	m.Client = ClientModel{Enabled: cfg.Client.Enabled}
 	warnings = append(warnings, m.Warnings...)
 
 	// types.gen.go renders on a core of its own while the templates

@@ -514,6 +514,24 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	return m, nil
 }
 
+// newModel builds the model Generate renders and Load returns, complete:
+// the spec's operations and types (buildModel), the base path (with its
+// warnings first), the version and the client settings. Nothing changes it
+// afterwards; emitters only read it.
+func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
+	m, err := buildModel(doc, cfg, sourcePath(cfg))
+	if err != nil {
+		return nil, err
+	}
+	base, bw, err := resolveBasePath(cfg, doc)
+	if err != nil {
+		return nil, err
+	}
+	m.BasePath, m.Version, m.Client = base, cfg.Version, ClientModel{Enabled: cfg.Client.Enabled}
+	m.Warnings = append(bw, m.Warnings...)
+	return m, nil
+}
+
 // newType registers the named type generated for schema s.
 func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 	t := &Type{Location: loc, Schema: s, Doc: firstLine(s.Description), Kind: kindUndeclared}
