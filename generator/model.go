@@ -65,11 +65,8 @@ type Type struct {
 	Name     string
 	Doc      string
 	Location string // JSON pointer in the spec, e.g. #/components/schemas/Pet
-	// Schema is the schema the type is generated from (for a union of
-	// deduplicated members, the first use).
-	Schema *openapi3.Schema
-	Kind   TypeKind
-	Fields []*Field // KindStruct
+	Kind     TypeKind
+	Fields   []*Field // KindStruct
 	// AdditionalProperties, when not nil, is the map field (json:"-") that
 	// keeps the members not declared in properties; the type's MarshalJSON
 	// and UnmarshalJSON move them in and out of it (KindStruct).
@@ -87,12 +84,45 @@ type Type struct {
 	// Shared counts the other inline schemas of the same shape that this
 	// type stands for (share.go); 0 when it is generated from one schema.
 	Shared int
+}
 
+// typeBuild is what the builder keeps about a type while it builds the
+// model (builder.tb); none of it is left in the model.
+type typeBuild struct {
+	// schema is the schema the type is generated from (for a union of
+	// deduplicated members, the first use).
+	schema   *openapi3.Schema
 	ident    *ident
 	fields   *scope // names of the fields or variants
 	building bool
 	inline   bool   // named after where it stands: a candidate for sharing
 	suffix   string // an inline type's name after its parent's (the property's, "Item", ...)
+}
+
+// tb returns the builder's state of t.
+func (b *builder) tb(t *Type) *typeBuild {
+	tb := b.typeState[t]
+	if tb == nil {
+		tb = &typeBuild{}
+		b.typeState[t] = tb
+	}
+	return tb
+}
+
+// fieldBuild is what the builder keeps about a field: its property's type
+// before optionality.
+type fieldBuild struct {
+	baseType     GoType
+	baseNullable bool
+}
+
+func (b *builder) fb(f *Field) *fieldBuild {
+	fb := b.fieldState[f]
+	if fb == nil {
+		fb = &fieldBuild{}
+		b.fieldState[f] = fb
+	}
+	return fb
 }
 
 // Required returns the JSON names of the required fields that every
@@ -124,13 +154,8 @@ type Field struct {
 	// requests: the field is never required in Go, and responses omit it.
 	ReadOnly, WriteOnly bool
 	// Default is the schema's default value, nil when there is none.
-	Default *Default
-	// Schema is the property's schema (with its $ref, when it has one).
-	Schema   *openapi3.SchemaRef
+	Default  *Default
 	Location string // JSON pointer of the property, e.g. #/components/schemas/Pet/properties/name
-
-	baseType     GoType // the property's type before optionality
-	baseNullable bool
 }
 
 // TagName reports whether the field's JSON name can be the name of an
@@ -383,12 +408,16 @@ type builder struct {
 	names    *namer
 	types    []*Type
 	bySchema map[*openapi3.Schema]*Type
-	byRef    map[string]*Type // types of schemas outside components, by $ref
-	unions   map[string]*Type // unions of named or scalar members, by members
-	defaults []*Field         // fields whose Default.Type is set once types are shared
-	warns    []Warning
-	versions *versioner
-	methods  *scope // of Server
+	// typeState and fieldState are the builder's own state of types and
+	// fields (tb, fb).
+	typeState  map[*Type]*typeBuild
+	fieldState map[*Field]*fieldBuild
+	byRef      map[string]*Type // types of schemas outside components, by $ref
+	unions     map[string]*Type // unions of named or scalar members, by members
+	defaults   []*Field         // fields whose Default.Type is set once types are shared
+	warns      []Warning
+	versions   *versioner
+	methods    *scope // of Server
 	// handlerMethods are the methods of the generated handler type,
 	// markers those of unimplementedResponse (the operations' markers).
 	handlerMethods, markers *scope
@@ -418,7 +447,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
@@ -449,7 +478,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 			loc := "#/components/schemas/" + pointerEscape(name)
 			t := b.newType(sr.Value, loc)
 			want := goName(name)
-			t.ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))
+			b.tb(t).ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))
 			declared = append(declared, t)
 		}
 		for _, t := range declared {
@@ -534,7 +563,8 @@ func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
 
 // newType registers the named type generated for schema s.
 func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
-	t := &Type{Location: loc, Schema: s, Doc: firstLine(s.Description), Kind: kindUndeclared}
+	t := &Type{Location: loc, Doc: firstLine(s.Description), Kind: kindUndeclared}
+	b.tb(t).schema = s
 	b.types = append(b.types, t)
 	if s != nil {
 		b.bySchema[s] = t

@@ -129,7 +129,7 @@ type partTypes struct {
 // partVariant returns the multipart variant of t when the representations
 // differ, declaring it on first use; nil when t serves both.
 func (b *builder) partVariant(t *Type) *Type {
-	if t.Schema == nil || !b.hasBinary(t.Schema, map[*openapi3.Schema]bool{}) {
+	if b.tb(t).schema == nil || !b.hasBinary(b.tb(t).schema, map[*openapi3.Schema]bool{}) {
 		return nil
 	}
 	if b.parts.variant == nil {
@@ -139,10 +139,11 @@ func (b *builder) partVariant(t *Type) *Type {
 		return v
 	}
 	loc := t.Location + " as multipart/form-data"
-	v := &Type{Location: loc, Schema: t.Schema, Doc: t.Doc, Kind: kindUndeclared}
+	v := &Type{Location: loc, Doc: t.Doc, Kind: kindUndeclared}
+	b.tb(v).schema = b.tb(t).schema
 	b.types = append(b.types, v) // not in bySchema: the schema's own type stays t
 	b.parts.variant[t] = v
-	v.ident = b.names.derived(b.names.pkg, &v.Name, t.ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
+	b.tb(v).ident = b.names.derived(b.names.pkg, &v.Name, b.tb(t).ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
 	b.declare(v)
 	return v
 }
