@@ -33,6 +33,9 @@ type Model struct {
 	// SecurityRequirements are the distinct security requirements of the
 	// operations (Operation.SecurityIndex).
 	SecurityRequirements [][]SecurityRequirement
+	// RouteGroups are the ServeMux routes, in the order of the operations
+	// (Routes).
+	RouteGroups []*RouteGroup
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
 	Client   ClientModel
@@ -282,14 +285,27 @@ type Operation struct {
 	RequestTypeName, ResponseTypeName string
 	// Names are the generated code's own names for the operation.
 	Names OperationNames
+}
 
-	segs          []pathSeg   // the path template's segments
-	route         *RouteGroup // the ServeMux route serving the operation
+// opBuild is what the builder keeps about an operation while it builds the
+// model (builder.ob).
+type opBuild struct {
+	segs          []pathSeg // the path template's segments
 	ident         *ident
 	requestFields *scope // fields of the request type
 	// ownExclusions: the fingerprint exclusions are the operation's own,
 	// not the root's (which apply where they name something).
 	ownExclusions bool
+}
+
+// ob returns the builder's state of o.
+func (b *builder) ob(o *Operation) *opBuild {
+	st := b.opState[o]
+	if st == nil {
+		st = &opBuild{}
+		b.opState[o] = st
+	}
+	return st
 }
 
 // OperationNames are the names the generated code declares for an
@@ -412,6 +428,8 @@ type builder struct {
 	// fields (tb, fb).
 	typeState  map[*Type]*typeBuild
 	fieldState map[*Field]*fieldBuild
+	opState    map[*Operation]*opBuild
+	routes     []*RouteGroup    // checkRoutes
 	byRef      map[string]*Type // types of schemas outside components, by $ref
 	unions     map[string]*Type // unions of named or scalar members, by members
 	defaults   []*Field         // fields whose Default.Type is set once types are shared
@@ -447,7 +465,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
@@ -540,6 +558,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
 	m.Warnings = append(b.warns, b.names.warns...)
 	m.RequestSchemas = b.req.list
+	m.RouteGroups = b.routes
 	return m, nil
 }
 

@@ -31,7 +31,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if !ok {
 		return nil
 	}
-	o.segs = segs
+	b.ob(o).segs = segs
 	wild := map[int]string{}
 	for i, s := range segs {
 		o.PathParams = append(o.PathParams, s.params...)
@@ -44,12 +44,12 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	o.Pattern = pattern(segs, wild)
 
 	want := goName(id)
-	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
+	b.ob(o).ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
 	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
-	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankDerived, false)
-	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankDerived, false)
+	b.names.derived(b.names.pkg, &o.RequestTypeName, b.ob(o).ident, "Request", o.Location, what, rankDerived, false)
+	b.names.derived(b.names.pkg, &o.ResponseTypeName, b.ob(o).ident, "Response", o.Location, what, rankDerived, false)
 	b.nameHelpers(o, what)
-	o.requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
+	b.ob(o).requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -104,7 +104,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		b.warnUnstoredHeaders(o)
 	}
 
-	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	b.ob(o).ownExclusions = patch != nil && patch.set["fingerprint"]
 	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
@@ -143,7 +143,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.Code = c
 		}
 		rloc := o.Location + "/responses/" + pointerEscape(status)
-		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankDerived, false)
+		rid := b.names.derived(b.names.pkg, &r.TypeName, b.ob(o).ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
@@ -279,16 +279,16 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 // operation's for its own declarations (OperationNames).
 func (b *builder) nameHelpers(o *Operation, what string) {
 	n, pkg, on := b.names, b.names.pkg, &o.Names
-	n.affixed(b.handlerMethods, &on.Handler, o.ident, "handle", "", o.Location, what+" handler")
-	n.affixed(pkg, &on.Decoder, o.ident, "decode", "Request", o.Location, what+" decoder")
-	n.affixed(pkg, &on.Op, o.ident, "op", "", o.Location, what+" operation table")
-	n.affixed(pkg, &on.Params, o.ident, "params", "", o.Location, what+" parameter table")
-	n.affixed(pkg, &on.Body, o.ident, "body", "", o.Location, what+" body table")
-	n.affixed(pkg, &on.Limits, o.ident, "limits", "", o.Location, what+" request limits")
-	n.affixed(b.markers, &on.Marker, o.ident, "is", "Response", o.Location, what+" response marker")
-	n.affixed(pkg, &on.Segments, o.ident, "pathSegments", "", o.Location, what+" path segments")
+	n.affixed(b.handlerMethods, &on.Handler, b.ob(o).ident, "handle", "", o.Location, what+" handler")
+	n.affixed(pkg, &on.Decoder, b.ob(o).ident, "decode", "Request", o.Location, what+" decoder")
+	n.affixed(pkg, &on.Op, b.ob(o).ident, "op", "", o.Location, what+" operation table")
+	n.affixed(pkg, &on.Params, b.ob(o).ident, "params", "", o.Location, what+" parameter table")
+	n.affixed(pkg, &on.Body, b.ob(o).ident, "body", "", o.Location, what+" body table")
+	n.affixed(pkg, &on.Limits, b.ob(o).ident, "limits", "", o.Location, what+" request limits")
+	n.affixed(b.markers, &on.Marker, b.ob(o).ident, "is", "Response", o.Location, what+" response marker")
+	n.affixed(pkg, &on.Segments, b.ob(o).ident, "pathSegments", "", o.Location, what+" path segments")
 	if b.clientPkg != nil {
-		n.affixed(b.clientPkg, &on.ClientOp, o.ident, "clientOp", "", o.Location, what+" client operation")
-		n.affixed(b.clientPkg, &on.ClientReader, o.ident, "read", "Response", o.Location, what+" client response reader")
+		n.affixed(b.clientPkg, &on.ClientOp, b.ob(o).ident, "clientOp", "", o.Location, what+" client operation")
+		n.affixed(b.clientPkg, &on.ClientReader, b.ob(o).ident, "read", "Response", o.Location, what+" client response reader")
 	}
 }

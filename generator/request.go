@@ -45,9 +45,9 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		if x.In == "header" {
 			k.name = http.CanonicalHeaderKey(k.name)
 		}
-		if _, ok := merged[k]; ok && !o.ownExclusions {
+		if _, ok := merged[k]; ok && !b.ob(o).ownExclusions {
 			b.rootExclUsed[fmt.Sprintf("excludeParameters[%d]", i)] = true
-		} else if !ok && o.ownExclusions {
+		} else if !ok && b.ob(o).ownExclusions {
 			b.errs.addf("%sx-idempotent.fingerprint.excludeParameters[%d]: the operation declares no %s parameter %q", where, i, x.In, x.Name)
 		}
 		excluded[k] = true
@@ -64,7 +64,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
 		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
 		want := goName(p.Name)
-		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
+		b.names.fixed(b.ob(o).requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
 		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)) &&
 			!o.credentialParam(p.In, p.Name)
 		if p.In == "path" {
@@ -85,7 +85,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Style = style
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
-		b.paramType(prm, sr, nameHint{parent: o.ident, suffix: want}, schemaLoc)
+		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
 		o.Params = append(o.Params, prm)
 	}
 }
@@ -166,10 +166,10 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			gt = GoType{Kind: GoReader}
 		case "AsMultipart":
 			b.fileParts = true
-			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
+			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 			b.fileParts = false
 		default:
-			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
+			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 		}
 		if body.Media == nil {
 			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
@@ -290,9 +290,9 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 				}
 			}
 		}
-		if found && !o.ownExclusions {
+		if found && !b.ob(o).ownExclusions {
 			b.rootExclUsed[fmt.Sprintf("exclude[%d]", i)] = true
-		} else if !found && o.ownExclusions {
+		} else if !found && b.ob(o).ownExclusions {
 			b.errs.addf("%sx-idempotent.fingerprint.exclude[%d]: %s names no member of the request body (%s)", where, i, ptr, media)
 		}
 	}
