@@ -47,7 +47,7 @@ var reservedNames = map[reservedScope][]string{
 	reservedPackage: {"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
 		"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
 		"Route", "Routes",
-		"options", "handler", "newHandler", "requestSchemas", "responder", "respond", "writeResponse", "unimplementedResponse"},
+		"options", "handler", "newHandler", "requestSchemas", "routeTable", "responder", "respond", "writeResponse", "unimplementedResponse"},
 	reservedSecured: {"Security", "WithSecurity", "Principal", "securitySchemes", "securityRequirements"},
 	reservedWebhooks: {"WebhookReceiver", "UnimplementedWebhookReceiver", "NewWebhookHandler",
 		"WebhookOption", "WebhookSource", "DefaultWebhookBasePath", "WithWebhookBasePath",
