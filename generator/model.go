@@ -2,12 +2,9 @@ package generator
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // Model is everything the renderers need, decided once: names, order, types
@@ -87,45 +84,6 @@ type Type struct {
 	// Shared counts the other inline schemas of the same shape that this
 	// type stands for (share.go); 0 when it is generated from one schema.
 	Shared int
-}
-
-// typeBuild is what the builder keeps about a type while it builds the
-// model (builder.tb); none of it is left in the model.
-type typeBuild struct {
-	// schema is the schema the type is generated from (for a union of
-	// deduplicated members, the first use).
-	schema   *openapi3.Schema
-	ident    *ident
-	fields   *scope // names of the fields or variants
-	building bool
-	inline   bool   // named after where it stands: a candidate for sharing
-	suffix   string // an inline type's name after its parent's (the property's, "Item", ...)
-}
-
-// tb returns the builder's state of t.
-func (b *builder) tb(t *Type) *typeBuild {
-	tb := b.typeState[t]
-	if tb == nil {
-		tb = &typeBuild{}
-		b.typeState[t] = tb
-	}
-	return tb
-}
-
-// fieldBuild is what the builder keeps about a field: its property's type
-// before optionality.
-type fieldBuild struct {
-	baseType     GoType
-	baseNullable bool
-}
-
-func (b *builder) fb(f *Field) *fieldBuild {
-	fb := b.fieldState[f]
-	if fb == nil {
-		fb = &fieldBuild{}
-		b.fieldState[f] = fb
-	}
-	return fb
 }
 
 // Required returns the JSON names of the required fields that every
@@ -287,27 +245,6 @@ type Operation struct {
 	Names OperationNames
 }
 
-// opBuild is what the builder keeps about an operation while it builds the
-// model (builder.ob).
-type opBuild struct {
-	segs          []pathSeg // the path template's segments
-	ident         *ident
-	requestFields *scope // fields of the request type
-	// ownExclusions: the fingerprint exclusions are the operation's own,
-	// not the root's (which apply where they name something).
-	ownExclusions bool
-}
-
-// ob returns the builder's state of o.
-func (b *builder) ob(o *Operation) *opBuild {
-	st := b.opState[o]
-	if st == nil {
-		st = &opBuild{}
-		b.opState[o] = st
-	}
-	return st
-}
-
 // OperationNames are the names the generated code declares for an
 // operation's own use, derived from its GoName through the namer (a clash
 // numbers the later one, with a warning).
@@ -385,6 +322,16 @@ type Body struct {
 // (idem.Engine.ServeStream, idemimpl.Request.BodyStream).
 func (o *Operation) Streamed() bool { return o.Body != nil && o.Body.Stream }
 
+// BodyMedia is one media type a request body is accepted in.
+type BodyMedia struct {
+	Type       string   // as declared, lower-cased
+	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
+	Schema     int      // index in the request schema table
+	Unexploded []string // form members with explode: false
+	JSONParts  []string // multipart members whose parts hold JSON
+	FormParts  []string // multipart members whose part holds a form
+}
+
 // Response is one declared status of an operation.
 type Response struct {
 	Status      string // "201", "2XX", "default"
@@ -417,184 +364,178 @@ type Header struct {
 // Pointer reports whether the header's field is a pointer (optional, not a string).
 func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 
-type builder struct {
-	doc      *openapi3.T
-	file     string
-	errs     *errList
-	names    *namer
-	types    []*Type
-	bySchema map[*openapi3.Schema]*Type
-	// typeState and fieldState are the builder's own state of types and
-	// fields (tb, fb).
-	typeState  map[*Type]*typeBuild
-	fieldState map[*Field]*fieldBuild
-	opState    map[*Operation]*opBuild
-	routes     []*RouteGroup    // checkRoutes
-	byRef      map[string]*Type // types of schemas outside components, by $ref
-	unions     map[string]*Type // unions of named or scalar members, by members
-	defaults   []*Field         // fields whose Default.Type is set once types are shared
-	warns      []Warning
-	versions   *versioner
-	methods    *scope // of Server
-	// handlerMethods are the methods of the generated handler type,
-	// markers those of unimplementedResponse (the operations' markers).
-	handlerMethods, markers *scope
-	// clientPkg is the package scope of client.gen.go: the server's, or
-	// the client's own package; nil without a client.
-	clientPkg *scope
-	// schemes are the security schemes requirements name, by name;
-	// secMethods the methods of Security.
-	schemes    map[string]*SecurityScheme
-	secMethods *scope
-	req        *reqTable
-	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
-	// "excludeParameters[1]") that named something in some operation.
-	rootExclUsed map[string]bool
-	// rootProblems are the policy objections reported at the root.
-	rootProblems map[string]bool
-	// rootLimits is the document's x-request-limits.
-	rootLimits limitsPatch
-
-	// fileParts is set while the schema of a multipart/form-data body is
-	// typed: a binary string there is a file part (idem.File).
-	fileParts bool
-	parts     partTypes // multipart variants of named types (multipart.go)
+// SecurityScheme is a security scheme that some operation requires: a
+// method of the generated Security interface, called with the credential
+// the scheme finds in a request.
+type SecurityScheme struct {
+	Name        string // as in components.securitySchemes
+	Method      string // Go method of Security
+	Description string // first line of the scheme's description
+	// Kind is the idemimpl.SchemeKind constant: SchemeAPIKeyHeader,
+	// SchemeAPIKeyQuery, SchemeAPIKeyCookie, SchemeBearer (HTTP bearer,
+	// OAuth2, OpenID Connect), SchemeBasic, SchemeHTTP (another HTTP
+	// authentication scheme), SchemeMutualTLS, or SchemeUndefined for a
+	// name that requirements use and components do not define (it never
+	// authenticates anything, and has no method).
+	Kind string
+	// Param is the API key's header, query parameter or cookie name, or
+	// the HTTP authentication scheme of SchemeHTTP.
+	Param string
+	// Challenge is the WWW-Authenticate challenge of a 401.
+	Challenge string
+	// What says in words where the credential is, for comments:
+	// "API key in header X-API-Key", "HTTP bearer token".
+	What  string
+	Index int // in Model.SecuritySchemes
 }
 
-func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
-	file := specName(cfg)
-	errs := &errList{}
-	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
-	b.names.pkg.reserve(reservedNames[reservedPackage]...)
-	switch {
-	case cfg.Client.Enabled && cfg.Client.separate():
-		b.clientPkg = b.names.scope("client package", reservedNames[reservedClient]...)
-	case cfg.Client.Enabled:
-		b.clientPkg = b.names.pkg
-		b.names.pkg.reserve(reservedNames[reservedClient]...)
-	}
-	b.handlerMethods = b.names.scope("methods of handler", reservedNames[reservedHandlerMethods]...)
-	b.markers = b.names.scope("methods of unimplementedResponse", reservedNames[reservedResponseMarkers]...)
-	b.methods = b.names.scope("methods of Server")
-	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
-	b.req = newReqTable(b, cfg.Validation.Skip)
-	b.rootExclUsed = map[string]bool{}
+// Defined reports whether the spec defines the scheme (it has a method).
+func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
 
-	// Component schemas first so that refs find their types.
-	if doc.Components != nil {
-		names := sortedKeys(doc.Components.Schemas)
-		var declared []*Type
-		for _, name := range names {
-			sr := doc.Components.Schemas[name]
-			if sr == nil || sr.Value == nil {
-				continue
-			}
-			if _, ok := b.bySchema[sr.Value]; ok {
-				continue // a component that is only a $ref to another
-			}
-			loc := "#/components/schemas/" + pointerEscape(name)
-			t := b.newType(sr.Value, loc)
-			want := goName(name)
-			b.tb(t).ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))
-			declared = append(declared, t)
+// SecurityUse is one scheme of a requirement, with the scopes (or, in
+// OpenAPI 3.1, roles) the operation requires of it.
+type SecurityUse struct {
+	Scheme *SecurityScheme
+	Scopes []string
+}
+
+// SecurityRequirement is one alternative of an operation's security: all
+// of its schemes must authenticate the request. Empty: anonymous requests
+// are allowed.
+type SecurityRequirement []SecurityUse
+
+// Secured reports whether some operation requires security: the server
+// then has a Security interface, WithSecurity and Principal.
+func (m *Model) Secured() bool { return len(m.SecuritySchemes) > 0 }
+
+// X509 reports whether a Security method takes a certificate chain.
+func (m *Model) X509() bool {
+	for _, s := range m.SecuritySchemes {
+		if s.Kind == "SchemeMutualTLS" {
+			return true
 		}
-		for _, t := range declared {
-			if t.Kind == kindUndeclared {
-				b.declare(t)
+	}
+	return false
+}
+
+// DefinedSecuritySchemes are the schemes with a Security method.
+func (m *Model) DefinedSecuritySchemes() []*SecurityScheme {
+	var out []*SecurityScheme
+	for _, s := range m.SecuritySchemes {
+		if s.Defined() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SecuredIdempotentOperations are the ids of the idempotent operations that
+// require security (some alternative names a scheme): their keys should be
+// scoped by principal, and NewHandler warns when the engine does not.
+func (m *Model) SecuredIdempotentOperations() []string {
+	var out []string
+	for _, o := range m.Operations {
+		if !o.Idempotent {
+			continue
+		}
+		for _, alt := range o.Security {
+			if len(alt) > 0 {
+				out = append(out, o.ID)
+				break
 			}
 		}
 	}
-
-	var root *policyPatch
-	if v, ok := doc.Extensions["x-idempotent"]; ok {
-		var optOut bool
-		root, optOut = parseExtension(v, file+": ", errs)
-		if optOut {
-			errs.addf("%s: x-idempotent: false is only meaningful on an operation", file)
-		}
-		if root != nil {
-			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, true)
-		}
-	}
-
-	if v, ok := doc.Extensions[limitsExt]; ok {
-		b.rootLimits = parseLimits(v, file+": ", errs)
-		b.checkLimits(b.rootLimits.apply(defaultLimits()), b.rootLimits, file+": ")
-	}
-
-	m := &Model{Package: cfg.Package, Source: source}
-	for _, path := range doc.Paths.InMatchingOrder() {
-		item := doc.Paths.Value(path)
-		ops := item.Operations()
-		for _, method := range sortedKeys(ops) {
-			if op := b.operation(path, method, item, ops[method], root, cfg); op != nil {
-				m.Operations = append(m.Operations, op)
-			}
-		}
-	}
-	sort.Slice(m.Operations, func(i, j int) bool {
-		a, c := m.Operations[i], m.Operations[j]
-		if a.Path != c.Path {
-			return a.Path < c.Path
-		}
-		return a.Method < c.Method
-	})
-	b.checkRoutes(m.Operations)
-	b.finishSecurity(m)
-	b.req.checkSkip(file)
-	b.checkRootExclusions(root)
-	m.Webhooks = b.webhooks(doc)
-	m.WebhookSource = cfg.WebhookSource
-	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
-	b.names.resolve()
-	if err := errs.err(); err != nil {
-		return nil, err
-	}
-	b.typeDefaults()
-	finishParams(m.Operations)
-	markWriteOnly(b.types)
-	m.Types = b.types
-	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
-	m.Warnings = append(b.warns, b.names.warns...)
-	m.RequestSchemas = b.req.list
-	m.RouteGroups = b.routes
-	return m, nil
+	return out
 }
 
-// newModel builds the model Generate renders and Load returns, complete:
-// the spec's operations and types (buildModel), the base path (with its
-// warnings first), the version and the client settings. Nothing changes it
-// afterwards; emitters only read it.
-func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
-	m, err := buildModel(doc, cfg, sourcePath(cfg))
-	if err != nil {
-		return nil, err
-	}
-	base, bw, err := resolveBasePath(cfg, doc)
-	if err != nil {
-		return nil, err
-	}
-	m.BasePath, m.Version, m.Client = base, cfg.Version, ClientModel{Enabled: cfg.Client.Enabled}
-	m.Warnings = append(bw, m.Warnings...)
-	return m, nil
+// Webhook is one entry of an OpenAPI 3.1 document's `webhooks` map: a
+// request the API sends to its subscribers. The generator emits a typed
+// sender that enqueues it through the outbox and a typed receiver that runs
+// it through the inbox (webhooks.gen.go).
+type Webhook struct {
+	Name       string // key in the webhooks map, e.g. "email.sent"; also the CloudEvents type
+	GoName     string // exported name: EmailSent
+	Method     string // the spec's method (POST); deliveries are always POSTed
+	Summary    string
+	Deprecated bool
+	Segment    string // path segment of the receiver route: the name, path-escaped
+	MediaType  string // the payload's media type (JSON)
+	Payload    GoType // Go type of the request body
+	Required   bool   // the spec requires a body
+	// Security lists the security schemes the webhook itself declares
+	// (sorted); the document's root security never applies to webhooks.
+	Security []string
+	Location string // JSON pointer, e.g. #/webhooks/email.sent/post
+
+	// SenderName and TypeConstName are Send<GoName> and
+	// WebhookType<GoName> unless a schema of the same name took them first.
+	SenderName, TypeConstName string
+	// HandlerName is handleWebhook<GoName>, the method of the receiver's
+	// handler.
+	HandlerName string
 }
 
-// newType registers the named type generated for schema s.
-func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
-	t := &Type{Location: loc, Doc: firstLine(s.Description), Kind: kindUndeclared}
-	b.tb(t).schema = s
-	b.types = append(b.types, t)
-	if s != nil {
-		b.bySchema[s] = t
-	}
-	return t
+// Sender, TypeConst, Handler name the webhook's Go identifiers.
+func (w *Webhook) Sender() string    { return w.SenderName }
+func (w *Webhook) TypeConst() string { return w.TypeConstName }
+func (w *Webhook) Handler() string   { return w.HandlerName }
+
+// ReqSchema is one entry of the generated package's idemimpl.Schemas table:
+// the compact descriptor of a request body or parameter schema that the
+// generated decoders validate against. Every schema has one entry (one per
+// named schema, shared by all its uses; a second when a config turns
+// validation off below it), so recursive schemas cost one entry each.
+type ReqSchema struct {
+	Index int
+	// Source is the spec location the entry was built from.
+	Source string
+
+	// The keywords, each the field of idemimpl.Schema of the same name;
+	// constants are named without their package.
+	Types                              []string // idemimpl.Types constants, in the spec's order: TypeString, TypeNull
+	Nullable                           bool
+	Format                             string   // idemimpl.Format constant; "" for none
+	Enum                               []string // canonical JSON of the allowed values
+	Has                                []string // idemimpl.Has constants of the limits set: HasMinimum, ...
+	Minimum, Maximum                   string   // exact decimals
+	ExclusiveMinimum, ExclusiveMaximum bool
+	MultipleOf                         string
+	MinLength, MaxLength               uint64 // set when Has says so
+	Pattern                            string
+	MinItems, MaxItems                 uint64
+	UniqueItems                        bool
+	MinProperties, MaxProperties       uint64
+	Items                              int // index; 0: any
+	Props                              []ReqProp
+	// AdditionalProperties is the index of the schema of undeclared
+	// members, or 0 with AdditionalConst the idemimpl constant
+	// (NoAdditional, AnyAdditional) or "".
+	AdditionalProperties int
+	AdditionalConst      string
+	AllOf, AnyOf, OneOf  []int
+	Discriminator        string
+	Mapping              []ReqMapping
+	Not                  int
+	Default              string // canonical JSON; "" for none
+	ReadOnly, NoValidate bool
 }
 
-// warnf adds a warning at where: a location or a phrase ("operation
-// \"x\""), which may already start with the spec file's name (the "where"
-// prefix of error messages): the file is named once.
-func (b *builder) warnf(where, format string, args ...any) {
-	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
-	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
+// ReqProp is one declared property of a ReqSchema (idemimpl.Prop).
+type ReqProp struct {
+	Name     string
+	Schema   int
+	Required bool
+}
+
+// ReqMapping is a discriminator value and the schema it selects
+// (idemimpl.Mapping).
+type ReqMapping struct {
+	Value  string
+	Schema int
+}
+
+// key is the entry's keywords, for sharing entries of the same keywords.
+func (e ReqSchema) key() string {
+	e.Index, e.Source = 0, ""
+	return fmt.Sprintf("%+v", e)
 }

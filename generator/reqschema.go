@@ -13,66 +13,6 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
-// ReqSchema is one entry of the generated package's idemimpl.Schemas table:
-// the compact descriptor of a request body or parameter schema that the
-// generated decoders validate against. Every schema has one entry (one per
-// named schema, shared by all its uses; a second when a config turns
-// validation off below it), so recursive schemas cost one entry each.
-type ReqSchema struct {
-	Index int
-	// Source is the spec location the entry was built from.
-	Source string
-
-	// The keywords, each the field of idemimpl.Schema of the same name;
-	// constants are named without their package.
-	Types                              []string // idemimpl.Types constants, in the spec's order: TypeString, TypeNull
-	Nullable                           bool
-	Format                             string   // idemimpl.Format constant; "" for none
-	Enum                               []string // canonical JSON of the allowed values
-	Has                                []string // idemimpl.Has constants of the limits set: HasMinimum, ...
-	Minimum, Maximum                   string   // exact decimals
-	ExclusiveMinimum, ExclusiveMaximum bool
-	MultipleOf                         string
-	MinLength, MaxLength               uint64 // set when Has says so
-	Pattern                            string
-	MinItems, MaxItems                 uint64
-	UniqueItems                        bool
-	MinProperties, MaxProperties       uint64
-	Items                              int // index; 0: any
-	Props                              []ReqProp
-	// AdditionalProperties is the index of the schema of undeclared
-	// members, or 0 with AdditionalConst the idemimpl constant
-	// (NoAdditional, AnyAdditional) or "".
-	AdditionalProperties int
-	AdditionalConst      string
-	AllOf, AnyOf, OneOf  []int
-	Discriminator        string
-	Mapping              []ReqMapping
-	Not                  int
-	Default              string // canonical JSON; "" for none
-	ReadOnly, NoValidate bool
-}
-
-// ReqProp is one declared property of a ReqSchema (idemimpl.Prop).
-type ReqProp struct {
-	Name     string
-	Schema   int
-	Required bool
-}
-
-// ReqMapping is a discriminator value and the schema it selects
-// (idemimpl.Mapping).
-type ReqMapping struct {
-	Value  string
-	Schema int
-}
-
-// key is the entry's keywords, for sharing entries of the same keywords.
-func (e ReqSchema) key() string {
-	e.Index, e.Source = 0, ""
-	return fmt.Sprintf("%+v", e)
-}
-
 // reqTable builds the Schemas table. Index 0 is the schema that allows any
 // value.
 type reqTable struct {

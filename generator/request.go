@@ -335,16 +335,6 @@ func parsePointer(p string) ([]string, error) {
 	return toks, nil
 }
 
-// BodyMedia is one media type a request body is accepted in.
-type BodyMedia struct {
-	Type       string   // as declared, lower-cased
-	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
-	Schema     int      // index in the request schema table
-	Unexploded []string // form members with explode: false
-	JSONParts  []string // multipart members whose parts hold JSON
-	FormParts  []string // multipart members whose part holds a form
-}
-
 // skipOperation reports whether the config turns validation off for the
 // operation.
 func (t *reqTable) skipOperation(id string) bool {

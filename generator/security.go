@@ -9,71 +9,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// SecurityScheme is a security scheme that some operation requires: a
-// method of the generated Security interface, called with the credential
-// the scheme finds in a request.
-type SecurityScheme struct {
-	Name        string // as in components.securitySchemes
-	Method      string // Go method of Security
-	Description string // first line of the scheme's description
-	// Kind is the idemimpl.SchemeKind constant: SchemeAPIKeyHeader,
-	// SchemeAPIKeyQuery, SchemeAPIKeyCookie, SchemeBearer (HTTP bearer,
-	// OAuth2, OpenID Connect), SchemeBasic, SchemeHTTP (another HTTP
-	// authentication scheme), SchemeMutualTLS, or SchemeUndefined for a
-	// name that requirements use and components do not define (it never
-	// authenticates anything, and has no method).
-	Kind string
-	// Param is the API key's header, query parameter or cookie name, or
-	// the HTTP authentication scheme of SchemeHTTP.
-	Param string
-	// Challenge is the WWW-Authenticate challenge of a 401.
-	Challenge string
-	// What says in words where the credential is, for comments:
-	// "API key in header X-API-Key", "HTTP bearer token".
-	What  string
-	Index int // in Model.SecuritySchemes
-}
-
-// Defined reports whether the spec defines the scheme (it has a method).
-func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
-
-// SecurityUse is one scheme of a requirement, with the scopes (or, in
-// OpenAPI 3.1, roles) the operation requires of it.
-type SecurityUse struct {
-	Scheme *SecurityScheme
-	Scopes []string
-}
-
-// SecurityRequirement is one alternative of an operation's security: all
-// of its schemes must authenticate the request. Empty: anonymous requests
-// are allowed.
-type SecurityRequirement []SecurityUse
-
-// Secured reports whether some operation requires security: the server
-// then has a Security interface, WithSecurity and Principal.
-func (m *Model) Secured() bool { return len(m.SecuritySchemes) > 0 }
-
-// X509 reports whether a Security method takes a certificate chain.
-func (m *Model) X509() bool {
-	for _, s := range m.SecuritySchemes {
-		if s.Kind == "SchemeMutualTLS" {
-			return true
-		}
-	}
-	return false
-}
-
-// DefinedSecuritySchemes are the schemes with a Security method.
-func (m *Model) DefinedSecuritySchemes() []*SecurityScheme {
-	var out []*SecurityScheme
-	for _, s := range m.SecuritySchemes {
-		if s.Defined() {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
 // security resolves the operation's security requirements: its own
 // `security`, else the document's. `security: []` requires nothing; an
 // empty requirement `{}` allows anonymous requests. Schemes are looked up
@@ -278,25 +213,6 @@ func describeSecurity(alts []SecurityRequirement) string {
 		words[i] = strings.Join(names, " and ")
 	}
 	return strings.Join(words, ", or ")
-}
-
-// SecuredIdempotentOperations are the ids of the idempotent operations that
-// require security (some alternative names a scheme): their keys should be
-// scoped by principal, and NewHandler warns when the engine does not.
-func (m *Model) SecuredIdempotentOperations() []string {
-	var out []string
-	for _, o := range m.Operations {
-		if !o.Idempotent {
-			continue
-		}
-		for _, alt := range o.Security {
-			if len(alt) > 0 {
-				out = append(out, o.ID)
-				break
-			}
-		}
-	}
-	return out
 }
 
 // requirementKey is what tells requirements apart: per alternative, per

@@ -9,38 +9,6 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 )
 
-// Webhook is one entry of an OpenAPI 3.1 document's `webhooks` map: a
-// request the API sends to its subscribers. The generator emits a typed
-// sender that enqueues it through the outbox and a typed receiver that runs
-// it through the inbox (webhooks.gen.go).
-type Webhook struct {
-	Name       string // key in the webhooks map, e.g. "email.sent"; also the CloudEvents type
-	GoName     string // exported name: EmailSent
-	Method     string // the spec's method (POST); deliveries are always POSTed
-	Summary    string
-	Deprecated bool
-	Segment    string // path segment of the receiver route: the name, path-escaped
-	MediaType  string // the payload's media type (JSON)
-	Payload    GoType // Go type of the request body
-	Required   bool   // the spec requires a body
-	// Security lists the security schemes the webhook itself declares
-	// (sorted); the document's root security never applies to webhooks.
-	Security []string
-	Location string // JSON pointer, e.g. #/webhooks/email.sent/post
-
-	// SenderName and TypeConstName are Send<GoName> and
-	// WebhookType<GoName> unless a schema of the same name took them first.
-	SenderName, TypeConstName string
-	// HandlerName is handleWebhook<GoName>, the method of the receiver's
-	// handler.
-	HandlerName string
-}
-
-// Sender, TypeConst, Handler name the webhook's Go identifiers.
-func (w *Webhook) Sender() string    { return w.SenderName }
-func (w *Webhook) TypeConst() string { return w.TypeConstName }
-func (w *Webhook) Handler() string   { return w.HandlerName }
-
 // webhooks models doc.Webhooks, sorted by name. Webhooks inherit nothing
 // from the document's security: only a webhook's own counts, and a warning
 // says so when the root declares some.
