@@ -2,7 +2,6 @@ package generator
 
 import (
 	"mime"
-	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -105,42 +104,25 @@ func defaultJSONPart(sr *openapi3.SchemaRef) bool {
 	return false
 }
 
-// ClientJSONParts is what the generated client passes to idemclient's
-// Encode after the body: the JSON parts of the body's multipart media
-// type, as further arguments (", \"details\""), or "".
-func (bd *Body) ClientJSONParts() string {
-	m := bd.clientMultipart()
-	if m == nil {
-		return ""
+// ClientJSONParts are the JSON parts of the body's multipart media type,
+// which the generated client passes to idemclient's Encode after the body;
+// nil for another media type.
+func (bd *Body) ClientJSONParts() []string {
+	if m := bd.clientMultipart(); m != nil {
+		return m.JSONParts
 	}
-	var s string
-	for _, n := range m.JSONParts {
-		s += ", " + strconv.Quote(n)
-	}
-	return s
+	return nil
 }
 
-// ClientParts is, for a multipart body with parts that hold a form, the
-// idemclient.Parts literal the generated client passes to EncodeParts
-// (`{JSON: []string{"details"}, Form: []string{"meta"}}`, without the
-// type); "" otherwise (the client calls Encode with ClientJSONParts).
-func (bd *Body) ClientParts() string {
-	m := bd.clientMultipart()
-	if m == nil || len(m.FormParts) == 0 {
-		return ""
+// ClientFormParts are the parts of the body's multipart media type that
+// hold a form; with any, the generated client calls idemclient's
+// EncodeParts with them and ClientJSONParts instead of Encode. Nil for
+// another media type.
+func (bd *Body) ClientFormParts() []string {
+	if m := bd.clientMultipart(); m != nil {
+		return m.FormParts
 	}
-	list := func(names []string) string {
-		q := make([]string, len(names))
-		for i, n := range names {
-			q[i] = strconv.Quote(n)
-		}
-		return "[]string{" + strings.Join(q, ", ") + "}"
-	}
-	s := "{"
-	if len(m.JSONParts) > 0 {
-		s += "JSON: " + list(m.JSONParts) + ", "
-	}
-	return s + "Form: " + list(m.FormParts) + "}"
+	return nil
 }
 
 // clientMultipart is the multipart media type the generated client sends
@@ -167,7 +149,7 @@ type partTypes struct {
 // partVariant returns the multipart variant of t when the representations
 // differ, declaring it on first use; nil when t serves both.
 func (b *builder) partVariant(t *Type) *Type {
-	if t.Schema == nil || !b.hasBinary(t.Schema, map[*openapi3.Schema]bool{}) {
+	if b.tb(t).schema == nil || !b.hasBinary(b.tb(t).schema, map[*openapi3.Schema]bool{}) {
 		return nil
 	}
 	if b.parts.variant == nil {
@@ -177,10 +159,11 @@ func (b *builder) partVariant(t *Type) *Type {
 		return v
 	}
 	loc := t.Location + " as multipart/form-data"
-	v := &Type{Location: loc, Schema: t.Schema, Doc: t.Doc, Kind: kindUndeclared}
+	v := &Type{Location: loc, Doc: t.Doc, Kind: kindUndeclared}
+	b.tb(v).schema = b.tb(t).schema
 	b.types = append(b.types, v) // not in bySchema: the schema's own type stays t
 	b.parts.variant[t] = v
-	v.ident = b.names.derived(b.names.pkg, &v.Name, t.ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
+	b.tb(v).ident = b.names.derived(b.names.pkg, &v.Name, b.tb(t).ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
 	b.declare(v)
 	return v
 }

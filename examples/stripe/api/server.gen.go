@@ -290,15 +290,28 @@ func (o *options) wrap(fn http.HandlerFunc) http.Handler {
 
 // routes lists the operations' routes under the base path.
 func (h *handler) routes() []Route {
-	base := h.opts.basePath
-	return []Route{
-		{"PostCustomers", "POST", base + "/v1/customers", h.opts.wrap(h.handlePostCustomers)},
-		{"GetCustomersCustomer", "GET", base + "/v1/customers/{customer}", h.opts.wrap(h.handleGetCustomersCustomer)},
-		{"PostPaymentIntents", "POST", base + "/v1/payment_intents", h.opts.wrap(h.handlePostPaymentIntents)},
-		{"GetPaymentIntentsIntent", "GET", base + "/v1/payment_intents/{intent}", h.opts.wrap(h.handleGetPaymentIntentsIntent)},
-		{"PostPaymentIntentsIntentConfirm", "POST", base + "/v1/payment_intents/{intent}/confirm", h.opts.wrap(h.handlePostPaymentIntentsIntentConfirm)},
-		{"PostRefunds", "POST", base + "/v1/refunds", h.opts.wrap(h.handlePostRefunds)},
+	rs := make([]Route, len(routeTable))
+	for i, rt := range routeTable {
+		serve := rt.serve
+		rs[i] = Route{rt.id, rt.method, h.opts.basePath + rt.path, h.opts.wrap(func(w http.ResponseWriter, r *http.Request) { serve(h, w, r) })}
 	}
+	return rs
+}
+
+// routeTable lists the routes in the order they are registered. It is a
+// table of method expressions rather than one function literal per route:
+// the compiler initialises it statically, which keeps a large spec's
+// package quick to build.
+var routeTable = [...]struct {
+	id, method, path string
+	serve            func(*handler, http.ResponseWriter, *http.Request)
+}{
+	{"PostCustomers", "POST", "/v1/customers", (*handler).handlePostCustomers},
+	{"GetCustomersCustomer", "GET", "/v1/customers/{customer}", (*handler).handleGetCustomersCustomer},
+	{"PostPaymentIntents", "POST", "/v1/payment_intents", (*handler).handlePostPaymentIntents},
+	{"GetPaymentIntentsIntent", "GET", "/v1/payment_intents/{intent}", (*handler).handleGetPaymentIntentsIntent},
+	{"PostPaymentIntentsIntentConfirm", "POST", "/v1/payment_intents/{intent}/confirm", (*handler).handlePostPaymentIntentsIntentConfirm},
+	{"PostRefunds", "POST", "/v1/refunds", (*handler).handlePostRefunds},
 }
 
 // handlePostCustomers serves PostCustomers (POST /v1/customers) through the idempotency engine.
