@@ -8,6 +8,7 @@ import (
 	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // Model is everything the renderers need, decided once: names, order, types
@@ -455,7 +456,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 			if _, ok := b.bySchema[sr.Value]; ok {
 				continue // a component that is only a $ref to another
 			}
-			loc := "#/components/schemas/" + pointerEscape(name)
+			loc := "#/components/schemas/" + jsonkit.EscapeToken(name)
 			t := b.newType(sr.Value, loc)
 			want := goName(name)
 			t.ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))

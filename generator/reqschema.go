@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -217,7 +218,7 @@ func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) stri
 		for _, name := range names {
 			idx := 0
 			if ps, ok := s.Properties[name]; ok {
-				idx = t.index(ps, loc+"/properties/"+pointerEscape(name), noValidate)
+				idx = t.index(ps, loc+"/properties/"+jsonkit.EscapeToken(name), noValidate)
 			}
 			p := fmt.Sprintf("{Name: %s, Schema: %d", strconv.Quote(name), idx)
 			if required[name] {

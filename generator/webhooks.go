@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // Webhook is one entry of an OpenAPI 3.1 document's `webhooks` map: a
@@ -78,7 +79,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		}
 		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
-			Location: "#/webhooks/" + pointerEscape(name) + "/" + method}
+			Location: "#/webhooks/" + jsonkit.EscapeToken(name) + "/" + method}
 		if w.Summary == "" {
 			w.Summary = firstLine(op.Description)
 		}
@@ -87,7 +88,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			continue
 		}
 		mt, media := pickMedia(op.RequestBody.Value.Content)
-		if media == nil || !isJSON(mt) {
+		if media == nil || !speaksJSON(mt) {
 			b.warnf(where, "request body is not JSON (%s); skipped", mt)
 			continue
 		}
@@ -96,7 +97,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		wid := b.names.fixed(receiver, &w.GoName, want, w.Location, "webhook", rankOperation, closeness(name, want), true)
 		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankDerived, false).want = func() string { return "Send" + w.GoName }
 		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankDerived, false).want = func() string { return "WebhookType" + w.GoName }
-		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
+		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, jsonkit.EscapeToken(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}
 			for _, req := range *op.Security {
