@@ -13,9 +13,9 @@ func TestRangeResponseSendsJSON(t *testing.T) {
 	const spec = `openapi: 3.0.3
 info: {title: t, version: '1'}
 paths:
-  /pets:
+  /things:
     get:
-      operationId: listPets
+      operationId: listThings
       responses:
         '200':
           description: ok
@@ -37,11 +37,7 @@ paths:
 	if err != nil {
 		t.Fatal(err)
 	}
-	var all strings.Builder
-	for _, f := range files {
-		all.Write(f.Content)
-	}
-	out := all.String()
+	out := allSource(files)
 	for _, want := range []string{
 		`JSONResponse(200, "application/json", r.Body)`,
 		`JSONResponse(201, "application/json", r.Body)`,
