@@ -6,7 +6,6 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
-	"mime"
 	"net/http"
 	"slices"
 	"strconv"
@@ -14,6 +13,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // Refusals: the answers the engine and generated code give on their own,
@@ -155,7 +156,7 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 // parameter_* code as ReasonInvalidRequest, any other code as the reason it
 // was made from.
 func (p Profile) ReadError(status int, header http.Header, body []byte) (*Problem, bool) {
-	mt, _, _ := mime.ParseMediaType(header.Get("Content-Type"))
+	mt := jsonkit.MediaType(header.Get("Content-Type"))
 	if p != ProfileStripe {
 		var q Problem
 		if mt != problemContentType || json.Unmarshal(body, &q) != nil {

@@ -12,6 +12,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // FilePart is a file of a multipart/form-data request body: the generated
@@ -186,7 +188,7 @@ func (r *Request) multipart(mediaType string, v any, parts Parts) error {
 		return err
 	}
 	ct := mw.FormDataContentType()
-	if mt := essence(mediaType); mt != "multipart/form-data" {
+	if mt := jsonkit.MediaType(mediaType); mt != "multipart/form-data" {
 		ct = mediaType
 	}
 	r.Body, r.ContentType = buf.Bytes(), ct
