@@ -21,7 +21,7 @@
 //	idem_records{state}                               gauge: live IN_PROGRESS and UNKNOWN records, per sweep
 //	idem_records_abandoned                            gauge: IN_PROGRESS claims whose lease lapsed, per sweep
 //	idem_oldest_live_record_seconds                   gauge: age of the oldest of them, per sweep
-//	idem_sweeper_rows_total{action}                   counter: records expired and deleted
+//	idem_sweeper_rows_total{action}                   counter: records deleted, unresolved ones deleted, v2 records moved
 //	idem_abandoned_claims_total                       counter: claims past their expiry made UNKNOWN
 //	idem_records_unresolved                           gauge: UNKNOWN records past their expiry, per sweep
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
@@ -136,7 +136,7 @@ func New(opts Options) *Metrics {
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "oldest_live_record_seconds",
 			Help: "Age of the oldest IN_PROGRESS or UNKNOWN record, by the sweeper's last pass."}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sweeper_rows_total",
-			Help: "Records the sweeper expired (response dropped), deleted, and deleted unresolved after UnknownGrace."}, []string{"action"}),
+			Help: "Records the sweeper deleted past their expiry and grace (deleted), deleted unresolved after UnknownGrace (unknown_deleted), and moved from the v2 table (moved)."}, []string{"action"}),
 		madeUnknown: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "abandoned_claims_total",
 			Help: "Lease claims the sweeper found abandoned past their key's expiry and made UNKNOWN."}),
 		unresolved: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_unresolved",
@@ -234,7 +234,7 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 // ObserveSweep records one sweeper pass: pass it as
 // idem.SweeperConfig.OnPass.
 func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
-	m.swept.WithLabelValues("expired").Add(float64(r.Expired))
+	m.swept.WithLabelValues("moved").Add(float64(r.Moved))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
 	m.swept.WithLabelValues("unknown_deleted").Add(float64(r.UnknownDeleted))
 	m.madeUnknown.Add(float64(r.Abandoned))

@@ -146,8 +146,8 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 	}
 
 	// A sweeper pass, with one claim whose lease lapsed.
-	if _, err := s.db.Exec(ctx, `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version, lease_expires_at, expires_at)
-		VALUES ('', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, lease_expires_at, expires_at)
+		VALUES (idem_record_id('', 'createThing', 'stuck'), '', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx); err != nil {
