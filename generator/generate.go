@@ -12,18 +12,11 @@ package generator
 import (
 	"bytes"
 	"fmt"
-	"go/token"
-	"io/fs"
 	"os"
 	"path/filepath"
-	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 	"sync"
-	"text/template"
-	"time"
-	"unicode"
 
 	"github.com/idemgen/idemgen/templates"
 )
@@ -86,18 +79,10 @@ func render(cfg Config) ([]File, []Warning, error) {
 		return nil, nil, err
 	}
 	warnings := specWarnings(doc, specName(&cfg), false)
-	m, err := buildModel(doc, &cfg, sourcePath(&cfg))
+	m, err := newModel(doc, &cfg)
 	if err != nil {
 		return nil, warnings, err
 	}
-	base, bw, err := resolveBasePath(&cfg, doc)
-	if err != nil {
-		return nil, warnings, err
-	}
-	m.BasePath = base
-	warnings = append(warnings, bw...)
-	m.Version = cfg.Version
-	m.Client = ClientModel{Enabled: cfg.Client.Enabled}
 	warnings = append(warnings, m.Warnings...)
 
 	// types.gen.go renders on a core of its own while the templates
@@ -148,281 +133,32 @@ func renderTemplates(cfg *Config, set *templateSet, m *Model) ([]File, error) {
 	return files, nil
 }
 
-// BasePath is set on the Model from the config.
+// sourcePath names the spec in generated headers, doc comments and
+// messages: Config.Source (the spec as a config file writes it), else the
+// spec's path as given; an absolute path is made relative to the module
+// that holds the output directory, so that no machine's paths end up in
+// generated files.
 func sourcePath(cfg *Config) string {
-	out, err1 := filepath.Abs(cfg.Output)
-	spec, err2 := filepath.Abs(cfg.Spec)
-	if err1 == nil && err2 == nil {
-		if rel, err := filepath.Rel(out, spec); err == nil {
-			return filepath.ToSlash(rel)
-		}
+	if cfg.Source != "" {
+		return filepath.ToSlash(cfg.Source)
 	}
-	return filepath.ToSlash(cfg.Spec)
-}
-
-// importer records the imports a template uses while it renders, and gives
-// each a unique, valid name the moment it is first printed (protobuf-go's
-// QualifiedGoIdent): gopkg.in/yaml.v3 is yaml, a second package named yaml
-// is yaml2, and no import takes a name the templates use for their own
-// identifiers.
-type importer struct {
-	paths map[string]string // import path -> name
-	names map[string]string // name -> import path
-}
-
-func newImporter() *importer {
-	return &importer{paths: map[string]string{}, names: map[string]string{}}
-}
-
-func (im *importer) reset() {
-	clear(im.paths)
-	clear(im.names)
-}
-
-// templateIdents are the names the default templates give their own
-// variables and unexported declarations: no import may shadow or take them.
-var templateIdents = map[string]bool{}
-
-func init() {
-	for _, n := range strings.Fields(`a b body c cfg ctx db engine err fn h handle hh i k mux o opt opts out p payload
-		q r req res resp rt s t tx v w handler options respond responder writeResponse unimplementedResponse
-		webhookHandler webhookOptions ok sec securityHook securitySchemes`) {
-		templateIdents[n] = true
+	if !filepath.IsAbs(cfg.Spec) {
+		return filepath.ToSlash(filepath.Clean(cfg.Spec))
 	}
-}
-
-func (im *importer) name(path string) string {
-	if n, ok := im.paths[path]; ok {
-		return n
-	}
-	base := cleanPackageName(pkgName(path))
-	n := base
-	for i := 2; im.names[n] != "" || templateIdents[n]; i++ {
-		n = base + strconv.Itoa(i)
-	}
-	im.paths[path], im.names[n] = n, path
-	return n
-}
-
-type importRef struct {
-	im   *importer
-	path string
-}
-
-// String records the import when the template prints the reference.
-func (r importRef) String() string { return r.im.name(r.path) }
-
-// pkgName guesses the package name of an import path: its last element, or
-// the one before a major version element (github.com/jackc/pgx/v5 is pgx).
-func pkgName(path string) string {
-	parts := strings.Split(path, "/")
-	last := parts[len(parts)-1]
-	if len(parts) > 1 && strings.HasPrefix(last, "v") {
-		if _, err := strconv.Atoi(last[1:]); err == nil {
-			last = parts[len(parts)-2]
-		}
-	}
-	return last
-}
-
-var gopkgVersion = regexp.MustCompile(`\.v[0-9]+$`)
-
-// cleanPackageName makes a Go identifier of a guessed package name:
-// yaml.v3 -> yaml, go-cmp -> go_cmp.
-func cleanPackageName(name string) string {
-	name = gopkgVersion.ReplaceAllString(name, "")
-	var b strings.Builder
-	for i, r := range name {
-		switch {
-		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) && i > 0:
-			b.WriteRune(r)
-		case unicode.IsDigit(r):
-			b.WriteString("_")
-			b.WriteRune(r)
-		default:
-			b.WriteString("_")
-		}
-	}
-	out := b.String()
-	if out == "" || token.IsKeyword(out) {
-		out += "_"
-	}
-	return out
-}
-
-func funcMap(im *importer) template.FuncMap {
-	return template.FuncMap{
-		"qual":  func(path string) importRef { return importRef{im, path} },
-		"quote": strconv.Quote,
-		// describeSecurity says a list of security alternatives in words:
-		// "apiKey and bearerAuth, or basicAuth".
-		"describeSecurity": describeSecurity,
-		// goType prints a GoType, recording the imports it needs:
-		// {{goType .Payload}} -> []time.Time (imports time).
-		"goType": func(t GoType) string { return qualType(im, t) },
-		// idemConst names the runtime constant of a policy value:
-		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
-		"idemConst": func(kind, value string) (string, error) {
-			name, ok := idemConsts[kind+"/"+value]
-			if !ok {
-				return "", fmt.Errorf("idemConst: no constant for %s %q", kind, value)
+	if out, err := filepath.Abs(cfg.Output); err == nil {
+		for dir := out; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				if rel, err := filepath.Rel(dir, cfg.Spec); err == nil && !strings.HasPrefix(rel, "..") {
+					return filepath.ToSlash(rel)
+				}
+				break
 			}
-			return importRef{im, idemPkgPath}.String() + "." + name, nil
-		},
-		"duration": func(d time.Duration) string {
-			t := importRef{im, "time"}.String()
-			switch {
-			case d%time.Hour == 0:
-				return fmt.Sprintf("%d * %s.Hour", d/time.Hour, t)
-			case d%time.Minute == 0:
-				return fmt.Sprintf("%d * %s.Minute", d/time.Minute, t)
-			case d%time.Second == 0:
-				return fmt.Sprintf("%d * %s.Second", d/time.Second, t)
-			}
-			return fmt.Sprintf("%s.Duration(%d)", t, int64(d))
-		},
-		"stringSlice": func(s []string) string {
-			if s == nil {
-				return "nil"
-			}
-			q := make([]string, len(s))
-			for i, x := range s {
-				q[i] = strconv.Quote(x)
-			}
-			return "[]string{" + strings.Join(q, ", ") + "}"
-		},
-		"intSlice": func(s []int) string {
-			if s == nil {
-				return "nil"
-			}
-			q := make([]string, len(s))
-			for i, x := range s {
-				q[i] = strconv.Itoa(x)
-			}
-			return "[]int{" + strings.Join(q, ", ") + "}"
-		},
-	}
-}
-
-func qualType(im *importer, t GoType) string {
-	switch t.Kind {
-	case GoTime:
-		return importRef{im, "time"}.String() + ".Time"
-	case GoUUID:
-		return importRef{im, uuidPkg}.String() + ".UUID"
-	case GoSlice:
-		return "[]" + qualType(im, *t.Elem)
-	case GoMap:
-		return "map[string]" + qualType(im, *t.Elem)
-	case GoPointer:
-		return "*" + qualType(im, *t.Elem)
-	}
-	return t.String()
-}
-
-const idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
-
-var idemConsts = map[string]string{
-	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque",
-	"Mode/atomic": "ModeAtomic", "Mode/lease": "ModeLease",
-	"InFlight/reject": "InFlightReject", "InFlight/wait": "InFlightWait",
-	"OnSchemaChange/replay": "SchemaChangeReplay", "OnSchemaChange/reject": "SchemaChangeReject",
-	"OnExpired/execute": "ExpiredExecute", "OnExpired/reject": "ExpiredReject",
-	"Profile/default": "ProfileDefault", "Profile/ietf": "ProfileIETF",
-}
-
-// templateSet is a fresh set per run; the importer is swapped per file.
-type templateSet struct {
-	t  *template.Template
-	im *importer
-}
-
-// loadTemplates parses the embedded defaults, then the user's directory: a
-// file there replaces the default of the same name; any other name is an
-// error.
-func loadTemplates(dir string) (*templateSet, error) {
-	im := newImporter()
-	set := template.New("idemgen").Funcs(funcMap(im))
-	known := map[string]bool{}
-	for _, tf := range templates.Files {
-		data, err := fs.ReadFile(templates.FS, tf.Template)
-		if err != nil {
-			return nil, err
-		}
-		if _, err := set.New(tf.Template).Parse(string(data)); err != nil {
-			return nil, fmt.Errorf("default template %s: %w", tf.Template, err)
-		}
-		known[tf.Template] = true
-	}
-	if dir == "" {
-		return &templateSet{set, im}, nil
-	}
-	entries, err := os.ReadDir(dir)
-	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
-	}
-	for _, e := range entries {
-		if e.IsDir() {
-			continue
-		}
-		if !known[e.Name()] {
-			names := sortedKeys(known)
-			return nil, fmt.Errorf("templates: %s matches no default template (want one of %s)", filepath.Join(dir, e.Name()), strings.Join(names, ", "))
-		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
-		if err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
-		}
-		if _, err := set.New(e.Name()).Parse(string(data)); err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
-		}
-	}
-	return &templateSet{set, im}, nil
-}
-
-// renderTemplate renders a template into a Go file, not yet formatted; nil
-// when the template renders nothing.
-func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, error) {
-	set.im.reset()
-	var body bytes.Buffer
-	if err := set.t.ExecuteTemplate(&body, name, m); err != nil {
-		return nil, fmt.Errorf("render %s: %w", output, err)
-	}
-	if len(bytes.TrimSpace(body.Bytes())) == 0 {
-		return nil, nil
-	}
-	var src bytes.Buffer
-	src.WriteString("// " + headerLine(m.Version) + "\n")
-	fmt.Fprintf(&src, "// source: %s\n\npackage %s\n\n", m.Source, m.Package)
-	if len(set.im.paths) > 0 {
-		src.WriteString("import (\n")
-		var std, other []string
-		for _, p := range sortedKeys(set.im.paths) {
-			if strings.Contains(strings.Split(p, "/")[0], ".") {
-				other = append(other, p)
-			} else {
-				std = append(std, p)
+			if filepath.Dir(dir) == dir {
+				break
 			}
 		}
-		spec := func(p string) string {
-			if n := set.im.paths[p]; n != pkgName(p) {
-				return n + " " + strconv.Quote(p)
-			}
-			return strconv.Quote(p)
-		}
-		for _, p := range std {
-			fmt.Fprintf(&src, "\t%s\n", spec(p))
-		}
-		if len(std) > 0 && len(other) > 0 {
-			src.WriteString("\n")
-		}
-		for _, p := range other {
-			fmt.Fprintf(&src, "\t%s\n", spec(p))
-		}
-		src.WriteString(")\n\n")
 	}
-	src.Write(body.Bytes())
-	return src.Bytes(), nil
+	return filepath.Base(cfg.Spec)
 }
 
 func numbered(src []byte) string {

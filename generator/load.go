@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/internal/load"
 )
 
 // Warning is a problem in the spec that generation worked around.
@@ -54,8 +55,9 @@ func (e errList) err() error {
 	return &SpecError{Problems: out}
 }
 
-// loadSpec loads the document with kin-openapi. Local $refs to other files
-// are followed; remote ones only when allowRemote is set.
+// loadSpec reads the spec cfg names and loads it (internal/load): local
+// $refs to other files are followed; remote ones only when
+// cfg.AllowRemoteRefs is set.
 func loadSpec(cfg *Config) (*openapi3.T, error) {
 	data := cfg.SpecData
 	if data == nil {
@@ -64,46 +66,11 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 			return nil, err
 		}
 	}
-	abs, err := filepath.Abs(cfg.Spec)
-	if err != nil {
-		return nil, err
-	}
-	location := &url.URL{Path: filepath.ToSlash(abs)}
-	if d, ok := split(data); ok {
-		// The document in parts, on every core (loadsplit.go); on any error
-		// it is loaded again whole, for kin-openapi's own error.
-		loader := newLoader(cfg)
-		if doc, err := loader.LoadFromDataWithPath(d.top, location); err == nil {
-			if err := d.decodeParts(doc); err == nil {
-				if err := loader.ResolveRefsIn(doc, location); err == nil {
-					return doc, nil
-				}
-			}
-		}
-	}
-	doc, err := newLoader(cfg).LoadFromDataWithPath(data, location)
+	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
 		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
 	}
 	return doc, nil
-}
-
-func newLoader(cfg *Config) *openapi3.Loader {
-	loader := openapi3.NewLoader()
-	loader.Context = context.Background()
-	loader.IsExternalRefsAllowed = true
-	readers := []openapi3.ReadFromURIFunc{openapi3.ReadFromFile}
-	if cfg.AllowRemoteRefs {
-		readers = append([]openapi3.ReadFromURIFunc{openapi3.ReadFromHTTP(nil)}, readers...)
-	}
-	read := openapi3.ReadFromURIs(readers...)
-	loader.ReadFromURIFunc = func(l *openapi3.Loader, u *url.URL) ([]byte, error) {
-		if u.Host != "" && !cfg.AllowRemoteRefs {
-			return nil, fmt.Errorf("remote $ref %s is not allowed (set allowRemoteRefs: true to follow it)", u.Redacted())
-		}
-		return read(l, u)
-	}
-	return loader
 }
 
 func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }

@@ -32,7 +32,12 @@ func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 // splitWords splits an OpenAPI name into words at non-alphanumerics and at
 // lower-to-upper case changes ("createPayment", "payment_id", "X-Request-ID"),
 // spelling out the symbols that symbolWords describes.
-func splitWords(s string) []string {
+func splitWords(s string) []string { return splitWordsSigns(s, false) }
+
+// splitWordsSigns is splitWords; with signs, a + or - before a digit is
+// spelled out after a letter too ("Etc/GMT+1" -> Etc GMT Plus 1), where
+// splitWords takes it for a separator ("utf-8", "GMT-1").
+func splitWordsSigns(s string, signs bool) []string {
 	rs := []rune(s)
 	alnum := false
 	for _, r := range rs {
@@ -63,7 +68,7 @@ func splitWords(s string) []string {
 	for i, r := range rs {
 		if !isAlnum(r) {
 			flush()
-			atStart := i == 0 || !isAlnum(rs[i-1])
+			atStart := i == 0 || !isAlnum(rs[i-1]) || signs && unicode.IsLetter(rs[i-1])
 			sign := (r == '+' || r == '-') && atStart && i+1 < len(rs) && unicode.IsDigit(rs[i+1])
 			leading := i == 0 && r != '_' && r != '/' && r != ' '
 			if sign || (leading && symbolWords[r] != "") {
@@ -86,12 +91,15 @@ func splitWords(s string) []string {
 
 // goName turns an OpenAPI name into an exported Go identifier: "+1" ->
 // Plus1, "-created" -> MinusCreated, "/" -> Root, "" -> Empty.
-func goName(s string) string {
+func goName(s string) string { return goNameSigns(s, false) }
+
+// goNameSigns is goName, with the signs of splitWordsSigns spelled out.
+func goNameSigns(s string, signs bool) string {
 	if s == "" {
 		return "Empty"
 	}
 	var b strings.Builder
-	for _, w := range splitWords(s) {
+	for _, w := range splitWordsSigns(s, signs) {
 		if in, ok := initialisms[strings.ToLower(w)]; ok {
 			b.WriteString(in)
 			continue
@@ -153,9 +161,13 @@ type ident struct {
 	level int           // 1 + the highest level of the identifiers want reads
 	floor int           // the lowest level the identifier may have
 	deps  []*ident      // the identifiers want reads (a derived name's parent first)
-	// suffix follows the parent's name (deps[0]) in a derived name.
-	suffix  string
-	derived bool
+	// prefix and suffix surround the parent's name (deps[0]) in a derived
+	// name.
+	prefix, suffix string
+	derived        bool
+	// helper: a name idemgen derives for its own declarations (affixed);
+	// the config does not rename it (it follows its parent\'s).
+	helper bool
 	// fallback, when not nil, is the spelling taken without a warning when
 	// want's is taken (a shared type's common name, share.go).
 	fallback func() string
@@ -187,10 +199,14 @@ func closeness(name, want string) int {
 // Ranks of claimants within a level: lower keeps a contested name.
 const (
 	rankRenamed   = -1 // set by the config
-	rankOperation = 0  // operation and webhook names and the types named after them
+	rankOperation = 0  // operation and webhook names
 	rankComponent = 1  // #/components/schemas and properties
-	rankInline    = 2  // types of inline schemas, generated fields
-	rankConstant  = 3  // enum constants
+	// rankDerived: the names idemgen invents after an operation or a
+	// webhook (XRequest, XResponse, X201Response, SendX): a user's schema
+	// of the same name keeps it, the invented one gets a number.
+	rankDerived  = 2
+	rankInline   = 3 // types of inline schemas, generated fields
+	rankConstant = 4 // enum constants
 )
 
 // namer collects identifiers while the model is built and resolves them.
@@ -287,9 +303,10 @@ func (n *namer) fixed(sc *scope, dst *string, name, loc, what string, rank, exac
 
 // typeIdent declares the package-level name of a type that is not named
 // after another identifier (a component schema). It resolves one level
-// after the operations' names, so that a schema named like an operation's
-// request or response type yields to it: the Server interface keeps its
-// shape (X, XRequest, XResponse) whatever the schemas are called.
+// after the operations' names, on the level of the types named after them
+// (XRequest, XResponse), which rank after it: a schema the user named
+// CreateOrderRequest keeps its name, and the operation's request type is
+// numbered (a warning names the operation to rename).
 func (n *namer) typeIdent(dst *string, name, loc string, rank, exact int) *ident {
 	id := n.fixed(n.pkg, dst, name, loc, "schema", rank, exact, false)
 	id.level, id.floor = 1, 1
@@ -301,6 +318,17 @@ func (n *namer) derived(sc *scope, dst *string, parent *ident, suffix, loc, what
 	id := &ident{scope: sc, dst: dst, loc: loc, what: what, rank: rank, member: member, suffix: suffix, derived: true}
 	id.want = func() string { return *id.deps[0].dst + suffix } // deps[0] may be re-pointed (replace)
 	return n.add(id, parent)
+}
+
+// affixed declares a name idemgen derives from parent's final name for its
+// own use: prefix + name + suffix (handleCreatePayment,
+// decodeCreatePaymentRequest, SendEmailSent). It ranks after the spec's
+// names: a clash numbers it, with a warning.
+func (n *namer) affixed(sc *scope, dst *string, parent *ident, prefix, suffix, loc, what string) *ident {
+	id := n.derived(sc, dst, parent, suffix, loc, what, rankDerived, false)
+	id.prefix, id.helper = prefix, true
+	id.want = func() string { return prefix + *id.deps[0].dst + suffix }
+	return id
 }
 
 // resolve spells every identifier, level by level. Within a level and scope,
@@ -319,7 +347,7 @@ func (n *namer) resolve() {
 	renamed := map[*ident]string{}
 	for _, id := range n.idents {
 		r, ok := n.rename[id.loc]
-		if !ok {
+		if !ok || id.helper {
 			continue
 		}
 		name := r.Name
@@ -472,7 +500,7 @@ func (n *namer) resolve() {
 // name or its parent's.
 func (id *ident) dryName() string {
 	if id.derived && len(id.deps) > 0 {
-		return id.deps[0].dryName() + id.suffix
+		return id.prefix + id.deps[0].dryName() + id.suffix
 	}
 	return id.want()
 }

@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // FilePart is a file of a multipart/form-data request body: the generated
@@ -20,7 +22,8 @@ type FilePart interface {
 }
 
 // Multipart sets the body to v, a struct, as multipart/form-data: each
-// member implementing FilePart becomes a file part (its content read whole
+// member implementing FilePart becomes a file part, each item of a list of
+// them one under the member's name (its content read whole
 // now, so that every attempt sends the same bytes), a member named in
 // jsonParts a part of JSON (application/json; a list one part per item),
 // the other members parts in bracket notation as Form writes them, in name
@@ -62,6 +65,12 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 			delete(tree, name)
 			if !fv.IsZero() {
 				files = append(files, file{name, fp})
+			}
+		} else if fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(reflect.TypeFor[FilePart]()) {
+			// A list of files: one part each, under the member's name.
+			delete(tree, name)
+			for j := 0; j < fv.Len(); j++ {
+				files = append(files, file{name, fv.Index(j).Interface().(FilePart)})
 			}
 		}
 	}
@@ -142,7 +151,7 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 		return err
 	}
 	ct := mw.FormDataContentType()
-	if mt := essence(mediaType); mt != "multipart/form-data" {
+	if mt := jsonkit.MediaType(mediaType); mt != "multipart/form-data" {
 		ct = mediaType
 	}
 	r.Body, r.ContentType = buf.Bytes(), ct

@@ -14,6 +14,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -29,7 +30,7 @@ import (
 // "media": <media type>, "path": {...}, "query": {...}}, with every
 // fingerprinted parameter the request carries (absent ones left out, header
 // names lower-cased) and the body's media type reduced to what changes its
-// meaning (MediaType).
+// meaning (canonicalMedia).
 type Request struct {
 	r       *http.Request
 	t       *Schemas
@@ -319,6 +320,23 @@ func objectNode(n *formNode, s string, explode bool, vd *validator) bool {
 	return true
 }
 
+// schemaAt is entry idx, or the schema of any value for 0 or out of range.
+func (t *Schemas) schemaAt(idx int) *Schema {
+	if idx > 0 && idx < len(t.List) {
+		return &t.List[idx]
+	}
+	return &Schema{}
+}
+
+// prop is the schema of property name of entry idx (any value when it
+// declares none).
+func (t *Schemas) prop(idx int, name string) *Schema {
+	if p := findProp(t.schemaAt(idx).Props, name); p != nil {
+		return t.schemaAt(p.Schema)
+	}
+	return &Schema{}
+}
+
 // shape is the JSON type a parameter's schema takes when it has one shape:
 // TypeArray, TypeObject, or 0 for a scalar or a mix.
 func (t *Schemas) shape(idx int) Types {
@@ -351,6 +369,11 @@ type Media struct {
 	// and typed by the property's schema; an array property takes one
 	// part per item, or one part holding the whole array.
 	JSONParts []string
+	// FormParts lists the top-level properties of a multipart/form-data
+	// body whose part holds an application/x-www-form-urlencoded form (an
+	// encoding contentType of it): the part's members, in bracket
+	// notation, are the property's, as if sent as parts name[member].
+	FormParts []string
 }
 
 // Decoding is how a body of a media type is decoded.
@@ -404,7 +427,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 			vd.mode = modePatch
 		}
 	case AsForm:
-		n, err := parseForm(string(body), &q.lim)
+		n, err := parseForm(string(body), vd.schema(m.Schema), &q.lim)
 		if err == nil {
 			err = splitUnexploded(n, m.Unexploded, vd.values)
 		}
@@ -466,7 +489,7 @@ func (q *Request) setBody(v Value, media string) {
 
 // pickMedia matches a Content-Type against the declared media types:
 // exactly, then type/*, then */*. It returns the media type as the
-// canonical form records it (MediaType).
+// canonical form records it (canonicalMedia).
 func pickMedia(b *Body, ct string) (*Media, string, error) {
 	if strings.TrimSpace(ct) == "" {
 		switch {
@@ -477,7 +500,7 @@ func pickMedia(b *Body, ct string) (*Media, string, error) {
 		}
 		return nil, "", fmt.Errorf("%w: the request has no Content-Type; send one of %s", idem.ErrUnsupportedMediaType, declared(b))
 	}
-	essence, params, err := mime.ParseMediaType(ct)
+	essence, params, err := jsonkit.ParseMediaType(ct)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: Content-Type %q does not parse", idem.ErrUnsupportedMediaType, ct)
 	}
@@ -485,16 +508,7 @@ func pickMedia(b *Body, ct string) (*Media, string, error) {
 	rank := 0
 	for i := range b.Media {
 		m := &b.Media[i]
-		r := 0
-		switch {
-		case m.Type == essence:
-			r = 3
-		case strings.HasSuffix(m.Type, "/*") && strings.HasPrefix(essence, strings.TrimSuffix(m.Type, "*")):
-			r = 2
-		case m.Type == "*/*":
-			r = 1
-		}
-		if r > rank {
+		if r := jsonkit.MatchRange(m.Type, essence); r > rank {
 			best, rank = m, r
 		}
 	}
@@ -538,20 +552,6 @@ func lowerValues(params map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// MediaType returns the lower-cased type/subtype of a Content-Type header
-// value, without parameters; "" when there is none.
-func MediaType(ct string) string {
-	if strings.TrimSpace(ct) == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		mt, _, _ = strings.Cut(ct, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-	}
-	return mt
 }
 
 // handlerView makes v what the typed request will hold: undeclared

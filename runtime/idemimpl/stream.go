@@ -14,9 +14,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -209,6 +209,21 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
+			if slices.Contains(m.FormParts, name) {
+				// The part is a form: its members are the property's.
+				form, err := parseForm(val, q.t.prop(m.Schema, name), &q.lim)
+				if err != nil {
+					q.syntax(fmt.Errorf("part %q: %w", name, err))
+					return
+				}
+				if root.kid(name) != nil {
+					q.syntax(fmt.Errorf("part %q is given more than once", name))
+					return
+				}
+				c := root.child(name)
+				c.vals, c.kids, c.index = form.vals, form.kids, form.index
+				continue
+			}
 			if jsonPart {
 				v, err := parseJSON(b, 1, q.lim.MaxDepth, values)
 				if err != nil {
@@ -219,7 +234,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				continue
 			}
 		}
-		if err := root.add(name, val); err != nil {
+		if err := root.put(name, val, q.t.schemaAt(m.Schema)); err != nil {
 			q.syntax(errors.New("multipart " + err.Error()))
 			return
 		}
@@ -373,14 +388,10 @@ func partJSONError(name string, err error) idem.Violation {
 		}
 	}
 	if se != nil && se.Rule != "" {
-		return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
+		return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
 	}
-	return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: "syntax",
+	return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: "syntax",
 		Detail: fmt.Sprintf("part %q is not valid JSON: %s", name, msg)}
-}
-
-func pointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // addJSONParts adds the parts parsed as JSON to v, the object the other
