@@ -53,7 +53,13 @@ func NeverStoredHeader(name string) bool { return neverStored[http.CanonicalHead
 // Config configures an Engine. The zero value is usable.
 type Config struct {
 	// Scope resolves the tenant of a request; nil means one tenant, "". An
-	// error is a 401 problem, unless it is (or wraps) a *Problem.
+	// error is a 401 problem, unless it is (or wraps) a *Problem. A tenant
+	// longer than MaxTenantBytes, or holding control characters or bytes
+	// that are not UTF-8, is refused with a 400 naming the limit before any
+	// statement runs, as the client's error: a ScopeFunc usually maps
+	// something the request carries. One whose tenants come from the
+	// service's own data should check them and return a 500 *Problem itself
+	// (PrincipalScope does).
 	Scope ScopeFunc
 	// MaxBodyBytes bounds the request body; larger bodies get 413 and no
 	// record. Zero means 1 MiB.

@@ -105,6 +105,10 @@ func (p *Problem) Error() string {
 	if p.Detail != "" {
 		s += ": " + p.Detail
 	}
+	if p.Err != nil {
+		// For logs and Hooks.OnError; the client gets the marshalled fields.
+		s += ": " + p.Err.Error()
+	}
 	return s
 }
 
@@ -340,7 +344,7 @@ func databaseUnavailable(err error) bool {
 // with log/slog, since their text is not sent.
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := ProblemFor(err, ProfileDefault)
-	if p.Status >= 500 && !isProblem(err) {
+	if hiddenCause(err, p.Status) {
 		ctx := context.Background()
 		if r != nil {
 			ctx = r.Context()
@@ -353,6 +357,19 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 func isProblem(err error) bool {
 	var p *Problem
 	return errors.As(err, &p)
+}
+
+// hiddenCause reports whether err, answered with status, has a cause the
+// client does not see and the engine must report: a 5xx from an error that
+// is not a *Problem, or from a *Problem that carries its cause in Err (a
+// misconfiguration such as PrincipalScope's). A *Problem without Err says
+// all there is to say.
+func hiddenCause(err error, status int) bool {
+	if err == nil || status < 500 {
+		return false
+	}
+	var p *Problem
+	return !errors.As(err, &p) || p.Err != nil
 }
 
 func writeProblem(w http.ResponseWriter, p *Problem) {

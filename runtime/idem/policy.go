@@ -121,6 +121,9 @@ func (op *Operation) Validate() error {
 	var errs []error
 	if op.ID == "" {
 		errs = append(errs, errors.New("empty operation ID"))
+	} else if err := checkName(op.ID, MaxOperationIDBytes); err != nil {
+		// Part of every record's key: see MaxOperationIDBytes.
+		errs = append(errs, fmt.Errorf("operation ID: %w", err))
 	}
 	if !isToken(op.Method) || strings.ToUpper(op.Method) != op.Method {
 		errs = append(errs, fmt.Errorf("method: %q is not an upper-case HTTP method", op.Method))
@@ -143,7 +146,7 @@ func (op *Operation) Validate() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("idem: operation %q: %w", op.ID, err)
+		return fmt.Errorf("idem: operation %q: %w", clip(op.ID), err)
 	}
 	return nil
 }
