@@ -107,7 +107,7 @@ ORDER BY id;
 -- Reseal walks every record holding a stored response or recovery data, in
 -- primary-key order, a page at a time.
 SELECT tenant, operation, idempotency_key, state, fence, updated_at,
-    response_headers, response_body, recovery_data
+    response_status, response_headers, response_body, recovery_data
 FROM idem_records
 WHERE (tenant, operation, idempotency_key) > (@after_tenant::text, @after_operation::text, @after_key::text)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)

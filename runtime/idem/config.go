@@ -91,7 +91,7 @@ type Config struct {
 	// hook the handler simply runs again.
 	Recover map[string]RecoverFunc
 	// Sealer, when set, encrypts what records store at rest: every stored
-	// response (its body and its headers, sealed together) and lease-mode
+	// response (its status, headers and body, sealed together) and lease-mode
 	// recovery data, each bound to its record (tenant, operation, key) as
 	// additional data. Records written before a Sealer was set are still
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with

@@ -463,7 +463,7 @@ func (q *Queries) Resolve(ctx context.Context, arg ResolveParams) (int64, error)
 
 const sealedPage = `-- name: SealedPage :many
 SELECT tenant, operation, idempotency_key, state, fence, updated_at,
-    response_headers, response_body, recovery_data
+    response_status, response_headers, response_body, recovery_data
 FROM idem_records
 WHERE (tenant, operation, idempotency_key) > ($1::text, $2::text, $3::text)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)
@@ -485,6 +485,7 @@ type SealedPageRow struct {
 	State           string
 	Fence           int64
 	UpdatedAt       pgtype.Timestamptz
+	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
 	RecoveryData    []byte
@@ -513,6 +514,7 @@ func (q *Queries) SealedPage(ctx context.Context, arg SealedPageParams) ([]Seale
 			&i.State,
 			&i.Fence,
 			&i.UpdatedAt,
+			&i.ResponseStatus,
 			&i.ResponseHeaders,
 			&i.ResponseBody,
 			&i.RecoveryData,
