@@ -38,6 +38,10 @@ var (
 	// (missing scopes, say): 403, and no idempotency record.
 	ErrForbidden = errors.New("forbidden")
 	ErrNoLease   = errors.New("not inside a lease-mode idempotent handler")
+	// ErrHoldExpired is the cause (context.Cause) of a lease-mode handler's
+	// context ending at its maximum hold time (Config.MaxHold, x-idempotent
+	// maxHold); the context's Err is context.DeadlineExceeded.
+	ErrHoldExpired = errors.New("the attempt held its idempotency claim for the longest time allowed")
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")

@@ -86,6 +86,15 @@ func (p Policy) Validate() error {
 		} else if p.Lease >= p.TTL {
 			bad("lease", "%s must be shorter than ttl %s", fmtDuration(p.Lease), fmtDuration(p.TTL))
 		}
+		switch {
+		case p.MaxHold < 0:
+			bad("maxHold", "%s must be positive", fmtDuration(p.MaxHold))
+		case p.MaxHold == 0: // the engine's Config.MaxHold
+		case p.MaxHold < p.Lease:
+			bad("maxHold", "%s must be at least the lease %s", fmtDuration(p.MaxHold), fmtDuration(p.Lease))
+		case p.MaxHold >= p.TTL:
+			bad("maxHold", "%s must be shorter than ttl %s", fmtDuration(p.MaxHold), fmtDuration(p.TTL))
+		}
 	}
 	oneOf("inFlight", string(p.InFlight))
 	if p.InFlight == InFlightWait && p.Wait <= 0 {
