@@ -49,7 +49,7 @@ func poolOn(t *testing.T, db *pgtest.DB, edit func(*pgxpool.Config)) *pgxpool.Po
 func TestLeaseRenewalUnderSaturation(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	p.Lease = 300 * time.Millisecond
+	p.Lease = time.Second // renewals due every 333ms; 300ms leases lapsed at load 25 with -race
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
 	small := poolOn(t, db, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	a := newEnvWith(t, db, small, p, idem.Config{})
