@@ -256,10 +256,13 @@ type Operation struct {
 	Deprecated bool
 	Idempotent bool
 	Policy     Policy // resolved; SchemaVersion is never "auto" here
-	Params     []*Param
-	Body       *Body // nil: no request body
-	Responses  []*Response
-	Location   string // JSON pointer, e.g. #/paths/~1payments/post
+	// Limits bound the decoding of the request (x-request-limits); nil
+	// when they are idemimpl's defaults.
+	Limits    *RequestLimits
+	Params    []*Param
+	Body      *Body // nil: no request body
+	Responses []*Response
+	Location  string // JSON pointer, e.g. #/paths/~1payments/post
 	// Security lists the alternatives of the operation's security
 	// requirements (its own, else the document's); nil when it requires
 	// none. Checked before the idempotency engine runs.
@@ -287,6 +290,7 @@ func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Reques
 func (o *Operation) OpVar() string        { return "op" + o.GoName }
 func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
 func (o *Operation) BodyVar() string      { return "body" + o.GoName }
+func (o *Operation) LimitsVar() string    { return "limits" + o.GoName }
 func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
@@ -391,6 +395,8 @@ type builder struct {
 	rootExclUsed map[string]bool
 	// rootProblems are the policy objections reported at the root.
 	rootProblems map[string]bool
+	// rootLimits is the document's x-request-limits.
+	rootLimits limitsPatch
 
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idem.File).
@@ -453,6 +459,11 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		if root != nil {
 			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, true)
 		}
+	}
+
+	if v, ok := doc.Extensions[limitsExt]; ok {
+		b.rootLimits = parseLimits(v, file+": ", errs)
+		b.checkLimits(b.rootLimits.apply(defaultLimits()), b.rootLimits, file+": ")
 	}
 
 	m := &Model{Package: cfg.Package, Source: source}

@@ -69,6 +69,10 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		o.Idempotent = patch != nil
 	case root != nil && idempotentByDefault[method]:
 		o.Idempotent = true
+	case idempotentByDefault[method]:
+		// Most likely an annotation forgotten: say so (lint makes it an
+		// error, generate -strict too).
+		b.warnf(fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
 	}
 	if o.Idempotent {
 		o.Policy = patch.apply(root.apply(DefaultPolicy()))
@@ -100,6 +104,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 
 	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
 	b.body(o, op, where)

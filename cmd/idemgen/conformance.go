@@ -50,33 +50,33 @@ func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 			fs.PrintDefaults()
 			return nil
 		}
-		return usageError{err.Error()}
+		return usageError{msg: err.Error()}
 	}
 	switch {
 	case fs.NArg() > 0:
-		return usageError{"conformance takes no arguments"}
+		return usageError{msg: "conformance takes no arguments"}
 	case *spec == "":
-		return usageError{"conformance: -spec is required"}
+		return usageError{msg: "conformance: -spec is required"}
 	case *url == "":
-		return usageError{"conformance: -url is required"}
+		return usageError{msg: "conformance: -url is required"}
 	case *n < 1:
-		return usageError{"conformance: -n must be at least 1"}
+		return usageError{msg: "conformance: -n must be at least 1"}
 	case (*tenantHeader == "") != (*tenants == ""):
-		return usageError{"conformance: -tenant-header and -tenants go together"}
+		return usageError{msg: "conformance: -tenant-header and -tenants go together"}
 	}
 	cfg := conformance.Config{Spec: *spec, URL: *url, Operations: ops, Concurrency: *n, Timeout: *timeout,
 		TenantHeader: *tenantHeader, Bodies: map[string][]byte{}, Params: map[string]string{}, Header: http.Header{}}
 	if *tenants != "" {
 		cfg.Tenants = strings.Split(*tenants, ",")
 		if len(cfg.Tenants) < 2 {
-			return usageError{"conformance: -tenants needs at least two tenants"}
+			return usageError{msg: "conformance: -tenants needs at least two tenants"}
 		}
 	}
 	for _, b := range bodies {
 		id, file, ok := strings.Cut(b, "=")
 		if !ok {
 			if len(ops) != 1 {
-				return usageError{fmt.Sprintf("conformance: -body %s: name the operation (-body ID=FILE) or give exactly one -operation", b)}
+				return usageError{msg: fmt.Sprintf("conformance: -body %s: name the operation (-body ID=FILE) or give exactly one -operation", b)}
 			}
 			id, file = ops[0], b
 		}
@@ -89,14 +89,14 @@ func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 	for _, p := range params {
 		name, val, ok := strings.Cut(p, "=")
 		if !ok || name == "" {
-			return usageError{fmt.Sprintf("conformance: -param %q: want NAME=VALUE", p)}
+			return usageError{msg: fmt.Sprintf("conformance: -param %q: want NAME=VALUE", p)}
 		}
 		cfg.Params[name] = val
 	}
 	for _, h := range headers {
 		name, val, ok := strings.Cut(h, ":")
 		if !ok || strings.TrimSpace(name) == "" {
-			return usageError{fmt.Sprintf("conformance: -header %q: want \"Name: value\"", h)}
+			return usageError{msg: fmt.Sprintf("conformance: -header %q: want \"Name: value\"", h)}
 		}
 		cfg.Header.Add(strings.TrimSpace(name), strings.TrimSpace(val))
 	}
