@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -14,7 +15,7 @@ import (
 type Model struct {
 	Package  string  // Go package name
 	Version  string  // idemgen version in the file headers; "(devel)" when not a release
-	Source   string  // spec path relative to the output dir, slash-separated
+	Source   string  // the spec as the config names it, else as given (Config.Source), slash-separated
 	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	Types    []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
@@ -130,6 +131,24 @@ type Field struct {
 
 	baseType     GoType // the property's type before optionality
 	baseNullable bool
+}
+
+// TagName reports whether the field's JSON name can be the name of an
+// encoding/json struct tag: letters, digits and the punctuation
+// encoding/json accepts there, without the space go vet objects to, and
+// not "-". Other fields are tagged json:"-" and carried by the type's
+// MarshalJSON and UnmarshalJSON (idemimpl.AppendNamed, UnmarshalNamed),
+// so that the wire name is the spec's exactly.
+func (f *Field) TagName() bool {
+	if f.JSONName == "" || f.JSONName == "-" {
+		return false
+	}
+	for _, r := range f.JSONName {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Default is a schema's default value.
@@ -514,6 +533,10 @@ func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 	return t
 }
 
+// warnf adds a warning at where: a location or a phrase ("operation
+// \"x\""), which may already start with the spec file's name (the "where"
+// prefix of error messages): the file is named once.
 func (b *builder) warnf(where, format string, args ...any) {
+	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
 	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
 }

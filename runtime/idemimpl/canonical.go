@@ -320,6 +320,23 @@ func objectNode(n *formNode, s string, explode bool, vd *validator) bool {
 	return true
 }
 
+// schemaAt is entry idx, or the schema of any value for 0 or out of range.
+func (t *Schemas) schemaAt(idx int) *Schema {
+	if idx > 0 && idx < len(t.List) {
+		return &t.List[idx]
+	}
+	return &Schema{}
+}
+
+// prop is the schema of property name of entry idx (any value when it
+// declares none).
+func (t *Schemas) prop(idx int, name string) *Schema {
+	if p := findProp(t.schemaAt(idx).Props, name); p != nil {
+		return t.schemaAt(p.Schema)
+	}
+	return &Schema{}
+}
+
 // shape is the JSON type a parameter's schema takes when it has one shape:
 // TypeArray, TypeObject, or 0 for a scalar or a mix.
 func (t *Schemas) shape(idx int) Types {
@@ -352,6 +369,11 @@ type Media struct {
 	// and typed by the property's schema; an array property takes one
 	// part per item, or one part holding the whole array.
 	JSONParts []string
+	// FormParts lists the top-level properties of a multipart/form-data
+	// body whose part holds an application/x-www-form-urlencoded form (an
+	// encoding contentType of it): the part's members, in bracket
+	// notation, are the property's, as if sent as parts name[member].
+	FormParts []string
 }
 
 // Decoding is how a body of a media type is decoded.
@@ -405,7 +427,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 			vd.mode = modePatch
 		}
 	case AsForm:
-		n, err := parseForm(string(body), &q.lim)
+		n, err := parseForm(string(body), vd.schema(m.Schema), &q.lim)
 		if err == nil {
 			err = splitUnexploded(n, m.Unexploded, vd.values)
 		}

@@ -86,11 +86,24 @@ func (n *formNode) add(key, value string) error {
 	return nil
 }
 
-// parseForm parses an application/x-www-form-urlencoded body into a tree.
-// Percent-encoding and '+' are decoded; names use bracket notation. The
-// number of fields and each name are checked against lim as they come,
-// before the name adds to the tree.
-func parseForm(body string, lim *Limits) (*formNode, error) {
+// put stores value under key: as one name when the object schema s
+// declares a property of that very name ("file[]", PHP's way to name a
+// list), else at key's bracket path (add). The caller has checked the key
+// against the limits (checkName).
+func (n *formNode) put(key, value string, s *Schema) error {
+	if strings.IndexByte(key, '[') > 0 && findProp(s.Props, key) != nil {
+		c := n.child(key)
+		c.vals = append(c.vals, value)
+		return nil
+	}
+	return n.add(key, value)
+}
+
+// parseForm parses an application/x-www-form-urlencoded body into a tree,
+// typed later by the object schema s. Percent-encoding and '+' are
+// decoded; names use bracket notation. The number of fields and each name
+// are checked against lim as they come, before the name adds to the tree.
+func parseForm(body string, s *Schema, lim *Limits) (*formNode, error) {
 	root := &formNode{}
 	fields := 0
 	for pair := range strings.SplitSeq(body, "&") {
@@ -118,7 +131,7 @@ func parseForm(body string, lim *Limits) (*formNode, error) {
 		if !utf8.ValidString(val) {
 			return nil, &SyntaxError{Offset: -1, Msg: fmt.Sprintf("form value of %q is not valid UTF-8", key)}
 		}
-		if err := root.add(key, val); err != nil {
+		if err := root.put(key, val, s); err != nil {
 			return nil, &SyntaxError{Offset: -1, Msg: "form " + err.Error()}
 		}
 	}

@@ -209,6 +209,21 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
+			if slices.Contains(m.FormParts, name) {
+				// The part is a form: its members are the property's.
+				form, err := parseForm(val, q.t.prop(m.Schema, name), &q.lim)
+				if err != nil {
+					q.syntax(fmt.Errorf("part %q: %w", name, err))
+					return
+				}
+				if root.kid(name) != nil {
+					q.syntax(fmt.Errorf("part %q is given more than once", name))
+					return
+				}
+				c := root.child(name)
+				c.vals, c.kids, c.index = form.vals, form.kids, form.index
+				continue
+			}
 			if jsonPart {
 				v, err := parseJSON(b, 1, q.lim.MaxDepth, values)
 				if err != nil {
@@ -219,7 +234,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				continue
 			}
 		}
-		if err := root.add(name, val); err != nil {
+		if err := root.put(name, val, q.t.schemaAt(m.Schema)); err != nil {
 			q.syntax(errors.New("multipart " + err.Error()))
 			return
 		}
