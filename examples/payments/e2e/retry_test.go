@@ -149,13 +149,17 @@ func TestRetryingClients(t *testing.T) {
 		retryingClients(t, func(s *stack) createFunc {
 			client := newAPIClient(t, s.srv.URL)
 			// A caller whose call runs out of attempts calls again with the
-			// intent's key and more patience, as IsRetryable says it may.
+			// intent's key and more patience, as IsRetryable says it may,
+			// or when its last attempt got the declared 502 (the spec's
+			// "retry with the same key"): the client returns a declared
+			// response, not an error, so IsRetryable never sees it.
 			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
 				for timeout := 40 * time.Millisecond; ; timeout = min(timeout*2, maxAttemptTimeout) {
 					res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
 						idemclient.WithAttemptTimeout(timeout), idemclient.WithMaxAttempts(5), idemclient.WithAttemptObserver(st.noteAttempt))
+					gatewayFailed := err == nil && res.Status == http.StatusBadGateway
 					p, err := createdPayment(res, err)
-					if idemclient.IsRetryable(err) && ctx.Err() == nil {
+					if (idemclient.IsRetryable(err) || gatewayFailed) && ctx.Err() == nil {
 						continue
 					}
 					if err != nil {
