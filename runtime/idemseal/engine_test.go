@@ -430,9 +430,9 @@ func TestAlteredRecordIsRefused(t *testing.T) {
 	if err := db.QueryRow(context.Background(), `SELECT fingerprint FROM idem_records LIMIT 1`).Scan(&fp); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(context.Background(), `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint,
+	if _, err := db.Exec(context.Background(), `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint,
 			schema_version, response_status, response_body, completed_at, expires_at)
-		VALUES ('acme', 'createThing', $1, 'COMPLETED', $2, 'v1', 201, $3, now(), now() + interval '1 hour')`, key, fp, sealed); err != nil {
+		VALUES (idem_record_id('acme', 'createThing', $1), 'acme', 'createThing', $1, 'COMPLETED', $2, 'v1', 201, $3, now(), now() + interval '1 hour')`, key, fp, sealed); err != nil {
 		t.Fatal(err)
 	}
 	a := s.post("createThing", "acme", key)
