@@ -201,7 +201,7 @@ var templateIdents = map[string]bool{}
 
 func init() {
 	for _, n := range strings.Fields(`a b body c cfg ctx db engine err fn h handle hh i k mux o opt opts out p payload
-		q r req res resp rt s t tx v w handler options respond responder writeResponse unimplementedResponse
+		q r req res resp rt s t tx v w handler options rs serve routeTable unimplementedResponse
 		webhookHandler webhookOptions ok sec securityHook securitySchemes`) {
 		templateIdents[n] = true
 	}

@@ -311,6 +311,7 @@ func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
 func (o *Operation) BodyVar() string      { return "body" + o.GoName }
 func (o *Operation) LimitsVar() string    { return "limits" + o.GoName }
 func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
+func (o *Operation) Encoder() string      { return "encode" + o.GoName + "Response" }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
