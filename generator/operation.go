@@ -31,7 +31,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if !ok {
 		return nil
 	}
-	o.segs = segs
+	b.ob(o).segs = segs
 	wild := map[int]string{}
 	for i, s := range segs {
 		o.PathParams = append(o.PathParams, s.params...)
@@ -44,11 +44,12 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	o.Pattern = pattern(segs, wild)
 
 	want := goName(id)
-	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
+	b.ob(o).ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
 	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
-	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankDerived, false)
-	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankDerived, false)
-	o.requestFields = b.names.scope("fields of the request of "+what, "Body")
+	b.names.derived(b.names.pkg, &o.RequestTypeName, b.ob(o).ident, "Request", o.Location, what, rankDerived, false)
+	b.names.derived(b.names.pkg, &o.ResponseTypeName, b.ob(o).ident, "Response", o.Location, what, rankDerived, false)
+	b.nameHelpers(o, what)
+	b.ob(o).requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -103,7 +104,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		b.warnUnstoredHeaders(o)
 	}
 
-	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	b.ob(o).ownExclusions = patch != nil && patch.set["fingerprint"]
 	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
@@ -142,7 +143,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.Code = c
 		}
 		rloc := o.Location + "/responses/" + pointerEscape(status)
-		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankDerived, false)
+		rid := b.names.derived(b.names.pkg, &r.TypeName, b.ob(o).ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
@@ -155,7 +156,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 				r.Body = GoType{Kind: GoBytes}
 			}
 		}
-		fields := b.names.scope("fields of response "+rloc, "Body", "Status")
+		fields := b.names.scope("fields of response "+rloc, reservedNames[reservedResponseFields]...)
 		for _, name := range sortedKeys(rr.Value.Headers) {
 			if strings.EqualFold(name, "Content-Type") {
 				continue
@@ -226,18 +227,18 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	return keys[0], c[keys[0]]
 }
 
-// finishParams names the enum type of a response header's ParseEnum once
-// names are decided.
+// finishParams sets the enum type of a response header's ParseEnum once
+// types are shared.
 func finishParams(ops []*Operation) {
 	for _, o := range ops {
 		for _, r := range o.Responses {
 			for _, h := range r.Headers {
-				if h.Parse == "ParseEnum[]" {
+				if h.Parse == "ParseEnum" {
 					t := h.Type
 					if t.Kind == GoPointer {
 						t = *t.Elem
 					}
-					h.Parse = "ParseEnum[" + enumOf(t).Name + "]"
+					h.ParseEnumOf = enumOf(t)
 				}
 			}
 		}
@@ -266,10 +267,29 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		nt := t.Named
 		switch nt.Kind {
 		case KindEnum:
-			return "ParseEnum[]", true // the type's name is filled in once it is decided (finishParams)
+			return "ParseEnum", true // its type argument is set once types are shared (finishParams)
 		case KindAlias:
 			return b.scalarParse(nt.Alias)
 		}
 	}
 	return "", false
+}
+
+// nameHelpers declares the names the generated code derives from the
+// operation's for its own declarations (OperationNames).
+func (b *builder) nameHelpers(o *Operation, what string) {
+	n, pkg, on := b.names, b.names.pkg, &o.Names
+	n.affixed(b.handlerMethods, &on.Handler, b.ob(o).ident, "handle", "", o.Location, what+" handler")
+	n.affixed(pkg, &on.Decoder, b.ob(o).ident, "decode", "Request", o.Location, what+" decoder")
+	n.affixed(pkg, &on.Op, b.ob(o).ident, "op", "", o.Location, what+" operation table")
+	n.affixed(pkg, &on.Params, b.ob(o).ident, "params", "", o.Location, what+" parameter table")
+	n.affixed(pkg, &on.Body, b.ob(o).ident, "body", "", o.Location, what+" body table")
+	n.affixed(pkg, &on.Limits, b.ob(o).ident, "limits", "", o.Location, what+" request limits")
+	n.affixed(b.markers, &on.Marker, b.ob(o).ident, "is", "Response", o.Location, what+" response marker")
+	n.affixed(pkg, &on.Encoder, b.ob(o).ident, "encode", "Response", o.Location, what+" response encoder")
+	n.affixed(pkg, &on.Segments, b.ob(o).ident, "pathSegments", "", o.Location, what+" path segments")
+	if b.clientPkg != nil {
+		n.affixed(b.clientPkg, &on.ClientOp, b.ob(o).ident, "clientOp", "", o.Location, what+" client operation")
+		n.affixed(b.clientPkg, &on.ClientReader, b.ob(o).ident, "read", "Response", o.Location, what+" client response reader")
+	}
 }
