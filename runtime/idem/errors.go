@@ -240,6 +240,7 @@ func ProblemFor(err error, profile Profile) *Problem {
 	var ve *ValidationError
 	var mbe *http.MaxBytesError
 	var pe *PanicError
+	var uo *unknownOutcomeError
 	switch {
 	case errors.Is(err, ErrKeyRequired):
 		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
@@ -286,6 +287,13 @@ func ProblemFor(err error, profile Profile) *Problem {
 		return mk(409, CodeConflict, ReasonExpired, "the idempotency key has expired; use a new key")
 	case errors.Is(err, ErrLeaseLost):
 		p := mk(409, CodeConflict, ReasonLeaseLost, "another attempt took this idempotency key over; retry to get its outcome")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
+	case errors.As(err, &uo):
+		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown,
+			"the connection to the database was lost before this request's outcome was known; retry with the same idempotency key to learn it")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}

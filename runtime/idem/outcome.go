@@ -212,6 +212,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		}
 		if err != nil {
 			x.rollback(bk)
+			if commitUnknown(err) {
+				return e.outcomeUnknown(bk, x, fmt.Errorf("idem: store outcome: %w", err))
+			}
 			if x.mode == ModeLease {
 				// The handler (or the recovery hook's system) may have acted
 				// outside the database: leave the claim to lapse, so the
@@ -239,6 +242,16 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 			rq.outcome.Result = ResultRecovered
 		}
 	default: // outcomeRetryable
+		if x.mode == ModeLease && connLost(x.tx) {
+			// The handler may have acted outside the database before its
+			// transaction was lost: not a plain failure to run again.
+			x.rollback(bk)
+			cause := herr
+			if cause == nil {
+				cause = fmt.Errorf("the business transaction's connection was lost (the handler answered %d)", resp.Status)
+			}
+			return e.outcomeUnknown(bk, x, cause)
+		}
 		x.rollback(bk)
 		if !e.markRetryable(bk, x) && x.mode == ModeAtomic && e.replayCompleted(bk, rq) {
 			return nil
