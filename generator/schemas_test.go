@@ -60,7 +60,7 @@ func TestJSONSchemas(t *testing.T) {
 		}
 	}
 	if len(got) != 14 {
-		t.Errorf("x-idempotent.schema.json has %d fields, want the 14 of docs/design.md", len(got))
+		t.Errorf("x-idempotent.schema.json has %d fields, want the 14 of docs/x-idempotent.md", len(got))
 	}
 }
 
