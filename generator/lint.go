@@ -42,6 +42,11 @@ type Finding struct {
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
 
+// notIdempotentGap is what generate warns and lint reports as an error
+// about a POST or PATCH that is idempotent neither by its own x-idempotent
+// nor by the root's.
+const notIdempotentGap = "not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)"
+
 // Lint checks a spec for what `idemgen lint` gates on: every POST and PATCH
 // must be idempotent or opt out explicitly (an error without either; a note
 // with `x-idempotent: false`, an error too when cfg.RequireIdempotent), and
@@ -76,7 +81,9 @@ func Lint(cfg Config) ([]Finding, error) {
 		}
 	} else {
 		for _, w := range m.Warnings {
-			add(SeverityWarning, "%s", w)
+			if w.Message != notIdempotentGap { // an error below
+				add(SeverityWarning, "%s", w)
+			}
 		}
 	}
 	_, hasRoot := doc.Extensions["x-idempotent"]
@@ -99,7 +106,7 @@ func Lint(cfg Config) ([]Finding, error) {
 			case ok && v == false:
 				add(SeverityNote, "%s: operation %q (%s %s): not idempotent: it opts out with x-idempotent: false", file, id, m, path)
 			case !ok && !hasRoot:
-				add(SeverityError, "%s: operation %q (%s %s): not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)", file, id, m, path)
+				add(SeverityError, "%s: operation %q (%s %s): %s", file, id, m, path, notIdempotentGap)
 			}
 		}
 	}

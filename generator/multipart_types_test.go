@@ -15,6 +15,7 @@ paths:
   %A%:
     post:
       operationId: createDoc
+      x-idempotent: false
       requestBody:
         required: true
         content:
@@ -25,6 +26,7 @@ paths:
   %B%:
     post:
       operationId: uploadDoc
+      x-idempotent: false
       requestBody:
         required: true
         content:

@@ -17,7 +17,7 @@ func lint(args []string, stdout, stderr io.Writer) error {
 		return err
 	}
 	if fs.NArg() != 1 {
-		return usageError{"lint takes one SPEC"}
+		return usageError{msg: "lint takes one SPEC"}
 	}
 	findings, err := generator.Lint(generator.Config{Spec: fs.Arg(0), RequireIdempotent: *require})
 	if err != nil {

@@ -6,7 +6,7 @@
 // Usage:
 //
 //	idemgen generate [-config idemgen.yaml] [-check]
-//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 //	idemgen lint [-require] SPEC
 //	idemgen templates eject DIR
 //	idemgen records get|list|resolve|stats|reseal ...
@@ -21,7 +21,9 @@
 // # generate
 //
 // Reads idemgen.yaml in the current directory (or -config FILE), or takes
-// the spec from -spec and the rest from flags. The config file:
+// the spec from -spec and the rest from flags (-client writes the typed
+// client beside the server, -client-output DIR as a package of its own;
+// flags given with -config override the file). The config file:
 //
 //	spec: openapi.yaml          # OpenAPI 3.0/3.1, YAML or JSON (required)
 //	package: api                # Go package name (default api)
@@ -95,7 +97,7 @@ import (
 	"io/fs"
 	"os"
 	"path/filepath"
-	"runtime/debug"
+	"strings"
 
 	"github.com/idemgen/idemgen/generator"
 	"github.com/idemgen/idemgen/templates"
@@ -108,15 +110,55 @@ func main() {
 	os.Exit(run(os.Args[1:], os.Stdout, os.Stderr))
 }
 
-// usageError makes run exit 2.
-type usageError struct{ msg string }
+// usageError makes run exit 2. With fs set, the command's own usage is
+// printed after the message instead of the general one.
+type usageError struct {
+	msg string
+	fs  *flag.FlagSet
+}
 
 func (e usageError) Error() string { return e.msg }
 
+// helpRequest is -h or -help given to a command: its usage goes to
+// standard output, and the exit status is 0.
+type helpRequest struct{ fs *flag.FlagSet }
+
+func (helpRequest) Error() string { return "help requested" }
+func (helpRequest) Unwrap() error { return flag.ErrHelp }
+
+// synopses are the commands' first usage lines, by flag set name.
+var synopses = map[string]string{
+	"generate":   "idemgen generate [-config idemgen.yaml] [-check] [-strict]\n\tidemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check] [-strict]",
+	"lint":       "idemgen lint [-require] SPEC",
+	"init":       "idemgen init [-dir .] [-module PATH] [-force]",
+	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir DIR] [-check]",
+	"eject":      "idemgen templates eject [-all] DIR [TEMPLATE...]",
+}
+
+// commandUsage is the usage of one command: its synopsis and its flags.
+func commandUsage(fs *flag.FlagSet) string {
+	var b strings.Builder
+	synopsis, ok := synopses[fs.Name()]
+	if !ok {
+		synopsis = "idemgen " + fs.Name() + " [flags]"
+	}
+	fmt.Fprintf(&b, "usage: %s\n", synopsis)
+	n := 0
+	fs.VisitAll(func(*flag.Flag) { n++ })
+	if n > 0 {
+		b.WriteString("flags:\n")
+		fs.SetOutput(&b)
+		fs.PrintDefaults()
+		fs.SetOutput(io.Discard)
+	}
+	return b.String()
+}
+
 const usage = `usage:
 	idemgen generate [-config idemgen.yaml] [-check]
-	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 	idemgen lint [-require] SPEC
+	idemgen init [-dir .] [-module PATH] [-force]
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
 	idemgen templates eject DIR
 	idemgen records get|list|resolve|stats|reseal ...   (idemgen records help)
@@ -126,15 +168,22 @@ const usage = `usage:
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	var ue usageError
+	var hr helpRequest
 	var xe interface{ ExitCode() int }
 	switch {
 	case err == nil:
+		return 0
+	case errors.As(err, &hr):
+		fmt.Fprint(stdout, commandUsage(hr.fs))
 		return 0
 	case errors.As(err, &xe):
 		fmt.Fprintf(stderr, "idemgen: %v\n", err)
 		return xe.ExitCode()
 	case errors.Is(err, flag.ErrHelp):
 		fmt.Fprint(stderr, usage)
+		return 2
+	case errors.As(err, &ue) && ue.fs != nil:
+		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, commandUsage(ue.fs))
 		return 2
 	case errors.As(err, &ue):
 		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, usage)
@@ -151,25 +200,27 @@ var errSilent = errors.New("already reported")
 
 func dispatch(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"no command"}
+		return usageError{msg: "no command"}
 	}
 	switch args[0] {
 	case "generate":
 		return generate(args[1:], stdout, stderr)
 	case "lint":
 		return lint(args[1:], stdout, stderr)
+	case "init":
+		return initCmd(args[1:], stdout, stderr)
 	case "records":
 		return records(args[1:], stdout, stderr)
 	case "conformance":
 		return conformanceCmd(args[1:], stdout, stderr)
 	case "templates":
 		if len(args) != 3 || args[1] != "eject" {
-			return usageError{"want: templates eject DIR"}
+			return usageError{msg: "want: templates eject DIR"}
 		}
 		return eject(args[2])
 	case "version":
 		if len(args) != 1 {
-			return usageError{"version takes no arguments"}
+			return usageError{msg: "version takes no arguments"}
 		}
 		fmt.Fprintln(stdout, "idemgen", version())
 		return nil
@@ -177,7 +228,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprint(stdout, usage)
 		return nil
 	}
-	return usageError{fmt.Sprintf("unknown command %q", args[0])}
+	return usageError{msg: fmt.Sprintf("unknown command %q", args[0])}
 }
 
 func newFlags(name string, stderr io.Writer) *flag.FlagSet {
@@ -189,9 +240,9 @@ func newFlags(name string, stderr io.Writer) *flag.FlagSet {
 func parse(fs *flag.FlagSet, args []string) error {
 	if err := fs.Parse(args); err != nil {
 		if errors.Is(err, flag.ErrHelp) {
-			return err
+			return helpRequest{fs}
 		}
-		return usageError{err.Error()}
+		return usageError{err.Error(), fs}
 	}
 	return nil
 }
@@ -203,17 +254,20 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	pkg := fs.String("package", "", "Go package name (default api)")
 	output := fs.String("output", "", "output directory")
 	tmpl := fs.String("templates", "", "template overrides directory")
+	client := fs.Bool("client", false, "also write the typed client, client.gen.go, beside the server")
+	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this directory (implies -client)")
 	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
+	strict := fs.Bool("strict", false, "fail (exit 1, nothing written) when there is a warning")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
 	if fs.NArg() > 0 {
-		return usageError{"generate takes no arguments"}
+		return usageError{msg: "generate takes no arguments"}
 	}
 	var cfg generator.Config
 	switch {
 	case *spec != "" && *configPath != "":
-		return usageError{"-spec and -config are exclusive"}
+		return usageError{msg: "-spec and -config are exclusive"}
 	case *spec != "":
 		cfg.Spec = *spec
 	default:
@@ -234,6 +288,12 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	if *tmpl != "" {
 		cfg.Templates = *tmpl
 	}
+	if *client || *clientOutput != "" {
+		cfg.Client.Enabled = true
+	}
+	if *clientOutput != "" {
+		cfg.Client.Output = *clientOutput
+	}
 	if cfg.Output == "" {
 		cfg.Output = "."
 	}
@@ -244,6 +304,9 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	}
 	if err != nil {
 		return err
+	}
+	if *strict && len(warnings) > 0 {
+		return fmt.Errorf("-strict: %d warning(s); nothing written", len(warnings))
 	}
 	if *check {
 		diff, err := generator.Diff(cfg.Output, files)
@@ -281,9 +344,15 @@ func eject(dir string) error {
 	return nil
 }
 
+// version is what `idemgen version` prints: the version generated files
+// carry (generator.Version), and for a build from a checkout or through a
+// replace directive, where the module version Go reports
+// (v0.0.0-00010101000000-000000000000 or a pseudo-version) would say
+// otherwise, why it is (devel).
 func version() string {
-	if bi, ok := debug.ReadBuildInfo(); ok && bi.Main.Version != "" {
-		return bi.Main.Version
+	v := generator.Version()
+	if v == "(devel)" {
+		return v + " (built from a checkout or through a replace directive; generated files say (devel))"
 	}
-	return "(devel)"
+	return v
 }

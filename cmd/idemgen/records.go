@@ -70,7 +70,7 @@ func refused(format string, args ...any) error {
 
 func records(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{"records: want a subcommand\n" + recordsUsage}
+		return usageError{msg: "records: want a subcommand\n" + recordsUsage}
 	}
 	cmds := map[string]func(*recordsCmd, []string) error{
 		"get": (*recordsCmd).get, "list": (*recordsCmd).list, "resolve": (*recordsCmd).resolve,
@@ -82,7 +82,7 @@ func records(args []string, stdout, stderr io.Writer) error {
 			fmt.Fprint(stdout, recordsUsage)
 			return nil
 		}
-		return usageError{fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage)}
+		return usageError{msg: fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage)}
 	}
 	c := &recordsCmd{name: "records " + args[0], stdout: stdout, stderr: stderr}
 	if err := f(c, args[1:]); !errors.Is(err, errHelpShown) {
@@ -123,9 +123,9 @@ func (c *recordsCmd) parse(args []string, nargs int, what string) error {
 	}
 	if c.fs.NArg() != nargs {
 		if nargs == 0 {
-			return usageError{c.name + " takes no arguments"}
+			return usageError{msg: c.name + " takes no arguments"}
 		}
-		return usageError{fmt.Sprintf("%s takes %s", c.name, what)}
+		return usageError{msg: fmt.Sprintf("%s takes %s", c.name, what)}
 	}
 	return nil
 }
@@ -134,7 +134,7 @@ func (c *recordsCmd) parse(args []string, nargs int, what string) error {
 func (c *recordsCmd) connect(ctx context.Context) error {
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
-		return usageError{c.name + ": DATABASE_URL is not set"}
+		return usageError{msg: c.name + ": DATABASE_URL is not set"}
 	}
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
@@ -218,7 +218,7 @@ func (c *recordsCmd) findOne(ctx context.Context, tenant, op, key string) (admin
 	for i, r := range rows {
 		ops[i] = r.Operation
 	}
-	return admindb.FindRecordsRow{}, usageError{fmt.Sprintf("%s: key %q names %d records (%s): give -operation",
+	return admindb.FindRecordsRow{}, usageError{msg: fmt.Sprintf("%s: key %q names %d records (%s): give -operation",
 		c.name, key, len(rows), strings.Join(ops, ", "))}
 }
 

@@ -253,10 +253,10 @@ func (c *recordsCmd) list(args []string) error {
 	}
 	tenantSet := flagSet(fs, "tenant")
 	if *limit <= 0 || *limit > 100000 {
-		return usageError{fmt.Sprintf("%s: -limit %d: want 1 to 100000", c.name, *limit)}
+		return usageError{msg: fmt.Sprintf("%s: -limit %d: want 1 to 100000", c.name, *limit)}
 	}
 	if *olderThan < 0 {
-		return usageError{fmt.Sprintf("%s: -older-than %v is negative", c.name, *olderThan)}
+		return usageError{msg: fmt.Sprintf("%s: -older-than %v is negative", c.name, *olderThan)}
 	}
 	*state = strings.ToUpper(*state)
 	p := admindb.ListRecordsParams{State: optText(*state), Operation: optText(*op), KeyHash: optText(strings.ToLower(*hash)), RowLimit: int32(*limit)}

@@ -73,10 +73,10 @@ func (c *recordsCmd) resolve(args []string) error {
 	switch *as {
 	case "completed":
 		if *status < 100 || *status > 499 {
-			return usageError{fmt.Sprintf("%s: -as completed needs -status between 100 and 499 (a 5xx is not an outcome: use -as retryable)", c.name)}
+			return usageError{msg: fmt.Sprintf("%s: -as completed needs -status between 100 and 499 (a 5xx is not an outcome: use -as retryable)", c.name)}
 		}
 		if (*bodyFile != "") == flagSet(fs, "body") {
-			return usageError{c.name + ": -as completed needs the body: -body-file F or -body S (one of them)"}
+			return usageError{msg: c.name + ": -as completed needs the body: -body-file F or -body S (one of them)"}
 		}
 		b := []byte(*body)
 		if *bodyFile != "" {
@@ -97,24 +97,24 @@ func (c *recordsCmd) resolve(args []string) error {
 		p.ResponseHeaders, p.ResponseBody = hj, b
 	case "retryable", "expired":
 		if *status != 0 || *bodyFile != "" || flagSet(fs, "body") || len(hdr) > 0 {
-			return usageError{fmt.Sprintf("%s: -as %s takes no response (-status, -body, -body-file, -header)", c.name, *as)}
+			return usageError{msg: fmt.Sprintf("%s: -as %s takes no response (-status, -body, -body-file, -header)", c.name, *as)}
 		}
 		to = idem.StateFailedRetryable
 		if *as == "expired" {
 			to = idem.StateExpired
 		}
 	default:
-		return usageError{fmt.Sprintf("%s: -as %q: want completed, retryable or expired", c.name, *as)}
+		return usageError{msg: fmt.Sprintf("%s: -as %q: want completed, retryable or expired", c.name, *as)}
 	}
 	if strings.TrimSpace(*reason) == "" {
-		return usageError{c.name + ": -reason is required: it is recorded with the resolution"}
+		return usageError{msg: c.name + ": -reason is required: it is recorded with the resolution"}
 	}
 	if *by == "" {
 		if u, err := user.Current(); err == nil {
 			*by = u.Username
 		}
 		if *by == "" {
-			return usageError{c.name + ": -by is required (no login name to default to)"}
+			return usageError{msg: c.name + ": -by is required (no login name to default to)"}
 		}
 	}
 

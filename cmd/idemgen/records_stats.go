@@ -112,7 +112,7 @@ func (c *recordsCmd) reseal(args []string) error {
 		return err
 	}
 	if *batch <= 0 || *batch > 10000 {
-		return usageError{fmt.Sprintf("%s: -batch %d: want 1 to 10000", c.name, *batch)}
+		return usageError{msg: fmt.Sprintf("%s: -batch %d: want 1 to 10000", c.name, *batch)}
 	}
 	s, err := c.sealer()
 	if err != nil {

@@ -1,0 +1,78 @@
+package main
+
+import (
+	"encoding/json"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/pgtest"
+)
+
+// TestBookings drives the service over HTTP against a real PostgreSQL
+// (DATABASE_URL): a booking, its replay, a reused key and a read.
+func TestBookings(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Migrations: migrations, MigrationsTable: "rooms_schema_migrations"})
+	h, err := newHandler(db.Pool, idemprom.New(idemprom.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	srv := httptest.NewServer(h)
+	defer srv.Close()
+
+	const key = "0190f3c1-7a2b-7cde-8f01-23456789abcd"
+	const body = `{"room": "Ada", "start": "2030-01-02T09:00:00Z", "partySize": 4}`
+	first, firstBody := send(t, "POST", srv.URL+"/bookings", key, body)
+	if first.StatusCode != 201 {
+		t.Fatalf("first POST: %d %s", first.StatusCode, firstBody)
+	}
+	// A retry (the client timed out, say) gets the same booking, not a second one.
+	again, againBody := send(t, "POST", srv.URL+"/bookings", key, body)
+	if again.StatusCode != 201 || again.Header.Get("Idempotent-Replayed") != "true" || againBody != firstBody {
+		t.Fatalf("retry: %d replayed=%q %s, want the first response replayed: %s",
+			again.StatusCode, again.Header.Get("Idempotent-Replayed"), againBody, firstBody)
+	}
+	// The same key for another booking is refused.
+	other, otherBody := send(t, "POST", srv.URL+"/bookings", key, strings.Replace(body, "4", "5", 1))
+	if other.StatusCode != 409 {
+		t.Fatalf("same key, another body: %d %s, want 409", other.StatusCode, otherBody)
+	}
+	var n int
+	if err := db.QueryRow(t.Context(), "SELECT count(*) FROM bookings").Scan(&n); err != nil || n != 1 {
+		t.Fatalf("bookings: %d (%v), want 1", n, err)
+	}
+
+	var booking struct{ ID string }
+	if err := json.Unmarshal([]byte(firstBody), &booking); err != nil {
+		t.Fatal(err)
+	}
+	got, gotBody := send(t, "GET", srv.URL+"/bookings/"+booking.ID, "", "")
+	if got.StatusCode != 200 || gotBody != firstBody {
+		t.Fatalf("GET: %d %s, want 200 %s", got.StatusCode, gotBody, firstBody)
+	}
+}
+
+func send(t *testing.T, method, url, key, body string) (*http.Response, string) {
+	t.Helper()
+	req, err := http.NewRequest(method, url, strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if key != "" {
+		req.Header.Set("Idempotency-Key", key)
+		req.Header.Set("Content-Type", "application/json")
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return resp, strings.TrimSpace(string(b))
+}
