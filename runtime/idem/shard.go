@@ -37,6 +37,7 @@ func (e *Engine) onShard(ctx context.Context, tenant string) (*Engine, error) {
 	}
 	s := &Engine{db: db, q: store.New(db), cfg: e.cfg, obs: e.obs, flights: e.flights, stored: e.stored}
 	s.renewer = newRenewer(s)
+	s.modes = map[Mode]mode{ModeAtomic: atomicMode{s}, ModeLease: leaseMode{s}}
 	got, _ := e.shards.LoadOrStore(db, s)
 	return got.(*Engine), nil
 }

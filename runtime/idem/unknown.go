@@ -85,19 +85,34 @@ func (e *unknownOutcomeError) Unwrap() []error { return []error{ErrOutcomeUnknow
 // When even that cannot be written, the claim lapses with its lease and the
 // retry after it does the same.
 func (e *Engine) outcomeUnknown(ctx context.Context, x *execution, cause error) error {
-	rq := x.rq
-	rq.outcome = Outcome{Result: ResultFailed, Replayed: x.recovered}
-	if x.mode == ModeLease {
-		rq.outcome.State = StateInProgress
-		k := rq.key
-		n, err := e.q.MarkUnknown(ctx, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
-			IdempotencyKey: k.Value, Fence: x.claim.Fence})
-		switch {
-		case err != nil:
-			e.reportError(ctx, rq, fmt.Errorf("idem: mark outcome unknown: %w", err))
-		case n > 0:
-			rq.outcome.State = StateUnknown
-		}
-	}
+	x.rq.outcome = Outcome{Result: ResultFailed, State: x.rec.unknown(ctx, x), Replayed: x.recovered}
 	return withRetryAfter(&unknownOutcomeError{cause: cause}, time.Second)
 }
+
+// unknown: atomic mode writes nothing; its record commits with the outcome
+// or not at all, and the retry replays or runs per what the database holds.
+func (a *atomicRun) unknown(context.Context, *execution) State { return "" }
+
+// actsOutside: an atomic handler's effects are its transaction's.
+func (a *atomicRun) actsOutside() bool { return false }
+
+// unknown marks the claim UNKNOWN, fenced: a COMMIT that did land made it
+// final, and MarkUnknown then changes nothing. When even that cannot be
+// written, the claim lapses with its lease and the retry after it does the
+// same.
+func (l *leaseRun) unknown(bk context.Context, x *execution) State {
+	k := x.rq.key
+	n, err := l.e.q.MarkUnknown(bk, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
+		IdempotencyKey: k.Value, Fence: l.claim.Fence})
+	switch {
+	case err != nil:
+		l.e.reportError(bk, x.rq, fmt.Errorf("idem: mark outcome unknown: %w", err))
+	case n > 0:
+		return StateUnknown
+	}
+	return StateInProgress
+}
+
+// actsOutside: a lease handler may act outside the database (a card
+// charged) before its transaction is lost.
+func (l *leaseRun) actsOutside() bool { return true }
