@@ -101,9 +101,7 @@ func (a *atomicRun) actsOutside() bool { return false }
 // written, the claim lapses with its lease and the retry after it does the
 // same.
 func (l *leaseRun) unknown(bk context.Context, x *execution) State {
-	k := x.rq.key
-	n, err := l.e.q.MarkUnknown(bk, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
-		IdempotencyKey: k.Value, Fence: l.claim.Fence})
+	n, err := l.e.q.MarkUnknown(bk, store.MarkUnknownParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
 	switch {
 	case err != nil:
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: mark outcome unknown: %w", err))
