@@ -91,6 +91,28 @@ type Config struct {
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with
 	// rotating keys); nil stores plaintext.
 	Sealer Sealer
+	// Shard, when set, chooses the database of each request by its tenant:
+	// the one that holds the business rows the tenant's requests write. The
+	// record is stored there, in the same transaction as those rows, and the
+	// handler's tx is on it. It must always choose the same database for a
+	// tenant, and return the same comparable value for it (a *pgxpool.Pool
+	// opened once per shard): the record key (tenant, operation, key) is then
+	// unique across all shards, since a tenant's keys live on one. An error
+	// is the request's (a *Problem is sent as it is). Nil means the DB given
+	// to New for every request; with Shard set, New accepts a nil DB. See
+	// docs/scaling.md.
+	Shard func(ctx context.Context, tenant string) (DB, error)
+	// Cache, when set, is a fast path in front of PostgreSQL: replays are
+	// answered from it, a first execution skips the read before its
+	// transaction, and duplicates of a request in flight wait there for
+	// its outcome. PostgreSQL stays the authority: the cache only holds
+	// outcomes PostgreSQL committed (sealed as stored), and whatever it
+	// does, requests are answered as without it (see Cache).
+	// runtime/idemredis implements it with Redis; nil: no cache.
+	Cache Cache
+	// CacheTTL is how long a committed outcome stays cached, never longer
+	// than its record lives; zero means DefaultCacheTTL.
+	CacheTTL time.Duration
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine
@@ -128,19 +150,21 @@ type Engine struct {
 	obs       observer
 	flights   *flights
 	modes     map[Mode]mode
+	legacy    atomic.Int32 // is the v2 table still there (legacy.go)
 	renewer   *renewer
 	stored    map[string]bool
 	validated sync.Map // *Operation -> error
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
+	shards    sync.Map // DB -> *Engine (see onShard)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
 // policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
 // start-up, not on a request.
 func New(db DB, cfg Config) (*Engine, error) {
-	if db == nil {
-		return nil, errors.New("idem: nil DB")
+	if db == nil && cfg.Shard == nil {
+		return nil, errors.New("idem: nil DB (and no Config.Shard)")
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)
@@ -165,6 +189,12 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxStoredResponseBytes == 0 {
 		cfg.MaxStoredResponseBytes = DefaultMaxStoredResponseBytes
+	}
+	if cfg.CacheTTL < 0 {
+		return nil, fmt.Errorf("idem: CacheTTL %v is negative", cfg.CacheTTL)
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = DefaultCacheTTL
 	}
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
 		flights: newFlights()}
