@@ -259,7 +259,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateOrderResponse(resp)
 		}}, nil
 	})
 }
@@ -311,7 +311,7 @@ func (h *handler) handleCreateUpload(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateUploadResponse(resp)
 		}}, nil
 	})
 }
@@ -347,7 +347,7 @@ func (h *handler) handleUpdateNote(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUpdateNoteResponse(resp)
 		}}, nil
 	})
 }
@@ -383,7 +383,8 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListOrdersResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsListOrders describes the parameters of listOrders.
@@ -444,23 +445,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 35: #/components/schemas/Order/properties/price
 	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 36: #/components/schemas/Order/properties/quantity
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

@@ -150,7 +150,6 @@ type CreateOrderRequest struct {
 //   - CreateOrder201Response
 type CreateOrderResponse interface {
 	isCreateOrderResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /accounts/{account}/orders): The order, as the handler saw the request.
@@ -159,8 +158,18 @@ type CreateOrder201Response struct {
 }
 
 func (CreateOrder201Response) isCreateOrderResponse() {}
-func (r CreateOrder201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateOrderResponse encodes a response of createOrder.
+func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateOrder201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateUploadRequest is the decoded request of operation createUpload (POST /accounts/{account}/uploads).
@@ -173,7 +182,6 @@ type CreateUploadRequest struct {
 //   - CreateUpload201Response
 type CreateUploadResponse interface {
 	isCreateUploadResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateUpload201Response is the 201 response of operation createUpload (POST /accounts/{account}/uploads): The upload, as the handler saw the request.
@@ -182,8 +190,18 @@ type CreateUpload201Response struct {
 }
 
 func (CreateUpload201Response) isCreateUploadResponse() {}
-func (r CreateUpload201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateUploadResponse encodes a response of createUpload.
+func encodeCreateUploadResponse(resp CreateUploadResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateUpload201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // UpdateNoteRequest is the decoded request of operation updateNote (PATCH /notes/{id}).
@@ -196,7 +214,6 @@ type UpdateNoteRequest struct {
 //   - UpdateNote200Response
 type UpdateNoteResponse interface {
 	isUpdateNoteResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // UpdateNote200Response is the 200 response of operation updateNote (PATCH /notes/{id}): The note after the patch.
@@ -205,8 +222,18 @@ type UpdateNote200Response struct {
 }
 
 func (UpdateNote200Response) isUpdateNoteResponse() {}
-func (r UpdateNote200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeUpdateNoteResponse encodes a response of updateNote.
+func encodeUpdateNoteResponse(resp UpdateNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case UpdateNote200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // ListOrdersRequest is the decoded request of operation listOrders (GET /orders).
@@ -218,7 +245,6 @@ type ListOrdersRequest struct {
 //   - ListOrders200Response
 type ListOrdersResponse interface {
 	isListOrdersResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): The filter, as the handler saw it.
@@ -227,16 +253,23 @@ type ListOrders200Response struct {
 }
 
 func (ListOrders200Response) isListOrdersResponse() {}
-func (r ListOrders200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeListOrdersResponse encodes a response of listOrders.
+func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case ListOrders200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateOrderResponse()  {}
 func (unimplementedResponse) isCreateUploadResponse() {}
 func (unimplementedResponse) isUpdateNoteResponse()   {}
