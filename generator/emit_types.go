@@ -223,7 +223,7 @@ func renderStruct(f *jen.File, t *Type) {
 	}
 	body := []jen.Code{
 		jen.Type().Id("plain").Id(t.Name),
-		jen.If(jen.Err().Op(":=").Qual("encoding/json", "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
+		jen.If(jen.Err().Op(":=").Qual(implPkg, "Unmarshal").Call(jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())),
 	}
 	if len(req) > 0 {
 		args := []jen.Code{jen.Id("b")}

@@ -63,15 +63,17 @@ type NotePatch struct {
 
 // Order is generated from #/components/schemas/Order.
 type Order struct {
-	Amount   int64             `json:"amount"`           // In minor units; may exceed 2^53.
-	Comment  *string           `json:"comment,omitzero"` // Not validated (validation.skip in idemgen.yaml).
-	Currency OrderCurrency     `json:"currency"`
-	Express  *bool             `json:"express,omitzero"`
-	Items    []Item            `json:"items,omitzero"`
-	Metadata map[string]string `json:"metadata,omitzero"`
-	Note     *string           `json:"note,omitzero"`
-	Price    *float64          `json:"price,omitzero"`
-	Quantity int32             `json:"quantity"`
+	Amount     int64             `json:"amount"`              // In minor units; may exceed 2^53.
+	Attributes map[string]any    `json:"attributes,omitzero"` // Untyped values; a number in them reaches the handler as a json.Number.
+	Comment    *string           `json:"comment,omitzero"`    // Not validated (validation.skip in idemgen.yaml).
+	Currency   OrderCurrency     `json:"currency"`
+	Express    *bool             `json:"express,omitzero"`
+	Extra      any               `json:"extra,omitzero"` // Any value.
+	Items      []Item            `json:"items,omitzero"`
+	Metadata   map[string]string `json:"metadata,omitzero"`
+	Note       *string           `json:"note,omitzero"`
+	Price      *float64          `json:"price,omitzero"`
+	Quantity   int32             `json:"quantity"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.

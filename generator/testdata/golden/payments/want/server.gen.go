@@ -109,7 +109,7 @@ var opUpdatePayment = idem.Operation{
 	PathParams: []string{"id"},
 	Policy: idem.Policy{
 		Header: "Idempotency-Key", Required: true, KeyFormat: idem.KeyFormatUUIDv7,
-		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute,
+		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute, MaxHold: 10 * time.Minute,
 		InFlight: idem.InFlightWait, Wait: 2 * time.Second,
 		ReplayStatuses: []int{409}, FingerprintExclude: nil,
 		SchemaVersion: "v3", OnSchemaChange: idem.SchemaChangeReject,
