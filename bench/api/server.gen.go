@@ -238,7 +238,7 @@ func (h *handler) handleCreateAtomic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateAtomicResponse(resp)
 		}}, nil
 	})
 }
@@ -273,7 +273,12 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeCreateBaselineResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // bodyCreateBaseline describes the request body of createBaseline.
@@ -301,7 +306,7 @@ func (h *handler) handleCreateLease(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateLeaseResponse(resp)
 		}}, nil
 	})
 }
@@ -327,28 +332,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"}, // 2: #/components/schemas/PaymentInput/properties/amount
 	{Types: idemimpl.TypeString},                                          // 3: #/components/schemas/PaymentInput/properties/currency
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}

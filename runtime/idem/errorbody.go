@@ -130,7 +130,7 @@ func (timeoutError) Temporary() bool { return true }
 // client does not see its text. A nil Engine writes the profile's body.
 func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Profile, err error) {
 	p, _ := e.writeError(w, r, profile, err)
-	if p.Status < 500 || isProblem(err) {
+	if !hiddenCause(err, p.Status) {
 		return
 	}
 	ctx := context.Background()

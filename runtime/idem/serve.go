@@ -144,7 +144,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 			profile = op.Policy.Profile
 		}
 		p, status := e.writeError(w, rq.r, profile, err)
-		if p.Status >= 500 && !isProblem(err) && e.cfg.Hooks.OnError != nil {
+		if hiddenCause(err, p.Status) && e.cfg.Hooks.OnError != nil {
 			// Without the hook, report logs the cause with the request.
 			e.cfg.Hooks.OnError(rq.r.Context(), op, err)
 		}
@@ -229,6 +229,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return errors.New("idem: prepare returned a nil handler")
 	}
 
+	if e.cfg.Shard != nil {
+		if e, err = e.onShard(r.Context(), tenant); err != nil {
+			return err
+		}
+	}
 	if keyValue == "" {
 		return e.serveWithoutKey(rq, handler)
 	}

@@ -277,7 +277,12 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeListPaymentsResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -305,7 +310,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -346,7 +351,12 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeQuotePaymentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // bodyQuotePayment describes the request body of quotePayment.
@@ -374,7 +384,12 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeGetPaymentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -402,7 +417,7 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCapturePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -440,7 +455,7 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateRefundResponse(resp)
 		}}, nil
 	})
 }
@@ -484,28 +499,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "reason", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                    // 12: #/components/schemas/NewRefund
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                                                                 // 13: #/components/schemas/Capture
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}

@@ -329,7 +329,7 @@ func (h *handler) handlePostCustomers(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePostCustomersResponse(resp)
 		}}, nil
 	})
 }
@@ -367,7 +367,12 @@ func (h *handler) handleGetCustomersCustomer(w http.ResponseWriter, r *http.Requ
 		h.engine.WriteError(w, r, idem.ProfileStripe, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileStripe, resp)
+	out, err := encodeGetCustomersCustomerResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileStripe, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsGetCustomersCustomer describes the parameters of GetCustomersCustomer.
@@ -406,7 +411,7 @@ func (h *handler) handlePostPaymentIntents(w http.ResponseWriter, r *http.Reques
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePostPaymentIntentsResponse(resp)
 		}}, nil
 	})
 }
@@ -444,7 +449,12 @@ func (h *handler) handleGetPaymentIntentsIntent(w http.ResponseWriter, r *http.R
 		h.engine.WriteError(w, r, idem.ProfileStripe, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileStripe, resp)
+	out, err := encodeGetPaymentIntentsIntentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileStripe, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsGetPaymentIntentsIntent describes the parameters of GetPaymentIntentsIntent.
@@ -485,7 +495,7 @@ func (h *handler) handlePostPaymentIntentsIntentConfirm(w http.ResponseWriter, r
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePostPaymentIntentsIntentConfirmResponse(resp)
 		}}, nil
 	})
 }
@@ -524,7 +534,7 @@ func (h *handler) handlePostRefunds(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePostRefundsResponse(resp)
 		}}, nil
 	})
 }
@@ -575,31 +585,6 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, AdditionalProperties: idemimpl.NoAdditional}, // 27: #/paths/~1v1~1payment_intents~1{intent}/get/requestBody/content/application~1x-www-form-urlencoded/schema
 	{Types: idemimpl.TypeArray, Items: 4},                                     // 28: #/paths/~1v1~1customers~1{customer}/get/parameters/query/expand/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}
 
 // securitySchemes describes the security schemes that operations require.
 var securitySchemes = [...]idemimpl.Scheme{

@@ -318,7 +318,6 @@ type PostCustomersRequest struct {
 //   - PostCustomersDefaultResponse
 type PostCustomersResponse interface {
 	isPostCustomersResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // PostCustomers200Response is the 200 response of operation PostCustomers (POST /v1/customers): Successful response.
@@ -327,9 +326,6 @@ type PostCustomers200Response struct {
 }
 
 func (PostCustomers200Response) isPostCustomersResponse() {}
-func (r PostCustomers200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // PostCustomersDefaultResponse is the default response of operation PostCustomers (POST /v1/customers): Error response.
 type PostCustomersDefaultResponse struct {
@@ -338,8 +334,20 @@ type PostCustomersDefaultResponse struct {
 }
 
 func (PostCustomersDefaultResponse) isPostCustomersResponse() {}
-func (r PostCustomersDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodePostCustomersResponse encodes a response of PostCustomers.
+func encodePostCustomersResponse(resp PostCustomersResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case PostCustomers200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case PostCustomersDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetCustomersCustomerRequest is the decoded request of operation GetCustomersCustomer (GET /v1/customers/{customer}).
@@ -355,7 +363,6 @@ type GetCustomersCustomerRequest struct {
 //   - GetCustomersCustomerDefaultResponse
 type GetCustomersCustomerResponse interface {
 	isGetCustomersCustomerResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetCustomersCustomer200Response is the 200 response of operation GetCustomersCustomer (GET /v1/customers/{customer}): Successful response.
@@ -364,9 +371,6 @@ type GetCustomersCustomer200Response struct {
 }
 
 func (GetCustomersCustomer200Response) isGetCustomersCustomerResponse() {}
-func (r GetCustomersCustomer200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // GetCustomersCustomerDefaultResponse is the default response of operation GetCustomersCustomer (GET /v1/customers/{customer}): Error response.
 type GetCustomersCustomerDefaultResponse struct {
@@ -375,8 +379,20 @@ type GetCustomersCustomerDefaultResponse struct {
 }
 
 func (GetCustomersCustomerDefaultResponse) isGetCustomersCustomerResponse() {}
-func (r GetCustomersCustomerDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeGetCustomersCustomerResponse encodes a response of GetCustomersCustomer.
+func encodeGetCustomersCustomerResponse(resp GetCustomersCustomerResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetCustomersCustomer200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetCustomersCustomerDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // PostPaymentIntentsRequest is the decoded request of operation PostPaymentIntents (POST /v1/payment_intents).
@@ -390,7 +406,6 @@ type PostPaymentIntentsRequest struct {
 //   - PostPaymentIntentsDefaultResponse
 type PostPaymentIntentsResponse interface {
 	isPostPaymentIntentsResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // PostPaymentIntents200Response is the 200 response of operation PostPaymentIntents (POST /v1/payment_intents): Successful response.
@@ -399,9 +414,6 @@ type PostPaymentIntents200Response struct {
 }
 
 func (PostPaymentIntents200Response) isPostPaymentIntentsResponse() {}
-func (r PostPaymentIntents200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // PostPaymentIntentsDefaultResponse is the default response of operation PostPaymentIntents (POST /v1/payment_intents): Error response.
 type PostPaymentIntentsDefaultResponse struct {
@@ -410,8 +422,20 @@ type PostPaymentIntentsDefaultResponse struct {
 }
 
 func (PostPaymentIntentsDefaultResponse) isPostPaymentIntentsResponse() {}
-func (r PostPaymentIntentsDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodePostPaymentIntentsResponse encodes a response of PostPaymentIntents.
+func encodePostPaymentIntentsResponse(resp PostPaymentIntentsResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case PostPaymentIntents200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case PostPaymentIntentsDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetPaymentIntentsIntentRequest is the decoded request of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}).
@@ -428,7 +452,6 @@ type GetPaymentIntentsIntentRequest struct {
 //   - GetPaymentIntentsIntentDefaultResponse
 type GetPaymentIntentsIntentResponse interface {
 	isGetPaymentIntentsIntentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetPaymentIntentsIntent200Response is the 200 response of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}): Successful response.
@@ -437,9 +460,6 @@ type GetPaymentIntentsIntent200Response struct {
 }
 
 func (GetPaymentIntentsIntent200Response) isGetPaymentIntentsIntentResponse() {}
-func (r GetPaymentIntentsIntent200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // GetPaymentIntentsIntentDefaultResponse is the default response of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}): Error response.
 type GetPaymentIntentsIntentDefaultResponse struct {
@@ -448,8 +468,20 @@ type GetPaymentIntentsIntentDefaultResponse struct {
 }
 
 func (GetPaymentIntentsIntentDefaultResponse) isGetPaymentIntentsIntentResponse() {}
-func (r GetPaymentIntentsIntentDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeGetPaymentIntentsIntentResponse encodes a response of GetPaymentIntentsIntent.
+func encodeGetPaymentIntentsIntentResponse(resp GetPaymentIntentsIntentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetPaymentIntentsIntent200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetPaymentIntentsIntentDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // PostPaymentIntentsIntentConfirmRequest is the decoded request of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm).
@@ -464,7 +496,6 @@ type PostPaymentIntentsIntentConfirmRequest struct {
 //   - PostPaymentIntentsIntentConfirmDefaultResponse
 type PostPaymentIntentsIntentConfirmResponse interface {
 	isPostPaymentIntentsIntentConfirmResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // PostPaymentIntentsIntentConfirm200Response is the 200 response of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm): Successful response.
@@ -473,9 +504,6 @@ type PostPaymentIntentsIntentConfirm200Response struct {
 }
 
 func (PostPaymentIntentsIntentConfirm200Response) isPostPaymentIntentsIntentConfirmResponse() {}
-func (r PostPaymentIntentsIntentConfirm200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // PostPaymentIntentsIntentConfirmDefaultResponse is the default response of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm): Error response.
 type PostPaymentIntentsIntentConfirmDefaultResponse struct {
@@ -484,8 +512,20 @@ type PostPaymentIntentsIntentConfirmDefaultResponse struct {
 }
 
 func (PostPaymentIntentsIntentConfirmDefaultResponse) isPostPaymentIntentsIntentConfirmResponse() {}
-func (r PostPaymentIntentsIntentConfirmDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodePostPaymentIntentsIntentConfirmResponse encodes a response of PostPaymentIntentsIntentConfirm.
+func encodePostPaymentIntentsIntentConfirmResponse(resp PostPaymentIntentsIntentConfirmResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case PostPaymentIntentsIntentConfirm200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case PostPaymentIntentsIntentConfirmDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // PostRefundsRequest is the decoded request of operation PostRefunds (POST /v1/refunds).
@@ -499,7 +539,6 @@ type PostRefundsRequest struct {
 //   - PostRefundsDefaultResponse
 type PostRefundsResponse interface {
 	isPostRefundsResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // PostRefunds200Response is the 200 response of operation PostRefunds (POST /v1/refunds): Successful response.
@@ -508,9 +547,6 @@ type PostRefunds200Response struct {
 }
 
 func (PostRefunds200Response) isPostRefundsResponse() {}
-func (r PostRefunds200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // PostRefundsDefaultResponse is the default response of operation PostRefunds (POST /v1/refunds): Error response.
 type PostRefundsDefaultResponse struct {
@@ -519,16 +555,25 @@ type PostRefundsDefaultResponse struct {
 }
 
 func (PostRefundsDefaultResponse) isPostRefundsResponse() {}
-func (r PostRefundsDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodePostRefundsResponse encodes a response of PostRefunds.
+func encodePostRefundsResponse(resp PostRefundsResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case PostRefunds200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case PostRefundsDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return nil, idem.ErrNotImplemented
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return nil, idem.ErrNotImplemented
-}
 func (unimplementedResponse) isPostCustomersResponse()                   {}
 func (unimplementedResponse) isGetCustomersCustomerResponse()            {}
 func (unimplementedResponse) isPostPaymentIntentsResponse()              {}

@@ -217,7 +217,7 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateNoteResponse(resp)
 		}}, nil
 	})
 }
@@ -247,7 +247,12 @@ func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeGetNoteResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsGetNote describes the parameters of getNote.
@@ -277,28 +282,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString | idemimpl.TypeNull},              // 6: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/color
 	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime}, // 7: #/paths/~1notes~1{note-id}/get/parameters/query/at/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}

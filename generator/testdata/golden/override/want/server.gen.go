@@ -234,7 +234,12 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeFindPetsResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsFindPets describes the parameters of findPets.
@@ -265,7 +270,7 @@ func (h *handler) handleAddPet(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeAddPetResponse(resp)
 		}}, nil
 	})
 }
@@ -296,7 +301,12 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeDeletePetResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsDeletePet describes the parameters of deletePet.
@@ -325,7 +335,12 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeFindPetByIDResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsFindPetByID describes the parameters of find pet by id.
@@ -351,30 +366,5 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "name", Schema: 3, Required: true}, {Name: "tag", Schema: 3}}}, // 4: #/components/schemas/NewPet
 	{Types: idemimpl.TypeInteger}, // 5: #/paths/~1pets~1{id}/delete/parameters/path/id/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}
 
 // Operations served: 4.

@@ -110,7 +110,7 @@ var opUpdatePayment = idem.Operation{
 	PathParams: []string{"id"},
 	Policy: idem.Policy{
 		Header: "Idempotency-Key", Required: true, KeyFormat: idem.KeyFormatUUIDv7,
-		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute,
+		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute, MaxHold: 10 * time.Minute,
 		InFlight: idem.InFlightWait, Wait: 2 * time.Second,
 		ReplayStatuses: []int{409}, FingerprintExclude: nil,
 		SchemaVersion: "v3", OnSchemaChange: idem.SchemaChangeReject,
@@ -307,7 +307,12 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeListPaymentsResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -343,7 +348,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -373,7 +378,12 @@ func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeDeletePaymentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsDeletePayment describes the parameters of deletePayment.
@@ -401,7 +411,12 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeGetPaymentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -429,7 +444,7 @@ func (h *handler) handleUpdatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUpdatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -465,7 +480,7 @@ func (h *handler) handleReplacePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeReplacePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -501,7 +516,12 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeCapturePaymentResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // paramsCapturePayment describes the parameters of capturePayment.
@@ -532,7 +552,7 @@ func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUploadReceiptResponse(resp)
 		}}, nil
 	})
 }
@@ -577,28 +597,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "description", Schema: 4}, {Name: "metadata", Schema: 16}}},        // 15: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema
 	{Types: idemimpl.TypeObject, AdditionalProperties: 4},                                                                         // 16: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema/properties/metadata
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}

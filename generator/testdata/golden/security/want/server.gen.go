@@ -478,7 +478,7 @@ func (h *handler) handleAndOr(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeAndOrResponse(resp)
 		}}, nil
 	})
 }
@@ -511,7 +511,7 @@ func (h *handler) handleBasic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeBasicResponse(resp)
 		}}, nil
 	})
 }
@@ -544,7 +544,7 @@ func (h *handler) handleCookieKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCookieKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -577,7 +577,7 @@ func (h *handler) handleHeaderKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeHeaderKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -616,7 +616,7 @@ func (h *handler) handleOidc(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOidcResponse(resp)
 		}}, nil
 	})
 }
@@ -649,7 +649,7 @@ func (h *handler) handleOptional(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOptionalResponse(resp)
 		}}, nil
 	})
 }
@@ -682,7 +682,12 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
 		return
 	}
-	h.writeResponse(w, r, idem.ProfileDefault, resp)
+	out, err := encodeListOrdersResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
 }
 
 // decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
@@ -707,7 +712,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateOrderResponse(resp)
 		}}, nil
 	})
 }
@@ -737,7 +742,7 @@ func (h *handler) handlePublic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePublicResponse(resp)
 		}}, nil
 	})
 }
@@ -770,7 +775,7 @@ func (h *handler) handleQueryKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeQueryKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -803,7 +808,7 @@ func (h *handler) handleScoped(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeScopedResponse(resp)
 		}}, nil
 	})
 }
@@ -836,7 +841,7 @@ func (h *handler) handleUndefinedScheme(w http.ResponseWriter, r *http.Request) 
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUndefinedSchemeResponse(resp)
 		}}, nil
 	})
 }
@@ -861,31 +866,6 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "item", Schema: 2, Required: true}}}, // 1: #/components/schemas/Order
 	{Types: idemimpl.TypeString}, // 2: #/components/schemas/Order/properties/item
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the
-// engine, or the refusal its encoding error stands for (Unimplemented's 501).
-func (h *handler) writeResponse(w http.ResponseWriter, r *http.Request, profile idem.Profile, resp responder) {
-	out, err := respond(resp)
-	if err != nil {
-		h.engine.WriteError(w, r, profile, err)
-		return
-	}
-	idemimpl.WriteResponse(w, out)
-}
 
 // securitySchemes describes the security schemes that operations require.
 var securitySchemes = [...]idemimpl.Scheme{
