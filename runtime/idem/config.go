@@ -136,7 +136,10 @@ type Engine struct {
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
 // policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
-// start-up, not on a request.
+// start-up, not on a request. It also asks db whether idemgen's migrations
+// are applied: a database without them is an error wrapping
+// ErrSchemaMissing that says to run Migrate (a database that cannot be
+// asked, because it is down, is logged and let through).
 func New(db DB, cfg Config) (*Engine, error) {
 	if db == nil {
 		return nil, errors.New("idem: nil DB")
@@ -178,6 +181,9 @@ func New(db DB, cfg Config) (*Engine, error) {
 		e.obs = observers(cfg.Observers)
 	}
 	if err := e.Register(cfg.Operations...); err != nil {
+		return nil, err
+	}
+	if err := e.checkSchema(); err != nil {
 		return nil, err
 	}
 	return e, nil
