@@ -244,6 +244,8 @@ func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRe
 
 // handleCreateBaseline serves createBaseline (POST /baseline).
 func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "createBaseline") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgen/idemgen/runtime/idemprom"
 	"github.com/idemgen/idemgen/runtime/pgtest"
@@ -16,7 +19,10 @@ import (
 // (DATABASE_URL): a booking, its replay, a reused key and a read.
 func TestBookings(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{Migrations: migrations, MigrationsTable: "rooms_schema_migrations"})
-	h, err := newHandler(db.Pool, idemprom.New(idemprom.Options{}))
+	metrics := idemprom.New(idemprom.Options{})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(metrics)
+	h, err := newHandler(db.Pool, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -52,6 +58,24 @@ func TestBookings(t *testing.T) {
 	got, gotBody := send(t, "GET", srv.URL+"/bookings/"+booking.ID, "", "")
 	if got.StatusCode != 200 || gotBody != firstBody {
 		t.Fatalf("GET: %d %s, want 200 %s", got.StatusCode, gotBody, firstBody)
+	}
+
+	// Every request is counted by operation and outcome, the GET included.
+	families, err := registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); f.GetName() == "idem_requests_total" { // labels sorted: operation, outcome
+				counts[l[0].GetValue()+" "+l[1].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{"createBooking executed": 1, "createBooking replayed": 1, "createBooking conflict": 1, "getBooking not_idempotent": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("idem_requests_total: %v, want %v", counts, want)
 	}
 }
 

@@ -96,9 +96,10 @@ type Config struct {
 	// Observers see each request and its phases from inside the engine
 	// (trace spans, latency histograms); see Observer.
 	Observers []Observer
-	// Logger receives the engine's log lines: one per request (Debug for
-	// routine outcomes, Info for a takeover, Warn for a conflict, a lost
-	// lease or an unknown outcome, Error for an internal error) and one per
+	// Logger receives the engine's log lines: one per request, requests
+	// that are not idempotent included (Engine.Plain) — Info, Warn for a
+	// conflict, a lost lease or an unknown outcome, Error for an internal
+	// error or a 5xx — with the status and duration, and one per
 	// error the client does not see in full when Hooks.OnError is nil. Each
 	// names the operation, the outcome, the key's hash and the attempt;
 	// none holds a key, a body or a header value. Nil means slog.Default().

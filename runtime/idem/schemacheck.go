@@ -118,4 +118,3 @@ func (e *Engine) checkSchema() error {
 	}
 	return nil
 }
-

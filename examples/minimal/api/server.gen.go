@@ -223,6 +223,8 @@ func decodeCreateBookingRequest(r *http.Request, body []byte) (req CreateBooking
 
 // handleGetBooking serves getBooking (GET /bookings/{bookingId}).
 func (h *handler) handleGetBooking(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getBooking") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetBookingRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -253,6 +253,8 @@ func (h *handler) routes() []Route {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "listPayments") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -317,6 +319,8 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 
 // handleQuotePayment serves quotePayment (POST /payments/quote).
 func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "quotePayment") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -350,6 +354,8 @@ func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRe
 
 // handleGetPayment serves getPayment (GET /payments/{paymentId}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getPayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

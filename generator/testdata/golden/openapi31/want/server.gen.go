@@ -223,6 +223,8 @@ func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteReques
 
 // handleGetNote serves getNote (GET /notes/{note-id}).
 func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getNote") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetNoteRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

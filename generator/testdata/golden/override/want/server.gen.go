@@ -210,6 +210,8 @@ func (h *handler) routes() []Route {
 // handleFindPets serves findPets (GET /pets).
 func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "findPets")
+	w, r, done := h.engine.Plain(w, r, "findPets") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeFindPetsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -272,6 +274,8 @@ func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, q *id
 // handleDeletePet serves deletePet (DELETE /pets/{id}).
 func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "deletePet")
+	w, r, done := h.engine.Plain(w, r, "deletePet") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeDeletePetRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -301,6 +305,8 @@ func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest,
 // handleFindPetByID serves find pet by id (GET /pets/{id}).
 func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "find pet by id")
+	w, r, done := h.engine.Plain(w, r, "find pet by id") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeFindPetByIDRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -283,6 +283,8 @@ func (h *handler) routes() []Route {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "listPayments") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -349,6 +351,8 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 
 // handleDeletePayment serves deletePayment (DELETE /payments/{id}).
 func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "deletePayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeDeletePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -377,6 +381,8 @@ func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePayment
 
 // handleGetPayment serves getPayment (GET /payments/{id}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getPayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -477,6 +483,8 @@ func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePayme
 
 // handleCapturePayment serves capturePayment (POST /payments/{id}/capture).
 func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "capturePayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeCapturePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -658,6 +658,8 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 	if r = h.authenticate(w, r, securityRequirements[6]); r == nil {
 		return
 	}
+	w, r, done := h.engine.Plain(w, r, "listOrders") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListOrdersRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
