@@ -60,6 +60,12 @@ func TestBookings(t *testing.T) {
 		t.Fatalf("GET: %d %s, want 200 %s", got.StatusCode, gotBody, firstBody)
 	}
 
+	// A method the path does not declare is a 405 problem, as the other answers.
+	if res, body := send(t, "DELETE", srv.URL+"/bookings/"+booking.ID, "", ""); res.StatusCode != 405 ||
+		res.Header.Get("Allow") != "GET, HEAD" || res.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("DELETE: %d Allow %q %s", res.StatusCode, res.Header.Get("Allow"), body)
+	}
+
 	// Every request is counted by operation and outcome, the GET included.
 	families, err := registry.Gather()
 	if err != nil {
