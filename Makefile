@@ -1,6 +1,6 @@
 # idemgen — build, generate, test, bench, demo.
 #
-#   make test             throwaway PostgreSQL + gofmt + go mod tidy + vet + check-generated + go test -race
+#   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + vet + check-generated + go test -race
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
 #   make bench            benchmarks (see BENCHMARKS.md)
 #   make generate         sqlc + go generate
@@ -11,6 +11,7 @@ SHELL := /bin/bash
 GO ?= go
 SQLC := $(GO) tool -modfile=tools/go.mod sqlc
 PG := scripts/pg.sh
+REDIS := scripts/redis.sh
 
 # Every Go module of the repository except the sqlc tool module; generator
 # golden modules under testdata are built by the generator's own tests.
@@ -46,15 +47,17 @@ tidy-check:
 vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
 
-# test starts a throwaway PostgreSQL, runs everything against it and removes
-# it afterwards, also when a step fails.
+# test starts a throwaway PostgreSQL and a throwaway Redis (the engine's
+# optional cache, runtime/idemredis), runs everything against them and
+# removes them afterwards, also when a step fails.
 test:
-	$(PG) run $(MAKE) --no-print-directory test-in-db
+	$(PG) run $(REDIS) run $(MAKE) --no-print-directory test-in-db
 
 test-in-db: fmt-check tidy-check check-generated vet unit
 
 unit:
 	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }
+	@test -n "$${REDIS_URL:-}" || { echo "unit: REDIS_URL is not set (use make test)"; exit 1; }
 	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
 
 bench:
