@@ -46,6 +46,12 @@ func TestBookings(t *testing.T) {
 	if other.StatusCode != 409 {
 		t.Fatalf("same key, another body: %d %s, want 409", other.StatusCode, otherBody)
 	}
+	// A request that breaks the schema is a 400 naming the member and the
+	// rule; it leaves no record, so its key stays free for the corrected one.
+	invalid, invalidBody := send(t, "POST", srv.URL+"/bookings", "0190f3c1-7a2b-7cde-8f01-000000000002", strings.Replace(body, "4", "null", 1))
+	if invalid.StatusCode != 400 || !strings.Contains(invalidBody, `"pointer":"#/partySize"`) || !strings.Contains(invalidBody, "cannot be null") {
+		t.Fatalf("partySize null: %d %s, want 400 naming #/partySize", invalid.StatusCode, invalidBody)
+	}
 	var n int
 	if err := db.QueryRow(t.Context(), "SELECT count(*) FROM bookings").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("bookings: %d (%v), want 1", n, err)
@@ -79,7 +85,7 @@ func TestBookings(t *testing.T) {
 			}
 		}
 	}
-	want := map[string]float64{"createBooking executed": 1, "createBooking replayed": 1, "createBooking conflict": 1, "getBooking not_idempotent": 1}
+	want := map[string]float64{"createBooking executed": 1, "createBooking replayed": 1, "createBooking conflict": 1, "createBooking rejected": 1, "getBooking not_idempotent": 1}
 	if !maps.Equal(counts, want) {
 		t.Errorf("idem_requests_total: %v, want %v", counts, want)
 	}

@@ -433,6 +433,9 @@ func typeDetail(v *Value, t Types) string {
 		}
 	}
 	want := strings.Join(names, " or ")
+	if v.Kind == KindNull {
+		return "cannot be null (must be " + want + ")"
+	}
 	if v.Kind == KindNumber && t&TypeInteger != 0 && v.Num.Float == math.Trunc(v.Num.Float) {
 		return "must be " + want + " between -2^63 and 2^63-1"
 	}
