@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"net/http"
 	"strconv"
@@ -62,11 +63,24 @@ func (c *checker) fixture(ctx context.Context, check string) (request, bool) {
 // fixtureFor builds a fresh request whose resources belong to tenant.
 func (c *checker) fixtureFor(ctx context.Context, check, tenant string) (request, bool) {
 	q, exs, err := c.p.fixture(ctx, 0, tenant)
-	if err != nil {
+	var pe *prerequisiteError
+	switch {
+	case errors.As(err, &pe):
+		c.add(check, Skip, "prerequisite failed: "+err.Error(), exs...)
+		return q, false
+	case err != nil:
 		c.add(check, Fail, "cannot build a request: "+err.Error(), exs...)
 		return q, false
 	}
 	return q, true
+}
+
+// notes is what the evidence says of how q was built: "" or "; ..." .
+func notes(q request) string {
+	if len(q.notes) == 0 {
+		return ""
+	}
+	return " (" + strings.Join(q.notes, "; ") + ")"
 }
 
 func (c *checker) send(ctx context.Context, q request) *Exchange {
@@ -145,7 +159,11 @@ func (c *checker) sequence(ctx context.Context) {
 	}
 	q, ok := c.fixture(ctx, first)
 	if !ok {
-		skipAll("no request could be built (see first-execution)")
+		why := "no request could be built (see first-execution)"
+		if c.results[len(c.results)-1].Outcome == Skip {
+			why = "a prerequisite failed (see first-execution)"
+		}
+		skipAll(why)
 		return
 	}
 	key := c.p.newKey()
@@ -171,7 +189,7 @@ func (c *checker) sequence(ctx context.Context) {
 		effect = pr.expect(ctx, before, 1, "one request had several effects", &problems)
 		before = pr.list(ctx)
 	}
-	c.verdict(first, fmt.Sprintf("%s %s with a fresh key and %s: %s, %d bytes%s", q.method, q.path, c.p.source, e1.describe(), len(e1.raw), effect), problems, e1)
+	c.verdict(first, fmt.Sprintf("%s %s with a fresh key and %s%s: %s, %d bytes%s", q.method, q.path, c.p.source, notes(q), e1.describe(), len(e1.raw), effect), problems, e1)
 	if len(problems) > 0 {
 		skipAll("the first execution was not kept (see first-execution)")
 		return

@@ -7,10 +7,14 @@
 // reports each check as PASS, FAIL or SKIP with the evidence: what it sent
 // and what came back. Request bodies come from the spec's examples or are
 // generated from the request schema so that they satisfy its constraints;
-// Config.Bodies overrides them per operation. Path parameters are filled by
+// Config.Bodies and Config.Fixtures override them per operation, with
+// placeholders ({{uuid}}, {{rand}}, {{seq}}, {{run}}) for services whose
+// business rules refuse a value twice. Path parameters are filled by
 // creating the parent resource through the spec's POST on the parent
 // collection (POST /payments for /payments/{paymentId}/refunds), or taken
-// from Config.Params.
+// from Config.Fixtures and Config.Params; when the parent cannot be
+// created, the checks that need it are skipped with the reason, never run
+// against an invented id.
 //
 // The checks (names as printed):
 //
@@ -66,10 +70,15 @@ type Config struct {
 	// Operations limits the run to these operation ids; default: every
 	// idempotent operation.
 	Operations []string
-	// Bodies overrides the request body of an operation, by operation id.
+	// Bodies overrides the request body of an operation, by operation id;
+	// it may hold the placeholders of Fixture.Body ({{uuid}}, {{seq}}...).
 	Bodies map[string][]byte
+	// Fixtures gives an operation's body and parameters, by operation id
+	// (a body here wins over Bodies').
+	Fixtures map[string]Fixture
 	// Params gives parameter values by parameter name (path, query or
-	// header), used before anything derived from the spec.
+	// header), used before anything derived from the spec and after an
+	// operation's Fixture.Params.
 	Params map[string]string
 	// Header is sent with every request (credentials, say).
 	Header http.Header
@@ -160,7 +169,7 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	if cfg.Settle <= 0 {
 		cfg.Settle = 30 * time.Second
 	}
-	r := &runner{cfg: cfg, spec: spec, base: strings.TrimSuffix(base.String(), "/")}
+	r := &runner{cfg: cfg, spec: spec, base: strings.TrimSuffix(base.String(), "/"), bodies: newBodies()}
 	want := map[string]bool{}
 	for _, id := range cfg.Operations {
 		want[id] = true
@@ -178,6 +187,23 @@ func Run(ctx context.Context, cfg Config) (*Report, error) {
 	for id := range cfg.Bodies {
 		if !ids[id] {
 			unknown = append(unknown, id)
+		}
+	}
+	bodies := map[string][]byte{}
+	for id, b := range cfg.Bodies {
+		bodies[id] = b
+	}
+	for id, f := range cfg.Fixtures {
+		if !ids[id] {
+			unknown = append(unknown, id)
+		} else if f.Body != nil {
+			bodies[id] = f.Body
+		}
+	}
+	cfg.Bodies, r.cfg.Bodies = bodies, bodies
+	for _, id := range sortedMapKeys(cfg.Bodies) {
+		if _, err := templated(cfg.Bodies[id]); err != nil {
+			return nil, fmt.Errorf("conformance: the body given for %s: %w", id, err)
 		}
 	}
 	if len(unknown) > 0 {

@@ -16,6 +16,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
@@ -64,6 +65,7 @@ type request struct {
 	ctype  string
 	keys   []string // values of the key header; none: no header
 	tenant string
+	notes  []string // what the evidence must say of how it was built (a generated id)
 }
 
 func (q request) withKeys(keys ...string) request {
@@ -171,20 +173,67 @@ func (e *Exchange) problemOf() (p problem, ok bool) {
 // absent or unreadable.
 func (e *Exchange) retryAfter() (time.Duration, bool) { return idemclient.ParseRetryAfter(e.resp) }
 
-// describe is a short account of the response for evidence lines.
+// describe is a short account of the response for evidence lines: the
+// status, the problem's reason, and for a refusal that is not one of the
+// contract's (a business rule's 409 or 422, a validation error) what the
+// service said, so that the plain-text report shows why.
 func (e *Exchange) describe() string {
 	if e.Status == 0 {
 		return "no response (" + e.Error + ")"
 	}
 	s := strconv.Itoa(e.Status)
-	if p, ok := e.problemOf(); ok {
+	p, isProblem := e.problemOf()
+	var why string
+	if e.Status >= 400 && !contractReasons[p.Reason] {
+		why = e.said(isProblem)
+	}
+	switch {
+	case isProblem && p.Reason != "":
 		s += " " + p.Reason
-		if p.Reason == "" {
-			s += " problem+json without a reason"
-		}
+	case isProblem && why == "":
+		s += " problem+json without a reason"
 	}
 	if e.replayed() {
 		s += " (Idempotent-Replayed: true)"
+	}
+	if why != "" {
+		s += ": " + why
+	}
+	return s
+}
+
+// contractReasons are the reasons of the idempotency contract's own
+// answers, which the checks expect and which need no more words.
+var contractReasons = map[string]bool{
+	idem.ReasonKeyRequired: true, idem.ReasonKeyMalformed: true, idem.ReasonConflict: true,
+	idem.ReasonInProgress: true,
+}
+
+// maxSaid bounds what describe quotes of a response body.
+const maxSaid = 300
+
+// said is what the response body says, on one line: a problem's detail
+// (else its title), or the body itself when it is text; "" for nothing
+// readable.
+func (e *Exchange) said(isProblem bool) string {
+	var s string
+	if isProblem {
+		var p struct{ Title, Detail string }
+		_ = json.Unmarshal(e.raw, &p)
+		s = p.Detail
+		if s == "" {
+			s = p.Title
+		}
+	} else if utf8.Valid(e.raw) {
+		s = string(e.raw)
+	}
+	s = strings.Join(strings.Fields(s), " ")
+	if len(s) > maxSaid {
+		s = s[:maxSaid]
+		for !utf8.ValidString(s) {
+			s = s[:len(s)-1]
+		}
+		s += "…"
 	}
 	return s
 }

@@ -38,7 +38,7 @@ func (p *opRun) probe(q request) *probe {
 		pq := request{method: http.MethodGet, path: q.path, query: url.Values{}, header: http.Header{}}
 		usable := true
 		for _, prm := range o.Params {
-			val, given := p.r.cfg.Params[prm.Name]
+			val, given := p.r.param(o.ID, prm.Name)
 			switch {
 			case prm.In == "path":
 				continue // the same path as the operation's

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/textproto"
 	"net/url"
+	"slices"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
@@ -323,7 +324,7 @@ func (p *opRun) validBody(q *Request) error {
 		body, q.Source = v, "a body generated from the request schema"
 	}
 	if mt == "multipart/form-data" {
-		b, ct, err := encodeMultipart(body, sr, media)
+		b, ct, err := encodeMultipart(body, sr, multipartMedia(o.Body))
 		if err != nil {
 			return err
 		}
@@ -351,32 +352,49 @@ func (p *opRun) malformed(body any) []Malformed {
 	return out
 }
 
-// encodeMultipart writes the members of an object body as parts: a binary
-// string as a file part, an object or array of objects as a JSON part
-// unless its encoding gives a style (bracket notation then), and scalars
-// and arrays of scalars as text parts.
-func encodeMultipart(body any, sr *openapi3.SchemaRef, media *openapi3.MediaType) ([]byte, string, error) {
+// multipartMedia is the model's multipart/form-data media type of a body:
+// which parts hold JSON and which a form, as the generated server decodes
+// them.
+func multipartMedia(b *generator.Body) *generator.BodyMedia {
+	for _, m := range b.Media {
+		if m.Decode == "AsMultipart" {
+			return m
+		}
+	}
+	return &generator.BodyMedia{}
+}
+
+// encodeMultipart writes the members of an object body as parts, as the
+// model says the server reads them (bm): a binary string as a file part, a
+// member of JSONParts as a JSON part (a list one part per item), a member
+// of FormParts as one application/x-www-form-urlencoded part in bracket
+// notation, others as text parts in bracket notation (a list whose name
+// ends in [], PHP's file[], as that name repeated).
+func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *generator.BodyMedia) ([]byte, string, error) {
 	m, ok := body.(map[string]any)
 	if !ok {
 		return nil, "", fmt.Errorf("a multipart/form-data body that is not an object")
 	}
 	var buf bytes.Buffer
 	w := multipart.NewWriter(&buf)
+	part := func(name, ctype string, content []byte) error {
+		h := textproto.MIMEHeader{}
+		h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"`, name))
+		h.Set("Content-Type", ctype)
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			return err
+		}
+		_, err = pw.Write(content)
+		return err
+	}
 	var add func(name string, v any, ps *openapi3.SchemaRef, jsonPart bool) error
 	add = func(name string, v any, ps *openapi3.SchemaRef, jsonPart bool) error {
 		switch c := v.(type) {
 		case map[string]any:
 			if jsonPart {
 				b, _ := json.Marshal(c)
-				h := textproto.MIMEHeader{}
-				h.Set("Content-Disposition", fmt.Sprintf(`form-data; name="%s"`, name))
-				h.Set("Content-Type", "application/json")
-				pw, err := w.CreatePart(h)
-				if err != nil {
-					return err
-				}
-				_, err = pw.Write(b)
-				return err
+				return part(name, "application/json", b)
 			}
 			for _, k := range sortedMapKeys(c) {
 				if err := add(name+"["+k+"]", c[k], child(ps, k, 0), false); err != nil {
@@ -387,7 +405,7 @@ func encodeMultipart(body any, sr *openapi3.SchemaRef, media *openapi3.MediaType
 		case []any:
 			for i, x := range c {
 				n := name
-				if !jsonPart {
+				if !jsonPart && !strings.HasSuffix(name, "[]") {
 					n = fmt.Sprintf("%s[%d]", name, i)
 				}
 				if err := add(n, x, child(ps, "0", 0), jsonPart); err != nil {
@@ -407,15 +425,14 @@ func encodeMultipart(body any, sr *openapi3.SchemaRef, media *openapi3.MediaType
 		return w.WriteField(name, scalarString(v))
 	}
 	for _, k := range sortedMapKeys(m) {
-		ps := child(sr, k, 0)
-		jsonPart := true
-		if e := media.Encoding[k]; e != nil && (e.Style != "" || e.Explode != nil) && e.ContentType == "" {
-			jsonPart = false
+		var err error
+		switch {
+		case slices.Contains(bm.FormParts, k):
+			err = part(k, "application/x-www-form-urlencoded", formEncode(m[k]))
+		default:
+			err = add(k, m[k], child(sr, k, 0), slices.Contains(bm.JSONParts, k))
 		}
-		if ps != nil && ps.Value != nil && typeOf(ps.Value) == openapi3.TypeArray && ps.Value.Items != nil && ps.Value.Items.Value != nil && typeOf(ps.Value.Items.Value) != openapi3.TypeObject {
-			jsonPart = false
-		}
-		if err := add(k, m[k], ps, jsonPart); err != nil {
+		if err != nil {
 			return nil, "", err
 		}
 	}

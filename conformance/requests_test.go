@@ -1,6 +1,11 @@
 package conformance
 
 import (
+	"bytes"
+	"fmt"
+	"io"
+	"mime"
+	"mime/multipart"
 	"strings"
 	"testing"
 )
@@ -79,5 +84,90 @@ paths:
 	if ct := up.Header.Get("Content-Type"); !strings.HasPrefix(ct, "multipart/form-data; boundary=") ||
 		!strings.Contains(string(up.Body), `name="file"; filename="conformance.bin"`) || !strings.Contains(string(up.Body), "dispute") {
 		t.Errorf("upload: %s\n%s", ct, up.Body)
+	}
+}
+
+// TestRequestsMultipartEncodings: a multipart part whose encoding says it
+// holds a form is one application/x-www-form-urlencoded part, as the
+// generated server reads it (generator.BodyMedia.FormParts), a JSON part
+// is JSON, and a list of files named file[] (PHP's way) is parts of that
+// very name; a bare schema name in a discriminator mapping names the member.
+func TestRequestsMultipartEncodings(t *testing.T) {
+	spec := `openapi: 3.0.3
+info: {title: t, version: "1"}
+components:
+  schemas:
+    Chat: {type: object, required: [type, chat_id], properties: {type: {type: string}, chat_id: {type: integer}}}
+    Other: {type: object, required: [type], properties: {type: {type: string}}}
+paths:
+  /scopes:
+    put:
+      operationId: scope
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              oneOf: [{$ref: '#/components/schemas/Chat'}, {$ref: '#/components/schemas/Other'}]
+              discriminator: {propertyName: type, mapping: {chat: Chat, other: Other}}
+      responses: {"200": {description: ok}}
+  /uploads:
+    put:
+      operationId: upload
+      requestBody:
+        required: true
+        content:
+          multipart/form-data:
+            schema:
+              type: object
+              required: ['file[]', meta, doc]
+              properties:
+                'file[]': {type: array, minItems: 2, items: {type: string, format: binary}}
+                meta: {type: object, required: [title], properties: {title: {type: string}}}
+                doc: {type: object, required: [n], properties: {n: {type: integer}}}
+            encoding:
+              meta: {contentType: application/x-www-form-urlencoded}
+      responses: {"200": {description: ok}}
+`
+	reqs, err := Requests("openapi.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, q := range reqs {
+		if q.Err != nil {
+			t.Fatalf("%s: %v", q.Operation, q.Err)
+		}
+		if q.Operation == "scope" && !strings.Contains(string(q.Body), `"type":"chat"`) {
+			t.Errorf("scope: %s, want the mapping's value chat", q.Body)
+		}
+		if q.Operation != "upload" {
+			continue
+		}
+		_, params, err := mime.ParseMediaType(q.Header.Get("Content-Type"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		mr := multipart.NewReader(bytes.NewReader(q.Body), params["boundary"])
+		var got []string
+		for {
+			p, err := mr.NextPart()
+			if err == io.EOF {
+				break
+			}
+			if err != nil {
+				t.Fatal(err)
+			}
+			b, _ := io.ReadAll(p)
+			got = append(got, fmt.Sprintf("%s %q %s %s", p.FormName(), p.FileName(), p.Header.Get("Content-Type"), b))
+		}
+		want := []string{
+			`doc "" application/json {"n":1}`,
+			`file[] "conformance.bin" application/octet-stream conformance`,
+			`file[] "conformance.bin" application/octet-stream conformance`,
+			`meta "" application/x-www-form-urlencoded title=conformance`,
+		}
+		if strings.Join(got, "\n") != strings.Join(want, "\n") {
+			t.Errorf("upload parts:\n%s\nwant:\n%s", strings.Join(got, "\n"), strings.Join(want, "\n"))
+		}
 	}
 }

@@ -17,10 +17,21 @@ import (
 )
 
 type runner struct {
-	cfg  Config
-	spec *generator.Spec
-	base string
-	ops  map[string]*opRun // prepared operations, by id (parents included)
+	cfg    Config
+	spec   *generator.Spec
+	base   string
+	ops    map[string]*opRun // prepared operations, by id (parents included)
+	bodies *bodies           // renders the placeholders of given bodies
+}
+
+// param is the value given for an operation's parameter: the operation's
+// fixture's, else Config.Params'.
+func (r *runner) param(op, name string) (string, bool) {
+	if v, ok := r.cfg.Fixtures[op].Params[name]; ok {
+		return v, true
+	}
+	v, ok := r.cfg.Params[name]
+	return v, ok
 }
 
 // opRun is one operation prepared for checking: its body and parameters.
@@ -33,6 +44,7 @@ type opRun struct {
 	isJSON bool
 	body   any    // the JSON body, decoded (numbers as json.Number)
 	raw    []byte // the body as sent on a first execution
+	tmpl   []byte // the given body when it holds placeholders: each fixture renders it anew
 	source string // where the body came from, for evidence
 	err    error  // why no request can be built
 }
@@ -60,6 +72,10 @@ func (r *runner) prepare(o *generator.Operation) *opRun {
 	}
 	if raw, ok := r.cfg.Bodies[o.ID]; ok {
 		p.raw, p.source = raw, "the body given for "+o.ID
+		if t, _ := templated(raw); t && r.bodies != nil {
+			p.tmpl, p.raw = raw, r.bodies.render(raw)
+			p.source = "the body template given for " + o.ID
+		}
 		if p.isJSON {
 			dec := json.NewDecoder(bytes.NewReader(raw))
 			dec.UseNumber()
@@ -96,6 +112,13 @@ func (p *opRun) encode(v any) []byte {
 		b, _ := json.Marshal(v)
 		return b
 	}
+	return formEncode(v)
+}
+
+// formEncode writes v as application/x-www-form-urlencoded in bracket
+// notation: members as name[member], items as name[0] (as name[] again
+// for a name that ends in []).
+func formEncode(v any) []byte {
 	form := url.Values{}
 	var add func(prefix string, v any)
 	add = func(prefix string, v any) {
@@ -110,7 +133,11 @@ func (p *opRun) encode(v any) []byte {
 			}
 		case []any:
 			for i, x := range c {
-				add(fmt.Sprintf("%s[%d]", prefix, i), x)
+				if strings.HasSuffix(prefix, "[]") { // PHP's tags[]: the name repeated
+					add(prefix, x)
+				} else {
+					add(fmt.Sprintf("%s[%d]", prefix, i), x)
+				}
 			}
 		default:
 			form.Add(prefix, scalarString(c))
@@ -223,26 +250,35 @@ func (p *opRun) fixture(ctx context.Context, depth int, tenant string) (q reques
 		return q, nil, fmt.Errorf("parent resources nest deeper than 4 levels")
 	}
 	q = request{method: p.o.Method, query: url.Values{}, header: http.Header{}, body: p.raw, ctype: p.ctype, tenant: tenant}
+	if p.tmpl != nil {
+		q.body = p.r.bodies.render(p.tmpl) // a new value per request; its retries repeat it
+	}
 	path := p.o.Path
 	for _, prm := range p.o.Params {
 		if prm.In == "header" && strings.EqualFold(prm.Name, p.keyHeader()) {
 			continue
 		}
-		val, given := p.r.cfg.Params[prm.Name]
+		val, given := p.r.param(p.o.ID, prm.Name)
 		switch {
 		case given:
 		case prm.In == "path":
-			v, ex, perr := p.parent(ctx, prm.Name, depth, tenant)
+			v, ex, creator, perr := p.parent(ctx, prm.Name, depth, tenant)
 			exs = append(exs, ex...)
 			if perr == nil {
 				val = v
 				break
+			}
+			if creator != nil {
+				// Never an invented id where the spec says how to make a
+				// real one: the checks that need it are skipped.
+				return q, exs, &prerequisiteError{fmt.Errorf("path parameter %q: %w; give it a value (-param %s=VALUE) or a body for %s", prm.Name, perr, prm.Name, creator.ID)}
 			}
 			gv, gerr := p.paramValue(prm)
 			if gerr != nil {
 				return q, exs, fmt.Errorf("path parameter %q: %w (give it a value)", prm.Name, perr)
 			}
 			val = gv
+			q.notes = append(q.notes, fmt.Sprintf("path parameter %s=%s is generated from its schema: %v", prm.Name, gv, perr))
 		case prm.Required:
 			if val, err = p.paramValue(prm); err != nil {
 				return q, exs, fmt.Errorf("%s: %w (give it a value)", prm.Where(), err)
@@ -289,11 +325,11 @@ func (p *opRun) paramValue(prm *generator.Param) (string, error) {
 // parent creates the resource a path parameter names through the POST on
 // the parent collection (POST /payments for /payments/{paymentId}/...),
 // and returns the new resource's id: the member named like the parameter,
-// or "id".
-func (p *opRun) parent(ctx context.Context, param string, depth int, tenant string) (string, []*Exchange, error) {
+// or "id". creator is that POST, nil when the spec has none.
+func (p *opRun) parent(ctx context.Context, param string, depth int, tenant string) (id string, exs []*Exchange, creator *generator.Operation, err error) {
 	i := strings.Index(p.o.Path, "/{"+param+"}")
 	if i < 0 {
-		return "", nil, fmt.Errorf("not in the path")
+		return "", nil, nil, fmt.Errorf("not in the path")
 	}
 	prefix := p.o.Path[:i]
 	var parentOp *generator.Operation
@@ -303,12 +339,12 @@ func (p *opRun) parent(ctx context.Context, param string, depth int, tenant stri
 		}
 	}
 	if parentOp == nil {
-		return "", nil, fmt.Errorf("no POST %s in the spec creates it", prefix)
+		return "", nil, nil, fmt.Errorf("no POST %s in the spec creates it", prefix)
 	}
 	pp := p.r.prepare(parentOp)
 	q, exs, err := pp.fixture(ctx, depth+1, tenant)
 	if err != nil {
-		return "", exs, fmt.Errorf("creating it with %s: %w", parentOp.ID, err)
+		return "", exs, parentOp, fmt.Errorf("creating it with %s: %w", parentOp.ID, err)
 	}
 	if pp.keyHeader() != "" {
 		q = q.withKeys(pp.newKey())
@@ -316,18 +352,18 @@ func (p *opRun) parent(ctx context.Context, param string, depth int, tenant stri
 	ex := p.r.send(ctx, pp.keyHeader(), q)
 	exs = append(exs, ex)
 	if ex.Status < 200 || ex.Status > 299 {
-		return "", exs, fmt.Errorf("creating it with %s answered %s", parentOp.ID, ex.describe())
+		return "", exs, parentOp, fmt.Errorf("creating it with %s answered %s", parentOp.ID, ex.describe())
 	}
 	var obj map[string]any
 	dec := json.NewDecoder(bytes.NewReader(ex.raw))
 	dec.UseNumber()
 	if err := dec.Decode(&obj); err != nil {
-		return "", exs, fmt.Errorf("%s answered a body that is not a JSON object", parentOp.ID)
+		return "", exs, parentOp, fmt.Errorf("%s answered a body that is not a JSON object", parentOp.ID)
 	}
 	for _, name := range []string{param, "id"} {
 		if v, ok := obj[name]; ok && v != nil {
-			return scalarString(v), exs, nil
+			return scalarString(v), exs, parentOp, nil
 		}
 	}
-	return "", exs, fmt.Errorf("%s's response has no member %q or \"id\"", parentOp.ID, param)
+	return "", exs, parentOp, fmt.Errorf("%s's response has no member %q or \"id\"", parentOp.ID, param)
 }

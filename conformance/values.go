@@ -112,7 +112,8 @@ func genMember(s *openapi3.Schema, m *openapi3.SchemaRef, n int, depth int) (any
 	}
 	sort.Strings(keys)
 	for _, k := range keys {
-		if ref := s.Discriminator.Mapping[k].Ref; ref != "" && strings.HasSuffix(m.Ref, ref) {
+		// A reference, or a bare schema name (the component of that name).
+		if ref := s.Discriminator.Mapping[k].Ref; ref != "" && (ref == m.Ref || m.Ref == "#/components/schemas/"+ref) {
 			name = k
 			break
 		}
@@ -520,7 +521,7 @@ func objects(v any, prefix string) []string {
 	return nil
 }
 
-func sortedMapKeys(m map[string]any) []string {
+func sortedMapKeys[V any](m map[string]V) []string {
 	keys := make([]string, 0, len(m))
 	for k := range m {
 		keys = append(keys, k)

@@ -6,6 +6,7 @@ import (
 	"os/exec"
 	"path/filepath"
 	"runtime"
+	"slices"
 	"testing"
 	"time"
 )
@@ -86,10 +87,12 @@ func goCommand(dir string, args ...string) *exec.Cmd {
 }
 
 // runGeneratedTests generates a server and its client from
-// testdata/<name>/openapi.yaml, adds testdata/<name>/<name>_test.go to the
-// generated package and runs its tests (-v) in a temporary module. Any
-// warning fails the test; so does the inner run. It returns the output.
-func runGeneratedTests(t *testing.T, name string) string {
+// testdata/<name>/openapi.yaml, adds testdata/<name>/<name>_test.go (and
+// the spec, as testdata/openapi.yaml) to the generated package and runs
+// its tests (-v) in a temporary module. A warning other than those of
+// warnings fails the test, and so does one of warnings missing; so does
+// the inner run. It returns the output.
+func runGeneratedTests(t *testing.T, name string, warnings ...string) string {
 	t.Helper()
 	if testing.Short() {
 		t.Skip("builds generated code; skipped with -short")
@@ -107,10 +110,19 @@ func runGeneratedTests(t *testing.T, name string) string {
 	if err != nil {
 		t.Fatal(err)
 	}
+	got := map[string]bool{}
 	for _, w := range warns {
-		t.Errorf("warning: %s", w)
+		got[w.String()] = true
+		if !slices.Contains(warnings, w.String()) {
+			t.Errorf("warning: %s", w)
+		}
 	}
-	files = append(files, File{Name: name + "_test.go", Content: test})
+	for _, w := range warnings {
+		if !got[w] {
+			t.Errorf("no warning %q", w)
+		}
+	}
+	files = append(files, File{Name: name + "_test.go", Content: test}, File{Name: "testdata/openapi.yaml", Content: spec})
 	out, err := goCommand(tempModule(t, files), "test", "-count=1", "-v", "./...").CombinedOutput()
 	if err != nil {
 		t.Fatalf("go test of the generated package: %v\n%s", err, out)

@@ -283,9 +283,6 @@ func clientTarget(cfg *Config, m *Model) (*Model, string) {
 	cm := *m
 	cm.Package = cfg.Client.Package
 	cm.Client.TypesImport = cfg.Client.TypesImport
-	c := *cfg
-	c.Output = cfg.Client.Output
-	cm.Source = sourcePath(&c)
 	name := filepath.Join(cfg.Client.Output, "client.gen.go")
 	if rel, err := filepath.Rel(cfg.Output, name); err == nil {
 		name = rel

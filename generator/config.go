@@ -58,6 +58,12 @@ type Config struct {
 	// SpecData, when set, is used instead of reading Spec from disk; Spec
 	// still names the document in messages and in the generated header.
 	SpecData []byte `yaml:"-"`
+
+	// Source names the spec in the generated files (their header, doc
+	// comments, NewHandler's messages). LoadConfig sets it to spec as the
+	// config file writes it; when empty it is Spec as given (an absolute
+	// Spec relative to the module of the output directory).
+	Source string `yaml:"-"`
 }
 
 // ValidationConfig turns request validation off where a service cannot
@@ -125,6 +131,9 @@ func LoadConfig(path string) (Config, error) {
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
+	if cfg.Spec != "" && !filepath.IsAbs(cfg.Spec) {
+		cfg.Source = filepath.ToSlash(filepath.Clean(cfg.Spec))
+	}
 	for _, p := range []*string{&cfg.Spec, &cfg.Output, &cfg.Templates, &cfg.Client.Output} {
 		if *p != "" && !filepath.IsAbs(*p) {
 			*p = filepath.Join(dir, *p)

@@ -148,16 +148,32 @@ func renderTemplates(cfg *Config, set *templateSet, m *Model) ([]File, error) {
 	return files, nil
 }
 
-// BasePath is set on the Model from the config.
+// sourcePath names the spec in generated headers, doc comments and
+// messages: Config.Source (the spec as a config file writes it), else the
+// spec's path as given; an absolute path is made relative to the module
+// that holds the output directory, so that no machine's paths end up in
+// generated files.
 func sourcePath(cfg *Config) string {
-	out, err1 := filepath.Abs(cfg.Output)
-	spec, err2 := filepath.Abs(cfg.Spec)
-	if err1 == nil && err2 == nil {
-		if rel, err := filepath.Rel(out, spec); err == nil {
-			return filepath.ToSlash(rel)
+	if cfg.Source != "" {
+		return filepath.ToSlash(cfg.Source)
+	}
+	if !filepath.IsAbs(cfg.Spec) {
+		return filepath.ToSlash(filepath.Clean(cfg.Spec))
+	}
+	if out, err := filepath.Abs(cfg.Output); err == nil {
+		for dir := out; ; dir = filepath.Dir(dir) {
+			if _, err := os.Stat(filepath.Join(dir, "go.mod")); err == nil {
+				if rel, err := filepath.Rel(dir, cfg.Spec); err == nil && !strings.HasPrefix(rel, "..") {
+					return filepath.ToSlash(rel)
+				}
+				break
+			}
+			if filepath.Dir(dir) == dir {
+				break
+			}
 		}
 	}
-	return filepath.ToSlash(cfg.Spec)
+	return filepath.Base(cfg.Spec)
 }
 
 // importer records the imports a template uses while it renders, and gives

@@ -5,6 +5,7 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 )
@@ -14,7 +15,7 @@ import (
 type Model struct {
 	Package  string  // Go package name
 	Version  string  // idemgen version in the file headers; "(devel)" when not a release
-	Source   string  // spec path relative to the output dir, slash-separated
+	Source   string  // the spec as the config names it, else as given (Config.Source), slash-separated
 	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	Types    []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
@@ -130,6 +131,24 @@ type Field struct {
 
 	baseType     GoType // the property's type before optionality
 	baseNullable bool
+}
+
+// TagName reports whether the field's JSON name can be the name of an
+// encoding/json struct tag: letters, digits and the punctuation
+// encoding/json accepts there, without the space go vet objects to, and
+// not "-". Other fields are tagged json:"-" and carried by the type's
+// MarshalJSON and UnmarshalJSON (idemimpl.AppendNamed, UnmarshalNamed),
+// so that the wire name is the spec's exactly.
+func (f *Field) TagName() bool {
+	if f.JSONName == "" || f.JSONName == "-" {
+		return false
+	}
+	for _, r := range f.JSONName {
+		if !unicode.IsLetter(r) && !unicode.IsDigit(r) && !strings.ContainsRune("!#$%&()*+-./:;<=>?@[]^_{|}~", r) {
+			return false
+		}
+	}
+	return true
 }
 
 // Default is a schema's default value.
@@ -256,10 +275,13 @@ type Operation struct {
 	Deprecated bool
 	Idempotent bool
 	Policy     Policy // resolved; SchemaVersion is never "auto" here
-	Params     []*Param
-	Body       *Body // nil: no request body
-	Responses  []*Response
-	Location   string // JSON pointer, e.g. #/paths/~1payments/post
+	// Limits bound the decoding of the request (x-request-limits); nil
+	// when they are idemimpl's defaults.
+	Limits    *RequestLimits
+	Params    []*Param
+	Body      *Body // nil: no request body
+	Responses []*Response
+	Location  string // JSON pointer, e.g. #/paths/~1payments/post
 	// Security lists the alternatives of the operation's security
 	// requirements (its own, else the document's); nil when it requires
 	// none. Checked before the idempotency engine runs.
@@ -287,6 +309,7 @@ func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Reques
 func (o *Operation) OpVar() string        { return "op" + o.GoName }
 func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
 func (o *Operation) BodyVar() string      { return "body" + o.GoName }
+func (o *Operation) LimitsVar() string    { return "limits" + o.GoName }
 func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
@@ -391,6 +414,8 @@ type builder struct {
 	rootExclUsed map[string]bool
 	// rootProblems are the policy objections reported at the root.
 	rootProblems map[string]bool
+	// rootLimits is the document's x-request-limits.
+	rootLimits limitsPatch
 
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idem.File).
@@ -455,6 +480,11 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		}
 	}
 
+	if v, ok := doc.Extensions[limitsExt]; ok {
+		b.rootLimits = parseLimits(v, file+": ", errs)
+		b.checkLimits(b.rootLimits.apply(defaultLimits()), b.rootLimits, file+": ")
+	}
+
 	m := &Model{Package: cfg.Package, Source: source}
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
@@ -503,6 +533,10 @@ func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 	return t
 }
 
+// warnf adds a warning at where: a location or a phrase ("operation
+// \"x\""), which may already start with the spec file's name (the "where"
+// prefix of error messages): the file is named once.
 func (b *builder) warnf(where, format string, args ...any) {
+	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
 	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
 }

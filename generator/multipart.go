@@ -42,10 +42,38 @@ func (b *builder) jsonParts(media *openapi3.MediaType) []string {
 	return out
 }
 
+// formParts lists the properties of a multipart/form-data body whose
+// encoding contentType is application/x-www-form-urlencoded: the part
+// holds a form of the property's members (idemimpl.Media.FormParts).
+func formParts(media *openapi3.MediaType) []string {
+	if media == nil || media.Schema == nil || media.Schema.Value == nil {
+		return nil
+	}
+	var out []string
+	for _, name := range sortedKeys(media.Schema.Value.Properties) {
+		if e := media.Encoding[name]; e != nil && contentTypeForm(e.ContentType) {
+			out = append(out, name)
+		}
+	}
+	return out
+}
+
+// contentTypeForm reports whether an encoding's contentType (a list of
+// media types) is application/x-www-form-urlencoded.
+func contentTypeForm(list string) bool {
+	for _, ct := range strings.Split(list, ",") {
+		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
+		if err == nil && mt == "application/x-www-form-urlencoded" {
+			return true
+		}
+	}
+	return false
+}
+
 func contentTypeJSON(list string) bool {
 	for _, ct := range strings.Split(list, ",") {
 		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
-		if err == nil && (mt == "application/json" || strings.HasSuffix(mt, "+json")) {
+		if err == nil && jsonMediaType(mt) {
 			return true
 		}
 	}

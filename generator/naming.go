@@ -32,7 +32,12 @@ func isAlnum(r rune) bool { return unicode.IsLetter(r) || unicode.IsDigit(r) }
 // splitWords splits an OpenAPI name into words at non-alphanumerics and at
 // lower-to-upper case changes ("createPayment", "payment_id", "X-Request-ID"),
 // spelling out the symbols that symbolWords describes.
-func splitWords(s string) []string {
+func splitWords(s string) []string { return splitWordsSigns(s, false) }
+
+// splitWordsSigns is splitWords; with signs, a + or - before a digit is
+// spelled out after a letter too ("Etc/GMT+1" -> Etc GMT Plus 1), where
+// splitWords takes it for a separator ("utf-8", "GMT-1").
+func splitWordsSigns(s string, signs bool) []string {
 	rs := []rune(s)
 	alnum := false
 	for _, r := range rs {
@@ -63,7 +68,7 @@ func splitWords(s string) []string {
 	for i, r := range rs {
 		if !isAlnum(r) {
 			flush()
-			atStart := i == 0 || !isAlnum(rs[i-1])
+			atStart := i == 0 || !isAlnum(rs[i-1]) || signs && unicode.IsLetter(rs[i-1])
 			sign := (r == '+' || r == '-') && atStart && i+1 < len(rs) && unicode.IsDigit(rs[i+1])
 			leading := i == 0 && r != '_' && r != '/' && r != ' '
 			if sign || (leading && symbolWords[r] != "") {
@@ -86,12 +91,15 @@ func splitWords(s string) []string {
 
 // goName turns an OpenAPI name into an exported Go identifier: "+1" ->
 // Plus1, "-created" -> MinusCreated, "/" -> Root, "" -> Empty.
-func goName(s string) string {
+func goName(s string) string { return goNameSigns(s, false) }
+
+// goNameSigns is goName, with the signs of splitWordsSigns spelled out.
+func goNameSigns(s string, signs bool) string {
 	if s == "" {
 		return "Empty"
 	}
 	var b strings.Builder
-	for _, w := range splitWords(s) {
+	for _, w := range splitWordsSigns(s, signs) {
 		if in, ok := initialisms[strings.ToLower(w)]; ok {
 			b.WriteString(in)
 			continue
@@ -187,10 +195,14 @@ func closeness(name, want string) int {
 // Ranks of claimants within a level: lower keeps a contested name.
 const (
 	rankRenamed   = -1 // set by the config
-	rankOperation = 0  // operation and webhook names and the types named after them
+	rankOperation = 0  // operation and webhook names
 	rankComponent = 1  // #/components/schemas and properties
-	rankInline    = 2  // types of inline schemas, generated fields
-	rankConstant  = 3  // enum constants
+	// rankDerived: the names idemgen invents after an operation or a
+	// webhook (XRequest, XResponse, X201Response, SendX): a user's schema
+	// of the same name keeps it, the invented one gets a number.
+	rankDerived  = 2
+	rankInline   = 3 // types of inline schemas, generated fields
+	rankConstant = 4 // enum constants
 )
 
 // namer collects identifiers while the model is built and resolves them.
@@ -287,9 +299,10 @@ func (n *namer) fixed(sc *scope, dst *string, name, loc, what string, rank, exac
 
 // typeIdent declares the package-level name of a type that is not named
 // after another identifier (a component schema). It resolves one level
-// after the operations' names, so that a schema named like an operation's
-// request or response type yields to it: the Server interface keeps its
-// shape (X, XRequest, XResponse) whatever the schemas are called.
+// after the operations' names, on the level of the types named after them
+// (XRequest, XResponse), which rank after it: a schema the user named
+// CreateOrderRequest keeps its name, and the operation's request type is
+// numbered (a warning names the operation to rename).
 func (n *namer) typeIdent(dst *string, name, loc string, rank, exact int) *ident {
 	id := n.fixed(n.pkg, dst, name, loc, "schema", rank, exact, false)
 	id.level, id.floor = 1, 1

@@ -89,7 +89,8 @@ func TestClashes(t *testing.T) {
 	src := allSource(files)
 	for _, want := range []string{
 		"type Order struct", "type Order2 struct", // #/components/schemas/order
-		"type CreateOrderRequest struct", "type CreateOrderRequest2 struct", // the operation keeps its request type
+		"type CreateOrderRequest struct", "type CreateOrderRequest2 struct", // the schema keeps its name
+		"CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest2) (CreateOrderResponse, error)",
 		"Plus1 *int64 `json:\"+1,omitzero\"`", "Minus1 *int64 `json:\"-1,omitzero\"`",
 		"Add *string `json:\"Add,omitzero\"`", "Add2 *string `json:\"add,omitzero\"`",
 		`OrderReactionPlus1 OrderReaction = "+1"`, `OrderReactionMinus1 OrderReaction = "-1"`,
@@ -112,7 +113,7 @@ func TestClashes(t *testing.T) {
 	}
 	for _, want := range []string{
 		`openapi.yaml: Go identifier Order (package) is generated for both schema #/components/schemas/Order and schema #/components/schemas/order; the latter is named Order2 (set rename "#/components/schemas/order" in the config to choose another name)`,
-		`Go identifier CreateOrderRequest (package) is generated for both operation "createOrder" (POST /orders/{id}) #/paths/~1orders~1{id}/post and schema #/components/schemas/createOrderRequest; the latter is named CreateOrderRequest2`,
+		`Go identifier CreateOrderRequest (package) is generated for both schema #/components/schemas/createOrderRequest and operation "createOrder" (POST /orders/{id}) #/paths/~1orders~1{id}/post; the latter is named CreateOrderRequest2 (set rename "#/paths/~1orders~1{id}/post"`,
 		`Go identifier Add (fields of #/components/schemas/Order) is generated for both property #/components/schemas/Order/properties/Add and property #/components/schemas/Order/properties/add; the latter is named Add2`,
 		`Go identifier OrderReactionStar (package) is generated for both enum value #/components/schemas/Order/properties/reaction/enum/6 and enum value #/components/schemas/Order/properties/reaction/enum/5; the latter is named OrderReactionStar2`,
 		`Go identifier GetOrder (methods of Server) is generated for both operation #/paths/~1orders/get and operation #/paths/~1orders~1{id}/get; the latter is named GetOrder2`,

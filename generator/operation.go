@@ -46,8 +46,8 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	want := goName(id)
 	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
 	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
-	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankOperation, false)
-	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankOperation, false)
+	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankDerived, false)
+	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankDerived, false)
 	o.requestFields = b.names.scope("fields of the request of "+what, "Body")
 
 	// Responses first: replayStatuses are checked against them.
@@ -104,6 +104,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 
 	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
 	b.body(o, op, where)
@@ -141,7 +142,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.Code = c
 		}
 		rloc := o.Location + "/responses/" + pointerEscape(status)
-		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankOperation, false)
+		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
@@ -207,7 +208,7 @@ func statusOrder(s string) string {
 
 func isJSON(mt string) bool {
 	mt = strings.ToLower(mt)
-	return mt == "application/json" || strings.HasSuffix(mt, "+json") || mt == "*/*" || mt == "application/*"
+	return jsonMediaType(mt) || mt == "*/*" || mt == "application/*"
 }
 
 // pickMedia chooses the media type a generated handler speaks: JSON when

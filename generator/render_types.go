@@ -3,6 +3,7 @@ package generator
 import (
 	"fmt"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/dave/jennifer/jen"
@@ -135,17 +136,25 @@ func sharedWith(t *Type) string {
 }
 
 // renderStruct emits a struct, and JSON methods when it has required
-// members or keeps additional properties.
+// members, keeps additional properties, or has members whose names a json
+// tag cannot carry (Field.TagName).
 func renderStruct(f *jen.File, t *Type) {
+	var named []*Field
 	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
 		for _, fl := range t.Fields {
 			tag := fl.JSONName
 			if !fl.Required || fl.WriteOnly {
 				tag += ",omitzero"
 			}
+			doc := fl.Doc
+			if !fl.TagName() {
+				named = append(named, fl)
+				tag = "-"
+				doc = strings.TrimSpace(fmt.Sprintf("member %s (MarshalJSON and UnmarshalJSON carry it: a json tag cannot name it). %s", strconv.Quote(fl.JSONName), doc))
+			}
 			c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(map[string]string{"json": tag})
-			if fl.Doc != "" {
-				c.Comment(fl.Doc)
+			if doc != "" {
+				c.Comment(doc)
 			}
 		}
 		if ap := t.AdditionalProperties; ap != nil {
@@ -154,19 +163,44 @@ func renderStruct(f *jen.File, t *Type) {
 	})
 	req := t.Required()
 	ap := t.AdditionalProperties
-	if len(req) == 0 && ap == nil {
+	if len(req) == 0 && ap == nil && len(named) == 0 {
 		return
 	}
 	var declared []jen.Code
 	for _, fl := range t.Fields {
 		declared = append(declared, jen.Lit(fl.JSONName))
 	}
-	if ap != nil {
-		f.Comment("MarshalJSON encodes v with the members of " + ap.Name + " beside the declared ones.")
-		f.Func().Params(jen.Id("v").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(
-			jen.Type().Id("plain").Id(t.Name),
-			jen.Return(jen.Qual(implPkg, "MarshalAdditional").Call(append([]jen.Code{jen.Id("plain").Call(jen.Id("v")), jen.Id("v").Dot(ap.Name)}, declared...)...)),
-		)
+	namedList := func(value func(fl *Field) jen.Code) []jen.Code {
+		var out []jen.Code
+		for _, fl := range named {
+			d := jen.Dict{jen.Id("Name"): jen.Lit(fl.JSONName), jen.Id("Value"): value(fl)}
+			if !fl.Required || fl.WriteOnly {
+				d[jen.Id("OmitZero")] = jen.True()
+			}
+			out = append(out, jen.Qual(implPkg, "Named").Values(d))
+		}
+		return out
+	}
+	if ap != nil || len(named) > 0 {
+		var enc *jen.Statement
+		var what []string
+		if ap != nil {
+			enc = jen.Qual(implPkg, "MarshalAdditional").Call(append([]jen.Code{jen.Id("plain").Call(jen.Id("v")), jen.Id("v").Dot(ap.Name)}, declared...)...)
+			what = append(what, "with the members of "+ap.Name+" beside the declared ones")
+		} else {
+			enc = jen.Qual("encoding/json", "Marshal").Call(jen.Id("plain").Call(jen.Id("v")))
+		}
+		body := []jen.Code{jen.Type().Id("plain").Id(t.Name)}
+		if len(named) > 0 {
+			what = append(what, "with the members whose names a json tag cannot carry")
+			body = append(body,
+				jen.List(jen.Id("b"), jen.Err()).Op(":=").Add(enc),
+				jen.Return(jen.Qual(implPkg, "AppendNamed").Call(append([]jen.Code{jen.Id("b"), jen.Err()}, namedList(func(fl *Field) jen.Code { return jen.Id("v").Dot(fl.Name) })...)...)))
+		} else {
+			body = append(body, jen.Return(enc))
+		}
+		f.Comment("MarshalJSON encodes v " + strings.Join(what, " and ") + ".")
+		f.Func().Params(jen.Id("v").Id(t.Name)).Id("MarshalJSON").Params().Params(jen.Index().Byte(), jen.Error()).Block(body...)
 	}
 	var what []string
 	if len(req) > 0 {
@@ -175,8 +209,11 @@ func renderStruct(f *jen.File, t *Type) {
 	if ap != nil {
 		what = append(what, "keeps undeclared members in "+ap.Name)
 	}
+	if len(named) > 0 {
+		what = append(what, "decodes the members whose names a json tag cannot carry")
+	}
 	f.Comment("UnmarshalJSON " + strings.Join(what, " and ") + ".")
-	if ap == nil {
+	if ap == nil && len(named) == 0 {
 		args := []jen.Code{jen.Id("b"), jen.Parens(jen.Op("*").Id("plain")).Call(jen.Id("v"))}
 		for _, r := range req {
 			args = append(args, jen.Lit(r))
@@ -198,7 +235,17 @@ func renderStruct(f *jen.File, t *Type) {
 		}
 		body = append(body, jen.If(jen.Err().Op(":=").Qual(implPkg, "CheckRequired").Call(args...), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
 	}
-	body = append(body, jen.Return(jen.Qual(implPkg, "UnmarshalAdditional").Call(append([]jen.Code{jen.Id("b"), jen.Op("&").Id("v").Dot(ap.Name)}, declared...)...)))
+	if len(named) > 0 {
+		call := jen.Qual(implPkg, "UnmarshalNamed").Call(append([]jen.Code{jen.Id("b")}, namedList(func(fl *Field) jen.Code { return jen.Op("&").Id("v").Dot(fl.Name) })...)...)
+		if ap == nil {
+			body = append(body, jen.Return(call))
+		} else {
+			body = append(body, jen.If(jen.Err().Op(":=").Add(call), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
+		}
+	}
+	if ap != nil {
+		body = append(body, jen.Return(jen.Qual(implPkg, "UnmarshalAdditional").Call(append([]jen.Code{jen.Id("b"), jen.Op("&").Id("v").Dot(ap.Name)}, declared...)...)))
+	}
 	f.Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(body...)
 }
 

@@ -279,12 +279,6 @@ func (t *reqTable) mapping(s *openapi3.Schema, loc string, noValidate bool) stri
 	if len(members) == 0 {
 		members = s.AnyOf
 	}
-	byRef := map[string]*openapi3.SchemaRef{}
-	for _, m := range members {
-		if m.Ref != "" {
-			byRef[m.Ref] = m
-		}
-	}
 	type entry struct {
 		value string
 		idx   int
@@ -292,17 +286,12 @@ func (t *reqTable) mapping(s *openapi3.Schema, loc string, noValidate bool) stri
 	var es []entry
 	seen := map[string]bool{}
 	for _, v := range sortedKeys(s.Discriminator.Mapping) {
-		ref := s.Discriminator.Mapping[v].Ref
-		m := byRef[ref]
-		if m == nil {
-			if !strings.Contains(ref, "/") {
-				m = byRef["#/components/schemas/"+ref]
-			}
-			if m == nil {
-				t.b.warnf(loc, "discriminator mapping %q: %s is not one of the schema's members; the value is refused", v, ref)
-				continue
-			}
+		target := s.Discriminator.Mapping[v]
+		i := mappingMember(members, target.Ref, target.Value)
+		if i < 0 || members[i].Ref == "" {
+			continue // declareUnion warns
 		}
+		m := members[i]
 		es = append(es, entry{v, t.index(m, m.Ref, noValidate)})
 		seen[m.Ref] = true
 	}

@@ -55,6 +55,12 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 	noValidate := b.req.skipOperation(o.ID)
 	for _, k := range order {
 		p := merged[k]
+		if p.In == "path" && !slices.Contains(o.PathParams, muxWildcard(p.Name)) {
+			// No request can carry it: as a required parameter it would
+			// refuse every request. A spec one cannot edit still generates.
+			b.warnf(where, "path parameter %q is not in the path %s: it is ignored (no request field)", p.Name, o.Path)
+			continue
+		}
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
 		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
 		want := goName(p.Name)
@@ -135,6 +141,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 	}
 	noValidate := b.req.skipOperation(o.ID)
 	body := &Body{Required: rb.Required}
+	var firstSchema *openapi3.SchemaRef // the preferred media type's
 	keys := sortedKeys(rb.Content)
 	sort.SliceStable(keys, func(i, j int) bool { return mediaRank(keys[i]) < mediaRank(keys[j]) })
 	for _, mt := range keys {
@@ -144,6 +151,9 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 		var sr *openapi3.SchemaRef
 		if media != nil {
 			sr = media.Schema
+		}
+		if firstSchema == nil {
+			firstSchema = sr
 		}
 		if dec == "AsBytes" && isBinarySchema(sr) {
 			dec = "AsBinary"
@@ -164,7 +174,11 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 		if body.Media == nil {
 			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
 		} else if !sameType(gt, body.Type) {
-			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): its schema is not the one of %s, which types the body", mt, body.MediaType)
+			why := fmt.Sprintf("its schema is not the one of %s, which types the body", body.MediaType)
+			if sr != nil && firstSchema != nil && sr.Value == firstSchema.Value {
+				why = fmt.Sprintf("it has the schema of %s, but idemgen reads %s as %s, not as %s", body.MediaType, mt, decodedAs(dec), decodedAs(body.Media[0].Decode))
+			}
+			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): %s", mt, why)
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}
@@ -178,6 +192,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			}
 			if dec == "AsMultipart" {
 				m.JSONParts = b.jsonParts(media)
+				m.FormParts = formParts(media)
 			}
 		}
 		body.Media = append(body.Media, m)
@@ -194,7 +209,7 @@ func decoding(mt string) string {
 	switch {
 	case mt == "application/merge-patch+json":
 		return "AsMergePatch"
-	case mt == "application/json" || strings.HasSuffix(mt, "+json"):
+	case jsonMediaType(mt):
 		return "AsJSON"
 	case mt == "application/x-www-form-urlencoded":
 		return "AsForm"
@@ -206,6 +221,14 @@ func decoding(mt string) string {
 	return "AsBytes"
 }
 
+// jsonMediaType reports whether a media type (lower case, without
+// parameters) is JSON: application/json, a structured syntax suffix +json,
+// and the text/json and application/x-json that older APIs declare.
+func jsonMediaType(mt string) bool {
+	_, sub, _ := strings.Cut(mt, "/")
+	return sub == "json" || sub == "x-json" || strings.HasSuffix(sub, "+json")
+}
+
 // isBinarySchema reports whether a body's schema declares binary content
 // (type: string, format: binary), which is read as a stream.
 func isBinarySchema(sr *openapi3.SchemaRef) bool {
@@ -214,6 +237,21 @@ func isBinarySchema(sr *openapi3.SchemaRef) bool {
 	}
 	types, _ := typesOf(sr.Value)
 	return sr.Value.Format == "binary" && (len(types) == 0 || len(types) == 1 && types[0] == openapi3.TypeString)
+}
+
+// decodedAs says in words how a body of decoding dec is read.
+func decodedAs(dec string) string {
+	switch dec {
+	case "AsJSON", "AsMergePatch":
+		return "JSON"
+	case "AsForm":
+		return "a form"
+	case "AsMultipart":
+		return "multipart/form-data"
+	case "AsBinary":
+		return "a binary stream"
+	}
+	return "raw bytes"
 }
 
 // mediaRank orders request media types: JSON, then forms, then the rest.
@@ -304,6 +342,7 @@ type BodyMedia struct {
 	Schema     int      // index in the request schema table
 	Unexploded []string // form members with explode: false
 	JSONParts  []string // multipart members whose parts hold JSON
+	FormParts  []string // multipart members whose part holds a form
 }
 
 // Literal renders the media type as an idemimpl.Media literal.
@@ -319,12 +358,17 @@ func (m *BodyMedia) Literal() string {
 		}
 		s += ", Unexploded: []string{" + strings.Join(q, ", ") + "}"
 	}
-	if len(m.JSONParts) > 0 {
-		q := make([]string, len(m.JSONParts))
-		for i, u := range m.JSONParts {
-			q[i] = strconv.Quote(u)
+	for _, l := range []struct {
+		field string
+		names []string
+	}{{"JSONParts", m.JSONParts}, {"FormParts", m.FormParts}} {
+		if len(l.names) > 0 {
+			q := make([]string, len(l.names))
+			for i, u := range l.names {
+				q[i] = strconv.Quote(u)
+			}
+			s += ", " + l.field + ": []string{" + strings.Join(q, ", ") + "}"
 		}
-		s += ", JSONParts: []string{" + strings.Join(q, ", ") + "}"
 	}
 	return s + "}"
 }

@@ -307,33 +307,10 @@ func (b *builder) checkRoutes(ops []*Operation) {
 	}
 	// Merge routes ServeMux would refuse together until none are left; a
 	// merged pattern is wider and may meet another.
+	// Also merged: a route whose operation some path would reach through
+	// another, more specific route (see shadows).
 	for merged := true; merged; {
-		merged = false
-		byLen := map[string][]*route{}
-		for _, rt := range routes {
-			k := rt.g.Method + " " + strconv.Itoa(len(rt.shape))
-			byLen[k] = append(byLen[k], rt)
-		}
-		var kept []*route
-		gone, done := map[*route]bool{}, map[*route]bool{}
-		for _, rt := range routes {
-			if gone[rt] {
-				continue
-			}
-			for _, other := range byLen[rt.g.Method+" "+strconv.Itoa(len(rt.shape))] {
-				// One kept already is met on the next pass, from its side.
-				if other == rt || gone[other] || done[other] || !rt.shape.conflicts(other.shape) {
-					continue
-				}
-				rt.shape = rt.shape.merge(other.shape)
-				rt.g.Ops = append(rt.g.Ops, other.g.Ops...)
-				gone[other] = true
-				merged = true
-			}
-			kept = append(kept, rt)
-			done[rt] = true
-		}
-		routes = kept
+		routes, merged = mergeRoutes(routes, shadows)
 	}
 	for _, rt := range routes {
 		for _, o := range rt.g.Ops {
@@ -341,6 +318,117 @@ func (b *builder) checkRoutes(ops []*Operation) {
 		}
 		b.nameRoute(rt.g, rt.shape)
 	}
+}
+
+// mergeRoutes merges, in one pass, every route into the first one it must
+// join (must is symmetric); merged reports whether any did.
+func mergeRoutes(routes []*route, must func(a, b *route) bool) (out []*route, merged bool) {
+	byLen := map[string][]*route{}
+	for _, rt := range routes {
+		k := rt.g.Method + " " + strconv.Itoa(len(rt.shape))
+		byLen[k] = append(byLen[k], rt)
+	}
+	gone, done := map[*route]bool{}, map[*route]bool{}
+	for _, rt := range routes {
+		if gone[rt] {
+			continue
+		}
+		for _, other := range byLen[rt.g.Method+" "+strconv.Itoa(len(rt.shape))] {
+			// One kept already is met on the next pass, from its side.
+			if other == rt || gone[other] || done[other] || !must(rt, other) {
+				continue
+			}
+			rt.shape = rt.shape.merge(other.shape)
+			rt.g.Ops = append(rt.g.Ops, other.g.Ops...)
+			gone[other] = true
+			merged = true
+		}
+		out = append(out, rt)
+		done[rt] = true
+	}
+	return out, merged
+}
+
+// shadows reports whether routes a and b (of one method and length) must be
+// one route: ServeMux refuses their patterns together, or for every path to reach the operation that comes first for it
+// (before: the path template with a literal in the first segment where they
+// differ). ServeMux sends a path both patterns match to the more specific
+// pattern, so an operation of one route and an operation of the other that
+// some path matches must be ordered as their routes are: the operation
+// covered by the other (more literal) in the route whose pattern the other
+// route's covers. Operations that overlap with neither covering the other
+// (/x/{a}/d beside /x/b/{y}, of a route merged to /x/{}/{}) must share a
+// route, where the dispatcher tries them in order.
+func shadows(a, b *route) bool {
+	if a.shape.conflicts(b.shape) {
+		return true
+	}
+	aInB, bInA := a.shape.coveredBy(b.shape), b.shape.coveredBy(a.shape)
+	if !a.shape.overlaps(b.shape) {
+		return false
+	}
+	// The narrower route answers 404 for a path its operations do not
+	// match; an operation of the wider route that the path matches would
+	// never see it.
+	if aInB && a.fallsThrough() && b.reaches(a.shape) || bInA && b.fallsThrough() && a.reaches(b.shape) {
+		return true
+	}
+	for _, x := range a.g.Ops {
+		sx := shapeOf(x)
+		for _, y := range b.g.Ops {
+			sy := shapeOf(y)
+			if !sx.overlaps(sy) {
+				continue
+			}
+			xInY, yInX := sx.coveredBy(sy), sy.coveredBy(sx)
+			switch {
+			case xInY && yInX: // the same pattern: one route already
+			case xInY && !(aInB && !bInA): // x first, a must be the narrower route
+				return true
+			case yInX && !(bInA && !aInB):
+				return true
+			case !xInY && !yInX:
+				return true
+			}
+		}
+	}
+	return false
+}
+
+// fallsThrough reports whether some path that the route's pattern matches
+// matches none of its operations: no operation has the pattern's shape
+// with whole-segment parameters.
+func (r *route) fallsThrough() bool {
+	for _, o := range r.g.Ops {
+		whole := true
+		for _, s := range o.segs {
+			whole = whole && (len(s.params) == 0 || s.wholeParam())
+		}
+		if whole && slices.Equal(shapeOf(o), r.shape) {
+			return false
+		}
+	}
+	return true
+}
+
+// reaches reports whether some operation of r matches a path of shape sh.
+func (r *route) reaches(sh shape) bool {
+	for _, o := range r.g.Ops {
+		if shapeOf(o).overlaps(sh) {
+			return true
+		}
+	}
+	return false
+}
+
+// overlaps reports whether some path matches both a and b (of one length).
+func (a shape) overlaps(b shape) bool {
+	for i := range a {
+		if !a[i].wild && !b[i].wild && a[i].lit != b[i].lit {
+			return false
+		}
+	}
+	return true
 }
 
 // nameRoute chooses the wildcard of every segment of g's pattern sh and the

@@ -522,9 +522,10 @@ func (b *builder) declare(t *Type) {
 		for i, v := range vals {
 			t.Enum[i].Value = v
 		}
+		suffixes := enumSuffixes(vals)
 		for i := range t.Enum {
-			id := b.names.derived(b.names.pkg, &t.Enum[i].Name, t.ident, enumSuffix(vals[i]), enumLoc(s, vals[i], loc), "enum value", rankConstant, true)
-			id.exact = closeness(vals[i], enumSuffix(vals[i]))
+			id := b.names.derived(b.names.pkg, &t.Enum[i].Name, t.ident, suffixes[i], enumLoc(s, vals[i], loc), "enum value", rankConstant, true)
+			id.exact = closeness(vals[i], suffixes[i])
 		}
 		return
 	}
@@ -591,22 +592,40 @@ func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) 
 	tagged := map[int]bool{}
 	for _, value := range sortedKeys(d.Mapping) {
 		target := d.Mapping[value]
-		found := false
-		for i, m := range members {
-			if m != nil && (m.Ref != "" && m.Ref == target.Ref || target.Value != nil && m.Value == target.Value) {
-				t.Variants[i].Tags = append(t.Variants[i].Tags, value)
-				tagged[i], found = true, true
-			}
-		}
-		if !found {
+		i := mappingMember(members, target.Ref, target.Value)
+		if i < 0 {
 			b.warnf(loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
+			continue
 		}
+		t.Variants[i].Tags = append(t.Variants[i].Tags, value)
+		tagged[i] = true
 	}
 	for i, m := range members {
 		if !tagged[i] && m != nil && m.Ref != "" {
 			t.Variants[i].Tags = append(t.Variants[i].Tags, m.Ref[strings.LastIndexAny(m.Ref, "/#")+1:])
 		}
 	}
+}
+
+// mappingMember returns the index of the union member a discriminator
+// mapping value names, -1 for none. OpenAPI allows a reference
+// ("#/components/schemas/Dog") or a bare schema name ("Dog"), which names
+// the component of that name (kin-openapi leaves it unresolved).
+func mappingMember(members openapi3.SchemaRefs, ref string, value *openapi3.Schema) int {
+	for i, m := range members {
+		if m != nil && (m.Ref != "" && m.Ref == ref || value != nil && m.Value == value) {
+			return i
+		}
+	}
+	if ref == "" || strings.ContainsAny(ref, "/#") {
+		return -1
+	}
+	for i, m := range members {
+		if m != nil && m.Ref == "#/components/schemas/"+ref {
+			return i
+		}
+	}
+	return -1
 }
 
 // jsonKinds lists the JSON types a schema accepts; nil for any.
@@ -863,8 +882,27 @@ func reachesWriteOnly(t GoType) bool {
 	return false
 }
 
-func enumSuffix(v string) string {
-	n := goName(v)
+// enumSuffixes names the constants of an enum's values: enumSuffix, but
+// values that would share a name and differ in a sign before a digit
+// (Etc/GMT+1 and Etc/GMT-1) spell their signs (EtcGMTPlus1, EtcGMTMinus1)
+// rather than being numbered.
+func enumSuffixes(vals []string) []string {
+	out := make([]string, len(vals))
+	count := map[string]int{}
+	for i, v := range vals {
+		out[i] = enumSuffix(v, false)
+		count[out[i]]++
+	}
+	for i, v := range vals {
+		if count[out[i]] > 1 {
+			out[i] = enumSuffix(v, true)
+		}
+	}
+	return out
+}
+
+func enumSuffix(v string, signs bool) string {
+	n := goNameSigns(v, signs)
 	if strings.HasPrefix(n, "X") && !strings.HasPrefix(strings.ToUpper(v), "X") {
 		return n[1:] // a value starting with a digit: Status200 rather than StatusX200
 	}

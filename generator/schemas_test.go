@@ -11,6 +11,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 func schemaProps(t *testing.T, file string, path ...string) []string {
@@ -61,6 +62,38 @@ func TestJSONSchemas(t *testing.T) {
 	}
 	if len(got) != 14 {
 		t.Errorf("x-idempotent.schema.json has %d fields, want the 14 of docs/x-idempotent.md", len(got))
+	}
+}
+
+// TestLimitRulesAgree: the JSON Schema of x-request-limits names every
+// limit the generator parses, with the runtime's defaults and ranges
+// (idemimpl.DefaultLimits, idemimpl.LimitRanges).
+func TestLimitRulesAgree(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "schemas", "x-request-limits.schema.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var schema struct {
+		Properties map[string]struct {
+			Default, Minimum, Maximum int
+		} `json:"properties"`
+	}
+	if err := json.Unmarshal(data, &schema); err != nil {
+		t.Fatal(err)
+	}
+	defaults, ranges := idemimpl.DefaultLimits().Fields(), idemimpl.LimitRanges()
+	if len(schema.Properties) != len(defaults) {
+		t.Errorf("x-request-limits.schema.json has %d limits, the runtime %d", len(schema.Properties), len(defaults))
+	}
+	for name, p := range schema.Properties {
+		errs := &errList{}
+		parseLimits(map[string]any{name: float64(p.Default)}, "", errs)
+		if len(*errs) > 0 {
+			t.Errorf("%s: %v", name, *errs)
+		}
+		if r := ranges[name]; p.Default != defaults[name] || p.Minimum != r.Min || p.Maximum != r.Max {
+			t.Errorf("schema %s: default %d, %d..%d; the runtime's: default %d, %d..%d", name, p.Default, p.Minimum, p.Maximum, defaults[name], r.Min, r.Max)
+		}
 	}
 }
 

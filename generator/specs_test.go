@@ -29,7 +29,8 @@ var realSpecs = []struct {
 		// kratos' five clashes: four settled by a number, the fifth (an
 		// allOf wrapper named like its property) is no longer a type.
 		`Go identifier NullTime (package) is generated for both schema #/components/schemas/NullTime and schema #/components/schemas/nullTime; the latter is named NullTime2`,
-		`Go identifier CreateFedcmFlowResponse (package) is generated for both operation "createFedcmFlow" (GET /self-service/fed-cm/parameters) #/paths/~1self-service~1fed-cm~1parameters/get and schema #/components/schemas/createFedcmFlowResponse; the latter is named CreateFedcmFlowResponse2`,
+		// A schema named like an operation's response type keeps its name.
+		`Go identifier CreateFedcmFlowResponse (package) is generated for both schema #/components/schemas/createFedcmFlowResponse and operation "createFedcmFlow" (GET /self-service/fed-cm/parameters) #/paths/~1self-service~1fed-cm~1parameters/get; the latter is named CreateFedcmFlowResponse2`,
 		`Go identifier BatchPatchIdentitiesResponse (package)`, `Go identifier ManageSessionsResponse (package)`,
 	}, 4, map[string][]string{"types.gen.go": {
 		"Data ContinueWithDeviceAuthnPinEntryUiData `json:\"data\"`", // allOf: [{$ref}] is the referenced type
@@ -45,12 +46,14 @@ var realSpecs = []struct {
 	// Stripe: 100 clashes before, nearly all its nullable single-$ref anyOf
 	// wrappers becoming named types; they are the referenced types now. Left:
 	// the 18 values of source.type, whose constants SourceType<Value> are
-	// also the names of the source_type_<value> schemas, and the 16
-	// timezones of the report run form body that differ only in a sign
-	// (Etc/GMT+1 and Etc/GMT-1), typed since form bodies are.
+	// also the names of the source_type_<value> schemas. The 16 timezones
+	// of the report run form body that differ only in a sign (Etc/GMT+1
+	// and Etc/GMT-1) spell it (Plus1, Minus1) instead of being numbered.
 	{"stripe-spec3.yaml", []string{
 		`Go identifier SourceTypeWechat (package) is generated for both schema #/components/schemas/source_type_wechat and enum value #/components/schemas/source/properties/type/enum/17; the latter is named SourceTypeWechat2`,
-	}, 34, map[string][]string{"types.gen.go": {
+	}, 18, map[string][]string{"types.gen.go": {
+		`PostReportingReportRunsRequestBodyParametersTimezoneEtcGMTPlus1 PostReportingReportRunsRequestBodyParametersTimezone = "Etc/GMT+1"`,
+		`PostReportingReportRunsRequestBodyParametersTimezoneEtcGMTMinus1 PostReportingReportRunsRequestBodyParametersTimezone = "Etc/GMT-1"`,
 		"BusinessProfile idem.Nullable[AccountBusinessProfile] `json:\"business_profile,omitzero\"`", // anyOf: [{$ref}], nullable
 		"Customer idem.Nullable[StringOrCustomerOrDeletedCustomer] `json:\"customer,omitzero\"`",     // expandable
 		"type StringOrCustomerOrDeletedCustomer struct {",

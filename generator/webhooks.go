@@ -94,8 +94,8 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		w.MediaType, w.Required = mt, op.RequestBody.Value.Required
 		want := goName(name)
 		wid := b.names.fixed(receiver, &w.GoName, want, w.Location, "webhook", rankOperation, closeness(name, want), true)
-		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankOperation, false).want = func() string { return "Send" + w.GoName }
-		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankOperation, false).want = func() string { return "WebhookType" + w.GoName }
+		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankDerived, false).want = func() string { return "Send" + w.GoName }
+		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankDerived, false).want = func() string { return "WebhookType" + w.GoName }
 		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}

@@ -1,6 +1,7 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"flag"
 	"fmt"
@@ -8,8 +9,11 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"time"
+
+	"gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/conformance"
 )
@@ -19,6 +23,16 @@ const conformanceUsage = `usage: idemgen conformance -spec openapi.yaml -url htt
 Checks a running service against idemgen's idempotency contract, driven by
 the spec: one line per check (PASS, FAIL or SKIP, with the evidence) and a
 summary. Exit status 0 only when no check failed.
+
+A body given with -body or in a -fixtures file may hold placeholders that
+take a new value in every request built (a retry repeats its bytes):
+{{uuid}}, {{rand}}, {{seq}} (1, 2, ...) and {{run}} (an id of the run), for
+services that refuse a value twice: {"email": "u-{{seq}}-{{run}}@example.com"}.
+A -fixtures file gives bodies and parameters per operation id:
+
+	createUser:
+	  body: '{"email": "u-{{seq}}-{{run}}@example.com"}'   # or bodyFile: user.json
+	  params: {tenant: acme}
 
 flags:
 `
@@ -37,6 +51,7 @@ func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 	fs.Var(&ops, "operation", "check only this operation id (repeatable)")
 	fs.Var(&bodies, "body", "request body: FILE for the one -operation, or ID=FILE (repeatable)")
 	fs.Var(&params, "param", "parameter value NAME=VALUE, used before anything derived from the spec (repeatable)")
+	fixtures := fs.String("fixtures", "", "YAML file of bodies and parameters by operation id (see above)")
 	fs.Var(&headers, "header", `header "Name: value" sent with every request, e.g. credentials (repeatable)`)
 	tenantHeader := fs.String("tenant-header", "", "header that selects the tenant (with -tenants)")
 	tenants := fs.String("tenants", "", "two or more tenants, comma-separated, for the tenants check")
@@ -86,6 +101,13 @@ func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 		}
 		cfg.Bodies[id] = data
 	}
+	if *fixtures != "" {
+		fx, err := loadFixtures(*fixtures)
+		if err != nil {
+			return err
+		}
+		cfg.Fixtures = fx
+	}
 	for _, p := range params {
 		name, val, ok := strings.Cut(p, "=")
 		if !ok || name == "" {
@@ -119,4 +141,46 @@ func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 		return errSilent
 	}
 	return nil
+}
+
+// fixtureFile is one operation's entry of a -fixtures file.
+type fixtureFile struct {
+	Body     *string           `yaml:"body"`
+	BodyFile string            `yaml:"bodyFile"`
+	Params   map[string]string `yaml:"params"`
+}
+
+// loadFixtures reads a -fixtures file: operation id -> body (or bodyFile,
+// relative to the file) and params. Unknown keys are errors.
+func loadFixtures(path string) (map[string]conformance.Fixture, error) {
+	data, err := os.ReadFile(path)
+	if err != nil {
+		return nil, fmt.Errorf("conformance: -fixtures: %w", err)
+	}
+	var file map[string]fixtureFile
+	dec := yaml.NewDecoder(bytes.NewReader(data))
+	dec.KnownFields(true)
+	if err := dec.Decode(&file); err != nil && err != io.EOF {
+		return nil, fmt.Errorf("conformance: -fixtures %s: %w", path, err)
+	}
+	out := map[string]conformance.Fixture{}
+	for id, f := range file {
+		fx := conformance.Fixture{Params: f.Params}
+		switch {
+		case f.Body != nil && f.BodyFile != "":
+			return nil, fmt.Errorf("conformance: -fixtures %s: %s: body and bodyFile are exclusive", path, id)
+		case f.Body != nil:
+			fx.Body = []byte(*f.Body)
+		case f.BodyFile != "":
+			name := f.BodyFile
+			if !filepath.IsAbs(name) {
+				name = filepath.Join(filepath.Dir(path), name)
+			}
+			if fx.Body, err = os.ReadFile(name); err != nil {
+				return nil, fmt.Errorf("conformance: -fixtures %s: %s: %w", path, id, err)
+			}
+		}
+		out[id] = fx
+	}
+	return out, nil
 }

@@ -7,6 +7,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"path/filepath"
+	"slices"
 	"strings"
 	"sync"
 	"testing"
@@ -208,5 +209,142 @@ func TestConformanceBodies(t *testing.T) {
 				t.Errorf("first body sent: %s", b)
 			}
 		})
+	}
+}
+
+const accountsSpec = `openapi: 3.0.3
+info: {title: t, version: '1'}
+x-idempotent: {}
+paths:
+  /users:
+    post:
+      operationId: createUser
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema:
+              type: object
+              required: [email]
+              properties:
+                email: {type: string, format: email}
+      responses:
+        '201': {description: created, content: {application/json: {schema: {type: object}}}}
+        '409': {description: taken, content: {application/problem+json: {schema: {type: object}}}}
+  /users/{userId}/notes:
+    post:
+      operationId: createNote
+      parameters: [{name: userId, in: path, required: true, schema: {type: string}}]
+      requestBody:
+        required: true
+        content:
+          application/json:
+            schema: {type: object, required: [text], properties: {text: {type: string}}}
+      responses:
+        '201': {description: created, content: {application/json: {schema: {type: object}}}}
+`
+
+// accounts is a server with a business rule and no idempotency: an email
+// is taken by the first key that sends it (another key gets 409
+// problem+json saying so); it records the paths and the emails' keys.
+type accounts struct {
+	mu     sync.Mutex
+	emails map[string]string
+	paths  []string
+	taken  int
+}
+
+func (a *accounts) ServeHTTP(w http.ResponseWriter, r *http.Request) {
+	b, _ := io.ReadAll(r.Body)
+	a.mu.Lock()
+	defer a.mu.Unlock()
+	a.paths = append(a.paths, r.URL.Path)
+	var body struct{ Email string }
+	_ = json.Unmarshal(b, &body)
+	// The conflict check's other body (a generated email, the same in every
+	// run) is refused by an idempotent server before its handler runs; this
+	// one has no idempotency, so it leaves the rule to the bodies the run
+	// was given.
+	if key := strings.Trim(r.Header.Get("Idempotency-Key"), `"`); r.URL.Path == "/users" && key != "" && !strings.HasPrefix(body.Email, "conformance") {
+		if _, ok := a.emails[body.Email]; !ok {
+			a.emails[body.Email] = key
+		}
+		if a.emails[body.Email] != key {
+			a.taken++
+			w.Header().Set("Content-Type", "application/problem+json")
+			w.WriteHeader(409)
+			fmt.Fprintf(w, `{"title":"taken","status":409,"detail":"email %s is taken"}`, body.Email)
+			return
+		}
+	}
+	w.Header().Set("Content-Type", "application/json")
+	w.WriteHeader(201)
+	fmt.Fprintf(w, `{"id":"u%d"}`, len(a.paths))
+}
+
+// TestConformanceBodyTemplates: a -body template takes a new value in every
+// request built, so the service's uniqueness rule never refuses one; a
+// -fixtures file gives an operation's body and parameters; a fixed body
+// makes the service refuse, the plain-text report says what it said, and
+// the checks of the operation whose parent it cannot create are skipped,
+// no id invented.
+func TestConformanceBodyTemplates(t *testing.T) {
+	dir := t.TempDir()
+	specPath := filepath.Join(dir, "openapi.yaml")
+	write(t, specPath, accountsSpec)
+	tmpl := filepath.Join(dir, "user.json")
+	write(t, tmpl, `{"email": "u-{{seq}}-{{run}}-{{rand}}@example.com", "id": "{{uuid}}"}`)
+	fixed := filepath.Join(dir, "fixed.json")
+	write(t, fixed, `{"email": "ann@example.com"}`)
+	fixtures := filepath.Join(dir, "fixtures.yaml")
+	write(t, fixtures, "createUser:\n  bodyFile: user.json\ncreateNote:\n  params: {userId: u42}\n  body: '{\"text\": \"note {{seq}}\"}'\n")
+
+	serve := func(args ...string) (*accounts, int, string) {
+		a := &accounts{emails: map[string]string{}}
+		srv := httptest.NewServer(a)
+		defer srv.Close()
+		code, out, stderr := runCmd(t, append([]string{"conformance", "-spec", specPath, "-url", srv.URL, "-n", "2"}, args...)...)
+		if stderr != "" {
+			t.Fatalf("%q: stderr %s", args, stderr)
+		}
+		return a, code, out
+	}
+
+	a, code, out := serve("-body", "createUser="+tmpl)
+	if code != 1 || a.taken != 0 || len(a.emails) < 10 {
+		t.Errorf("-body template: exit %d, %d refusals, %d emails; want 1 (no idempotency), no refusal, a new email per request\n%s", code, a.taken, len(a.emails), out)
+	}
+	for email := range a.emails {
+		if !strings.HasPrefix(email, "u-") || !strings.HasSuffix(email, "@example.com") || strings.Contains(email, "{{") || strings.Count(email, "-") != 3 {
+			t.Errorf("email %q", email)
+		}
+	}
+
+	a, _, out = serve("-fixtures", fixtures)
+	if a.taken != 0 || !slices.Contains(a.paths, "/users/u42/notes") || slices.ContainsFunc(a.paths, func(p string) bool { return strings.HasPrefix(p, "/users/u") && p != "/users/u42/notes" }) {
+		t.Errorf("-fixtures: %d refusals, paths %v\n%s", a.taken, a.paths, out)
+	}
+
+	a, code, out = serve("-body", "createUser="+fixed)
+	if code != 1 || a.taken == 0 {
+		t.Fatalf("a fixed body: exit %d, %d refusals\n%s", code, a.taken, out)
+	}
+	if !strings.Contains(out, "409: email ann@example.com is taken") {
+		t.Errorf("the report does not say why the service refused:\n%s", out)
+	}
+	if !strings.Contains(out, `SKIP  createNote  first-execution         prerequisite failed: path parameter "userId": creating it with createUser answered 409: email ann@example.com is taken`) {
+		t.Errorf("createNote's checks are not skipped for the failed prerequisite:\n%s", out)
+	}
+	if slices.ContainsFunc(a.paths, func(p string) bool { return strings.HasSuffix(p, "/notes") }) {
+		t.Errorf("a note was requested for an account that was never created: %v", a.paths)
+	}
+
+	bad := filepath.Join(dir, "bad.json")
+	write(t, bad, `{"email": "{{nope}}"}`)
+	for _, args := range [][]string{{"-body", "createUser=" + bad}, {"-fixtures", filepath.Join(dir, "none.yaml")}} {
+		code, _, stderr := runCmd(t, append([]string{"conformance", "-spec", specPath, "-url", "http://127.0.0.1:1"}, args...)...)
+		if code != 1 || !strings.HasPrefix(stderr, "idemgen: conformance: ") || !strings.Contains(stderr, "{{nope}}") && !strings.Contains(stderr, "none.yaml") {
+			t.Errorf("%q: exit %d, %s", args, code, stderr)
+		}
 	}
 }

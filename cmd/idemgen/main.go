@@ -6,7 +6,7 @@
 // Usage:
 //
 //	idemgen generate [-config idemgen.yaml] [-check]
-//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 //	idemgen lint [-require] SPEC
 //	idemgen templates eject DIR
 //	idemgen records get|list|resolve|stats|reseal ...
@@ -21,7 +21,9 @@
 // # generate
 //
 // Reads idemgen.yaml in the current directory (or -config FILE), or takes
-// the spec from -spec and the rest from flags. The config file:
+// the spec from -spec and the rest from flags (-client writes the typed
+// client beside the server, -client-output DIR as a package of its own;
+// flags given with -config override the file). The config file:
 //
 //	spec: openapi.yaml          # OpenAPI 3.0/3.1, YAML or JSON (required)
 //	package: api                # Go package name (default api)
@@ -154,7 +156,7 @@ func commandUsage(fs *flag.FlagSet) string {
 
 const usage = `usage:
 	idemgen generate [-config idemgen.yaml] [-check]
-	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check]
+	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 	idemgen lint [-require] SPEC
 	idemgen init [-dir .] [-module PATH] [-force]
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
@@ -258,6 +260,8 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	pkg := fs.String("package", "", "Go package name (default api)")
 	output := fs.String("output", "", "output directory")
 	tmpl := fs.String("templates", "", "template overrides directory")
+	client := fs.Bool("client", false, "also write the typed client, client.gen.go, beside the server")
+	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this directory (implies -client)")
 	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
 	strict := fs.Bool("strict", false, "fail (exit 1, nothing written) when there is a warning")
 	if err := parse(fs, args); err != nil {
@@ -289,6 +293,12 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	}
 	if *tmpl != "" {
 		cfg.Templates = *tmpl
+	}
+	if *client || *clientOutput != "" {
+		cfg.Client.Enabled = true
+	}
+	if *clientOutput != "" {
+		cfg.Client.Output = *clientOutput
 	}
 	if cfg.Output == "" {
 		cfg.Output = "."

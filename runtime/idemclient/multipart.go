@@ -20,7 +20,8 @@ type FilePart interface {
 }
 
 // Multipart sets the body to v, a struct, as multipart/form-data: each
-// member implementing FilePart becomes a file part (its content read whole
+// member implementing FilePart becomes a file part, each item of a list of
+// them one under the member's name (its content read whole
 // now, so that every attempt sends the same bytes), a member named in
 // jsonParts a part of JSON (application/json; a list one part per item),
 // the other members parts in bracket notation as Form writes them, in name
@@ -62,6 +63,12 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 			delete(tree, name)
 			if !fv.IsZero() {
 				files = append(files, file{name, fp})
+			}
+		} else if fv.Kind() == reflect.Slice && fv.Type().Elem().Implements(reflect.TypeFor[FilePart]()) {
+			// A list of files: one part each, under the member's name.
+			delete(tree, name)
+			for j := 0; j < fv.Len(); j++ {
+				files = append(files, file{name, fv.Index(j).Interface().(FilePart)})
 			}
 		}
 	}

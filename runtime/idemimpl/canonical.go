@@ -42,6 +42,7 @@ type Request struct {
 	query   url.Values
 	queryOK bool
 	spools  []*spooled // streamed content in temporary files, removed by Close
+	lim     Limits
 }
 
 // NewRequest starts decoding r against the schemas of t (nil: no schemas).
@@ -50,7 +51,7 @@ func NewRequest(r *http.Request, t *Schemas) *Request {
 		t = &Schemas{}
 	}
 	t.compile()
-	return &Request{r: r, t: t}
+	return &Request{r: r, t: t, lim: DefaultLimits()}
 }
 
 // Err returns the outcome of decoding: nil, an error wrapping
@@ -100,7 +101,7 @@ type Param struct {
 // target, a pointer to the request field. An absent optional parameter
 // without a default leaves target alone.
 func (q *Request) Param(p *Param, target any) {
-	vd := &validator{t: q.t, in: p.In, name: p.Name}
+	vd := &validator{t: q.t, in: p.In, name: p.Name, values: newBudget(q.lim.MaxValues)}
 	v, ok := q.paramValue(p, vd)
 	if !ok {
 		if d := q.defaultOf(p.Schema); d != nil {
@@ -171,11 +172,17 @@ func (q *Request) rawValues(p *Param, vd *validator) ([]string, bool) {
 		vs := q.r.Header.Values(p.Key)
 		return vs, len(vs) > 0
 	case "cookie":
+		n := 0
+		for _, line := range q.r.Header["Cookie"] {
+			n += strings.Count(line, ";") + 1
+		}
+		if n > q.lim.MaxFields {
+			vd.fail("maxFields", fmt.Sprintf("the request has more than %d cookies", q.lim.MaxFields))
+			return nil, true
+		}
 		var vs []string
-		for _, c := range q.r.Cookies() {
-			if c.Name == p.Key {
-				vs = append(vs, c.Value)
-			}
+		for _, c := range q.r.CookiesNamed(p.Key) {
+			vs = append(vs, c.Value)
 		}
 		return vs, len(vs) > 0
 	}
@@ -187,8 +194,14 @@ func (q *Request) rawValues(p *Param, vd *validator) ([]string, bool) {
 func (q *Request) parsedQuery(vd *validator) url.Values {
 	if !q.queryOK {
 		q.queryOK = true
+		raw := q.r.URL.RawQuery
+		if n := strings.Count(raw, "&") + 1; raw != "" && n > q.lim.MaxFields {
+			q.query = url.Values{}
+			q.out = append(q.out, idem.Violation{In: "query", Rule: "maxFields", Detail: fmt.Sprintf("the query string has more than %d parameters", q.lim.MaxFields)})
+			return q.query
+		}
 		var err error
-		q.query, err = url.ParseQuery(q.r.URL.RawQuery)
+		q.query, err = url.ParseQuery(raw)
 		if err != nil {
 			q.out = append(q.out, idem.Violation{In: "query", Rule: "syntax", Detail: "the query string is malformed: " + strings.TrimPrefix(err.Error(), "invalid URL escape ")})
 		}
@@ -199,15 +212,15 @@ func (q *Request) parsedQuery(vd *validator) url.Values {
 // paramValue decodes parameter p into a Value as its style says.
 func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
 	if p.Style == StyleDeepObject {
-		n, ok := deepObjectNode(q.parsedQuery(vd), p.Key, vd)
-		if !ok {
-			return Value{}, false
+		n, ok := deepObjectNode(q.parsedQuery(vd), p.Key, vd, &q.lim)
+		if !ok || n == nil {
+			return Value{}, ok
 		}
 		return vd.coerce(n, p.Schema), true
 	}
 	vs, ok := q.rawValues(p, vd)
-	if !ok {
-		return Value{}, false
+	if !ok || len(vd.out) > 0 {
+		return Value{}, ok
 	}
 	for _, s := range vs {
 		// Header values may carry any byte above 0x7f; the canonical form
@@ -223,8 +236,11 @@ func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
 			vd.fail("syntax", fmt.Sprintf("is given %d times", len(vs)))
 			return Value{}, true
 		}
-		v, err := ParseJSON([]byte(vs[0]))
-		if err != nil {
+		v, err := parseJSON([]byte(vs[0]), 0, q.lim.MaxDepth, vd.values)
+		var se *SyntaxError
+		if errors.As(err, &se) && se.Rule != "" {
+			vd.fail(se.Rule, se.Error())
+		} else if err != nil {
 			vd.fail("syntax", "is not JSON: "+err.Error())
 		}
 		return v, true
@@ -233,6 +249,14 @@ func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
 	n := &formNode{}
 	switch {
 	case shape == TypeArray:
+		items := 0
+		for _, s := range vs {
+			items += strings.Count(s, delimiter(p.Style)) + 1
+		}
+		if !vd.values.fits(items + 1) {
+			vd.fail("maxValues", vd.values.detail())
+			return Value{}, true
+		}
 		for _, s := range vs {
 			if p.Style == StyleForm && p.Explode && p.In == "query" {
 				n.vals = append(n.vals, s)
@@ -243,6 +267,10 @@ func (q *Request) paramValue(p *Param, vd *validator) (Value, bool) {
 	case shape == TypeObject && (p.Style == StyleSimple || p.Style == StyleForm):
 		if len(vs) > 1 {
 			vd.fail("syntax", fmt.Sprintf("is given %d times", len(vs)))
+			return Value{}, true
+		}
+		if !vd.values.fits(strings.Count(vs[0], ",") + 2) {
+			vd.fail("maxValues", vd.values.detail())
 			return Value{}, true
 		}
 		if !objectNode(n, vs[0], p.Explode, vd) {
@@ -292,6 +320,23 @@ func objectNode(n *formNode, s string, explode bool, vd *validator) bool {
 	return true
 }
 
+// schemaAt is entry idx, or the schema of any value for 0 or out of range.
+func (t *Schemas) schemaAt(idx int) *Schema {
+	if idx > 0 && idx < len(t.List) {
+		return &t.List[idx]
+	}
+	return &Schema{}
+}
+
+// prop is the schema of property name of entry idx (any value when it
+// declares none).
+func (t *Schemas) prop(idx int, name string) *Schema {
+	if p := findProp(t.schemaAt(idx).Props, name); p != nil {
+		return t.schemaAt(p.Schema)
+	}
+	return &Schema{}
+}
+
 // shape is the JSON type a parameter's schema takes when it has one shape:
 // TypeArray, TypeObject, or 0 for a scalar or a mix.
 func (t *Schemas) shape(idx int) Types {
@@ -324,6 +369,11 @@ type Media struct {
 	// and typed by the property's schema; an array property takes one
 	// part per item, or one part holding the whole array.
 	JSONParts []string
+	// FormParts lists the top-level properties of a multipart/form-data
+	// body whose part holds an application/x-www-form-urlencoded form (an
+	// encoding contentType of it): the part's members, in bracket
+	// notation, are the property's, as if sent as parts name[member].
+	FormParts []string
 }
 
 // Decoding is how a body of a media type is decoded.
@@ -363,11 +413,11 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		q.err = err
 		return
 	}
-	vd := &validator{t: q.t, in: "body"}
+	vd := &validator{t: q.t, in: "body", values: newBudget(q.lim.MaxValues)}
 	var v Value
 	switch m.Decode {
 	case AsJSON, AsMergePatch:
-		tree, err := ParseJSON(body)
+		tree, err := parseJSON(body, 0, q.lim.MaxDepth, vd.values)
 		if err != nil {
 			q.syntax(err)
 			return
@@ -377,12 +427,14 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 			vd.mode = modePatch
 		}
 	case AsForm:
-		n, err := parseForm(string(body))
+		n, err := parseForm(string(body), vd.schema(m.Schema), &q.lim)
+		if err == nil {
+			err = splitUnexploded(n, m.Unexploded, vd.values)
+		}
 		if err != nil {
 			q.syntax(err)
 			return
 		}
-		splitUnexploded(n, m.Unexploded)
 		v = vd.coerce(n, m.Schema)
 	default:
 		sum := sha256.Sum256(body)
@@ -415,7 +467,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 
 func (q *Request) syntax(err error) {
 	var se *SyntaxError
-	ptr := "#"
+	ptr, rule := "#", "syntax"
 	msg := err.Error()
 	if errors.As(err, &se) {
 		ptr += se.Pointer
@@ -423,8 +475,11 @@ func (q *Request) syntax(err error) {
 		if se.Offset >= 0 {
 			msg += " (byte " + strconv.FormatInt(se.Offset, 10) + ")"
 		}
+		if se.Rule != "" {
+			rule = se.Rule
+		}
 	}
-	q.out = append(q.out, idem.Violation{In: "body", Pointer: ptr, Rule: "syntax", Detail: msg})
+	q.out = append(q.out, idem.Violation{In: "body", Pointer: ptr, Rule: rule, Detail: msg})
 }
 
 func (q *Request) setBody(v Value, media string) {

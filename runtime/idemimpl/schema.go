@@ -245,6 +245,8 @@ type validator struct {
 	// known are the member names an enclosing allOf declares, while its
 	// branches are validated.
 	known []string
+	// values is what the value being decoded may still hold (coerce).
+	values *budget
 }
 
 func (vd *validator) fail(rule, detail string) {
@@ -278,7 +280,7 @@ func typeOf(v *Value) Types {
 	case KindBool:
 		return TypeBoolean
 	case KindNumber:
-		if v.Num.IsInt {
+		if v.isInt {
 			return TypeInteger | TypeNumber
 		}
 		return TypeNumber
@@ -436,14 +438,15 @@ func typeDetail(v *Value, t Types) string {
 	if v.Kind == KindNull {
 		return "cannot be null (must be " + want + ")"
 	}
-	if v.Kind == KindNumber && t&TypeInteger != 0 && v.Num.Float == math.Trunc(v.Num.Float) {
+	if f := v.Num().Float; v.Kind == KindNumber && t&TypeInteger != 0 && f == math.Trunc(f) {
 		return "must be " + want + " between -2^63 and 2^63-1"
 	}
 	return "must be " + want
 }
 
 func (vd *validator) number(v *Value, s *Schema, c *compiled) {
-	n := &v.Num
+	num := v.Num()
+	n := &num
 	switch s.Format {
 	case FormatInt32:
 		if n.IsInt && (n.Int < math.MinInt32 || n.Int > math.MaxInt32) && s.Types&TypeNumber == 0 {

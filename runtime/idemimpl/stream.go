@@ -144,7 +144,8 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 	files := map[string]*spooled{}
 	jsonParts := map[string][]Value{}
 	budget := int64(MaxPartMemory)
-	for {
+	values := newBudget(q.lim.MaxValues)
+	for parts := 1; ; parts++ {
 		p, err := mr.NextPart()
 		if err == io.EOF {
 			break
@@ -157,9 +158,28 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 			}
 			return
 		}
+		if parts > q.lim.MaxFields {
+			q.syntax(&SyntaxError{Offset: -1, Rule: "maxFields", Msg: fmt.Sprintf("multipart body has more than %d parts", q.lim.MaxFields)})
+			return
+		}
 		name := p.FormName()
 		if name == "" {
 			q.syntax(errors.New("a part has no name in its Content-Disposition (form-data; name=...)"))
+			return
+		}
+		if err := checkName("part name", name, 1, &q.lim); err != nil {
+			q.syntax(err)
+			return
+		}
+		// The part's header is held (an idem.File keeps it): it counts
+		// against the memory of the parts that are not files.
+		for k, vs := range p.Header {
+			for _, v := range vs {
+				budget -= int64(len(k) + len(v) + 4)
+			}
+		}
+		if budget < 0 {
+			q.err = fmt.Errorf("%w: the parts that are not files and the headers of all parts exceed %d bytes", idem.ErrBodyTooLarge, MaxPartMemory)
 			return
 		}
 		var val string
@@ -181,7 +201,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			if budget -= int64(len(b)); budget < 0 {
-				q.err = fmt.Errorf("%w: the parts that are not files exceed %d bytes", idem.ErrBodyTooLarge, MaxPartMemory)
+				q.err = fmt.Errorf("%w: the parts that are not files and the headers of all parts exceed %d bytes", idem.ErrBodyTooLarge, MaxPartMemory)
 				return
 			}
 			if !utf8.Valid(b) {
@@ -189,8 +209,23 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				return
 			}
 			val = string(b)
+			if slices.Contains(m.FormParts, name) {
+				// The part is a form: its members are the property's.
+				form, err := parseForm(val, q.t.prop(m.Schema, name), &q.lim)
+				if err != nil {
+					q.syntax(fmt.Errorf("part %q: %w", name, err))
+					return
+				}
+				if root.kid(name) != nil {
+					q.syntax(fmt.Errorf("part %q is given more than once", name))
+					return
+				}
+				c := root.child(name)
+				c.vals, c.kids, c.index = form.vals, form.kids, form.index
+				continue
+			}
 			if jsonPart {
-				v, err := ParseJSON(b)
+				v, err := parseJSON(b, 1, q.lim.MaxDepth, values)
 				if err != nil {
 					q.out = append(q.out, partJSONError(name, err))
 					return
@@ -199,13 +234,16 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				continue
 			}
 		}
-		if err := root.add(name, val); err != nil {
+		if err := root.put(name, val, q.t.schemaAt(m.Schema)); err != nil {
 			q.syntax(errors.New("multipart " + err.Error()))
 			return
 		}
 	}
-	splitUnexploded(root, m.Unexploded)
-	vd := &validator{t: q.t, in: "body"}
+	vd := &validator{t: q.t, in: "body", values: values}
+	if err := splitUnexploded(root, m.Unexploded, values); err != nil {
+		q.syntax(err)
+		return
+	}
 	v := Value{Kind: KindObject}
 	if len(root.kids) > 0 {
 		v = vd.coerce(root, m.Schema)
@@ -319,6 +357,9 @@ func partJSONError(name string, err error) idem.Violation {
 			msg += fmt.Sprintf(" (byte %d of the part)", se.Offset)
 		}
 	}
+	if se != nil && se.Rule != "" {
+		return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
+	}
 	return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: "syntax",
 		Detail: fmt.Sprintf("part %q is not valid JSON: %s", name, msg)}
 }
@@ -343,7 +384,7 @@ func (vd *validator) addJSONParts(v *Value, root *formNode, parts map[string][]V
 	for _, name := range names {
 		vals := parts[name]
 		vd.push(name)
-		if root.kids[name] != nil {
+		if root.kid(name) != nil {
 			vd.fail("syntax", fmt.Sprintf("part %q is given both as JSON and in [bracket] notation", name))
 			vd.pop()
 			return

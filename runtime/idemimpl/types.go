@@ -277,3 +277,78 @@ func StripOrEmpty[T any](e idem.OrEmpty[T], f func(T) T) idem.OrEmpty[T] {
 	}
 	return e
 }
+
+// Named is a struct field whose JSON member name encoding/json cannot
+// carry in a struct tag (a space, a comma, a quote, a backquote, a
+// backslash, "-"): the generated field is tagged json:"-", and the type's
+// MarshalJSON and UnmarshalJSON move it with AppendNamed and
+// UnmarshalNamed under its exact name.
+type Named struct {
+	Name  string
+	Value any // the field's value (MarshalJSON) or a pointer to it (UnmarshalJSON)
+	// OmitZero leaves the member out when the value is its type's zero
+	// value (or its IsZero method says so), as the omitzero tag option does.
+	OmitZero bool
+}
+
+// AppendNamed adds the named members to b, the JSON object encoding/json
+// made of the struct without them (err is its error, passed through).
+func AppendNamed(b []byte, err error, members ...Named) ([]byte, error) {
+	if err != nil {
+		return nil, err
+	}
+	if len(b) < 2 || b[len(b)-1] != '}' {
+		return nil, fmt.Errorf("members of a %s value", JSONKind(b))
+	}
+	out := bytes.NewBuffer(b[: len(b)-1 : len(b)-1])
+	first := bytes.Equal(bytes.TrimSpace(b), []byte("{}"))
+	if first {
+		out = bytes.NewBufferString("{")
+	}
+	for _, m := range members {
+		if m.OmitZero && isZero(m.Value) {
+			continue
+		}
+		vb, err := json.Marshal(m.Value)
+		if err != nil {
+			return nil, fmt.Errorf("%s: %w", strconv.Quote(m.Name), err)
+		}
+		if !first {
+			out.WriteByte(',')
+		}
+		first = false
+		kb, _ := json.Marshal(m.Name)
+		out.Write(kb)
+		out.WriteByte(':')
+		out.Write(vb)
+	}
+	out.WriteByte('}')
+	return out.Bytes(), nil
+}
+
+func isZero(v any) bool {
+	if z, ok := v.(interface{ IsZero() bool }); ok {
+		rv := reflect.ValueOf(v)
+		return (rv.Kind() != reflect.Pointer || !rv.IsNil()) && z.IsZero() || rv.Kind() == reflect.Pointer && rv.IsNil()
+	}
+	return v == nil || reflect.ValueOf(v).IsZero()
+}
+
+// UnmarshalNamed decodes the members of the JSON object b that members
+// name into their Value pointers; absent members leave them alone.
+func UnmarshalNamed(b []byte, members ...Named) error {
+	var m map[string]json.RawMessage
+	if err := json.Unmarshal(b, &m); err != nil || m == nil {
+		return err
+	}
+	for _, n := range members {
+		raw, ok := m[n.Name]
+		if !ok {
+			continue
+		}
+		if err := json.Unmarshal(raw, n.Value); err != nil {
+			return fmt.Errorf("property %q: %w", n.Name, err)
+		}
+	}
+	return nil
+}

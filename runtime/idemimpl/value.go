@@ -5,9 +5,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"math"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
+	"sync"
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
@@ -30,13 +33,36 @@ const (
 // against the operation's schema, encode it canonically for the fingerprint
 // and unmarshal the typed request from that same encoding, so two requests
 // with equal canonical forms decode to equal typed requests.
+//
+// A Value is 80 bytes, a Member 96: a request's tree is what its decoding
+// holds in memory, so a number is kept in a word and its text in Str
+// rather than as a Number.
 type Value struct {
 	Kind    Kind
 	Bool    bool     // KindBool
-	Num     Number   // KindNumber
-	Str     string   // KindString: valid UTF-8
+	isInt   bool     // KindNumber: an integer an int64 holds
+	bits    uint64   // KindNumber: the int64, or else the float64's bits
+	Str     string   // KindString: valid UTF-8; KindNumber: Number.Text
 	Items   []Value  // KindArray
 	Members []Member // KindObject, names unique, sorted (see SortMembers)
+}
+
+// NumberValue is the Value of number n.
+func NumberValue(n Number) Value {
+	v := Value{Kind: KindNumber, isInt: n.IsInt, Str: n.Text, bits: math.Float64bits(n.Float)}
+	if n.IsInt {
+		v.bits = uint64(n.Int)
+	}
+	return v
+}
+
+// Num returns the number a KindNumber Value holds.
+func (v *Value) Num() Number {
+	if v.isInt {
+		i := int64(v.bits)
+		return Number{Text: v.Str, IsInt: true, Int: i, Float: float64(i)}
+	}
+	return Number{Text: v.Str, Float: math.Float64frombits(v.bits)}
 }
 
 // Member is one member of an object Value.
@@ -132,15 +158,16 @@ func allDigits(s string) bool {
 	return true
 }
 
-// maxDepth bounds the nesting of a request value.
-const maxDepth = 64
-
-// SyntaxError is a body that does not parse as its media type says, with
-// where (an RFC 6901 pointer) and what.
+// SyntaxError is a body that does not parse as its media type says, or
+// that exceeds a limit of its operation (Limits), with where (an RFC 6901
+// pointer) and what.
 type SyntaxError struct {
 	Pointer string // "" for the whole body
 	Offset  int64  // byte offset, -1 when unknown
 	Msg     string
+	// Rule is the limit the input exceeds (maxDepth, maxFields,
+	// maxNameLength, maxValues), "" for a syntax error.
+	Rule string
 }
 
 func (e *SyntaxError) Error() string {
@@ -155,19 +182,30 @@ func (e *SyntaxError) Error() string {
 }
 
 // ParseJSON decodes one JSON text strictly: valid UTF-8, no duplicate member
-// names, nesting at most 64 deep, nothing after the value. Members are
-// sorted (SortMembers).
+// names, nothing after the value, within the default Limits (nesting and
+// number of values). Members are sorted (SortMembers).
 func ParseJSON(body []byte) (Value, error) {
-	dec := jsontext.NewDecoder(bytes.NewReader(body))
-	v, err := parseValue(dec, 0)
+	lim := DefaultLimits()
+	return parseJSON(body, 0, lim.MaxDepth, newBudget(lim.MaxValues))
+}
+
+// parseJSON is ParseJSON for a value at depth base (1 for a multipart part,
+// which is a member of the body) nesting at most maxDepth arrays and
+// objects in all and holding what values allows, both counted as the
+// tokens come.
+func parseJSON(body []byte, base, maxDepth int, values *budget) (Value, error) {
+	p := parsers.Get().(*jsonParser)
+	p.dec, p.maxDepth, p.values = jsontext.NewDecoder(bytes.NewReader(body)), maxDepth, values
+	defer p.release()
+	v, err := p.value(base)
 	if err != nil {
-		return Value{}, jsonError(dec, err)
+		return Value{}, jsonError(p.dec, err)
 	}
-	if _, err := dec.ReadToken(); err != io.EOF {
+	if _, err := p.dec.ReadToken(); err != io.EOF {
 		if err == nil {
 			err = errors.New("unexpected data after the JSON value")
 		}
-		return Value{}, jsonError(dec, err)
+		return Value{}, jsonError(p.dec, err)
 	}
 	return v, nil
 }
@@ -203,10 +241,59 @@ func jsonError(dec *jsontext.Decoder, err error) error {
 	return out
 }
 
-func parseValue(dec *jsontext.Decoder, depth int) (Value, error) {
+// jsonParser reads one JSON text into a Value. The items and members of
+// the containers being read wait on two stacks shared by all levels and
+// are copied into slices of their exact size when their container ends:
+// appending to each container's own slice would allocate up to five times
+// what it finally holds (append grows large slices by a quarter).
+type jsonParser struct {
+	dec      *jsontext.Decoder
+	maxDepth int
+	values   *budget
+	items    []Value
+	members  []Member
+}
+
+// parsers keeps the stacks of finished parses for the next: a request's
+// transient memory is then the values it holds, not also the stacks they
+// waited on.
+var parsers = sync.Pool{New: func() any { return new(jsonParser) }}
+
+// maxPooledStack is the capacity beyond which a stack is not kept.
+const maxPooledStack = 1 << 14
+
+func (p *jsonParser) release() {
+	clear(p.items[:cap(p.items)])
+	clear(p.members[:cap(p.members)])
+	p.items, p.members = p.items[:0], p.members[:0]
+	if cap(p.items) > maxPooledStack {
+		p.items = nil
+	}
+	if cap(p.members) > maxPooledStack {
+		p.members = nil
+	}
+	p.dec, p.values = nil, nil
+	parsers.Put(p)
+}
+
+// grow makes room for one more element, doubling the capacity.
+func grow[T any](s []T) []T {
+	if len(s) < cap(s) {
+		return s
+	}
+	out := make([]T, len(s), max(16, 2*cap(s)))
+	copy(out, s)
+	return out
+}
+
+func (p *jsonParser) value(depth int) (Value, error) {
+	dec := p.dec
 	tok, err := dec.ReadToken()
 	if err != nil {
 		return Value{}, err
+	}
+	if !p.values.take(1) {
+		return Value{}, &SyntaxError{Offset: dec.InputOffset(), Rule: "maxValues", Msg: p.values.detail()}
 	}
 	switch tok.Kind() {
 	case 'n':
@@ -220,38 +307,44 @@ func parseValue(dec *jsontext.Decoder, depth int) (Value, error) {
 		if err != nil {
 			return Value{}, &SyntaxError{Pointer: string(dec.StackPointer()), Offset: dec.InputOffset(), Msg: err.Error()}
 		}
-		return Value{Kind: KindNumber, Num: n}, nil
+		return NumberValue(n), nil
 	case '[', '{':
-		if depth >= maxDepth {
-			return Value{}, &SyntaxError{Pointer: string(dec.StackPointer()), Offset: dec.InputOffset(),
-				Msg: fmt.Sprintf("nested more than %d levels deep", maxDepth)}
+		if depth >= p.maxDepth {
+			return Value{}, &SyntaxError{Pointer: string(dec.StackPointer()), Offset: dec.InputOffset(), Rule: "maxDepth",
+				Msg: fmt.Sprintf("nests deeper than %d levels", p.maxDepth)}
 		}
 	}
 	if tok.Kind() == '[' {
-		v := Value{Kind: KindArray, Items: []Value{}}
+		start := len(p.items)
 		for dec.PeekKind() != ']' {
-			item, err := parseValue(dec, depth+1)
+			item, err := p.value(depth + 1)
 			if err != nil {
 				return Value{}, err
 			}
-			v.Items = append(v.Items, item)
+			p.items = append(grow(p.items), item)
 		}
+		v := Value{Kind: KindArray, Items: append([]Value{}, p.items[start:]...)}
+		clear(p.items[start:]) // let the copied values go
+		p.items = p.items[:start]
 		_, err := dec.ReadToken()
 		return v, err
 	}
-	v := Value{Kind: KindObject, Members: []Member{}}
+	start := len(p.members)
 	for dec.PeekKind() != '}' {
 		tok, err := dec.ReadToken()
 		if err != nil {
 			return Value{}, err
 		}
 		name := tok.String() // before the next read voids tok
-		item, err := parseValue(dec, depth+1)
+		item, err := p.value(depth + 1)
 		if err != nil {
 			return Value{}, err
 		}
-		v.Members = append(v.Members, Member{Name: name, Value: item})
+		p.members = append(grow(p.members), Member{Name: name, Value: item})
 	}
+	v := Value{Kind: KindObject, Members: append([]Member{}, p.members[start:]...)}
+	clear(p.members[start:])
+	p.members = p.members[:start]
 	if _, err := dec.ReadToken(); err != nil {
 		return Value{}, err
 	}
@@ -262,7 +355,18 @@ func parseValue(dec *jsontext.Decoder, depth int) (Value, error) {
 // SortMembers sorts an object's members by name in the order of RFC 8785
 // (UTF-16 code units).
 func (v *Value) SortMembers() {
-	sort.Slice(v.Members, func(i, j int) bool { return lessUTF16(v.Members[i].Name, v.Members[j].Name) })
+	if len(v.Members) < 2 {
+		return
+	}
+	slices.SortFunc(v.Members, func(a, b Member) int {
+		switch {
+		case lessUTF16(a.Name, b.Name):
+			return -1
+		case lessUTF16(b.Name, a.Name):
+			return 1
+		}
+		return 0
+	})
 }
 
 // Member returns the member named name, or nil.
@@ -311,7 +415,7 @@ func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
 	case KindBool:
 		return strconv.AppendBool(dst, v.Bool)
 	case KindNumber:
-		return append(dst, v.Num.Text...)
+		return append(dst, v.Str...)
 	case KindString:
 		dst, _ = jsontext.AppendQuote(dst, v.Str) // valid UTF-8 by construction
 		return dst

@@ -75,7 +75,9 @@ func TestParseJSONStrict(t *testing.T) {
 		{`{"a":1} {"a":2}`, "after the JSON value"},
 		{`{"a":1`, "unexpected end"},
 		{`[1,]`, "invalid character"},
-		{strings.Repeat("[", 65) + strings.Repeat("]", 65), "nested more than 64"},
+		{strings.Repeat("[", 33) + strings.Repeat("]", 33), "nests deeper than 32 levels"},
+		{strings.Repeat("[0,", 10000) + "0" + strings.Repeat("]", 10000), "nests deeper"},
+		{"[" + strings.Repeat("0,", 10000) + "0]", "holds more than 10000 values"},
 		{`{"n":1e400}`, "at /n: number is outside the range"},
 	}
 	for _, tt := range tests {
@@ -171,7 +173,7 @@ func FuzzParseJSON(f *testing.F) {
 func safeNumbers(v *idemimpl.Value) bool {
 	switch v.Kind {
 	case idemimpl.KindNumber:
-		return math.Abs(v.Num.Float) < 1<<53
+		return math.Abs(v.Num().Float) < 1<<53
 	case idemimpl.KindArray:
 		for i := range v.Items {
 			if !safeNumbers(&v.Items[i]) {

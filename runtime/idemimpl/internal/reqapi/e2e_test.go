@@ -41,6 +41,36 @@ func (service) CreateOrder(ctx context.Context, tx pgx.Tx, req reqapi.CreateOrde
 	return reqapi.CreateOrder201Response{Body: echo}, nil
 }
 
+// CreateUpload stores the upload as the handler saw it (the file as its
+// digest and size) and answers with it.
+func (service) CreateUpload(ctx context.Context, tx pgx.Tx, req reqapi.CreateUploadRequest) (reqapi.CreateUploadResponse, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	if _, err := tx.Exec(ctx, `INSERT INTO uploads (account, request) VALUES ($1, $2)`, req.Account, b); err != nil {
+		return nil, err
+	}
+	var echo reqapi.Echo
+	if err := json.Unmarshal(b, &echo); err != nil {
+		return nil, err
+	}
+	return reqapi.CreateUpload201Response{Body: echo}, nil
+}
+
+// ListOrders answers with the filter it received.
+func (service) ListOrders(ctx context.Context, req reqapi.ListOrdersRequest) (reqapi.ListOrdersResponse, error) {
+	b, err := json.Marshal(req)
+	if err != nil {
+		return nil, err
+	}
+	var echo reqapi.Echo
+	if err := json.Unmarshal(b, &echo); err != nil {
+		return nil, err
+	}
+	return reqapi.ListOrders200Response{Body: echo}, nil
+}
+
 // UpdateNote applies a JSON merge patch (RFC 7396): an absent member leaves
 // the column alone, null clears it.
 func (service) UpdateNote(ctx context.Context, tx pgx.Tx, req reqapi.UpdateNoteRequest) (reqapi.UpdateNoteResponse, error) {
@@ -73,6 +103,7 @@ func newStack(t *testing.T) *stack {
 	db := pgtest.New(t, pgtest.Options{MaxConns: 4})
 	ctx := context.Background()
 	if _, err := db.Exec(ctx, `CREATE TABLE orders (account text NOT NULL, amount numeric NOT NULL, request jsonb NOT NULL);
+		CREATE TABLE uploads (account text NOT NULL, request jsonb NOT NULL);
 		CREATE TABLE notes (id bigint PRIMARY KEY, title text NOT NULL, note text);
 		INSERT INTO notes VALUES (1, 'groceries', 'milk')`); err != nil {
 		t.Fatal(err)

@@ -5,6 +5,7 @@ package reqapi
 
 import (
 	"context"
+	"io"
 	"net/http"
 	"strings"
 	"time"
@@ -22,8 +23,12 @@ const _ = idem.SupportPackageIsVersion1 // regenerate when this fails to compile
 type Server interface {
 	// CreateOrder serves createOrder (POST /accounts/{account}/orders)
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
+	// CreateUpload serves createUpload (POST /accounts/{account}/uploads)
+	CreateUpload(ctx context.Context, tx pgx.Tx, req CreateUploadRequest) (CreateUploadResponse, error)
 	// UpdateNote serves updateNote (PATCH /notes/{id})
 	UpdateNote(ctx context.Context, tx pgx.Tx, req UpdateNoteRequest) (UpdateNoteResponse, error)
+	// ListOrders serves listOrders (GET /orders)
+	ListOrders(ctx context.Context, req ListOrdersRequest) (ListOrdersResponse, error)
 }
 
 // Unimplemented answers 501 Not Implemented for every operation. Embed it in
@@ -37,14 +42,24 @@ func (Unimplemented) CreateOrder(context.Context, pgx.Tx, CreateOrderRequest) (C
 	return unimplementedResponse{}, nil
 }
 
+// CreateUpload answers 501 for createUpload (POST /accounts/{account}/uploads).
+func (Unimplemented) CreateUpload(context.Context, pgx.Tx, CreateUploadRequest) (CreateUploadResponse, error) {
+	return unimplementedResponse{}, nil
+}
+
 // UpdateNote answers 501 for updateNote (PATCH /notes/{id}).
 func (Unimplemented) UpdateNote(context.Context, pgx.Tx, UpdateNoteRequest) (UpdateNoteResponse, error) {
 	return unimplementedResponse{}, nil
 }
 
+// ListOrders answers 501 for listOrders (GET /orders).
+func (Unimplemented) ListOrders(context.Context, ListOrdersRequest) (ListOrdersResponse, error) {
+	return unimplementedResponse{}, nil
+}
+
 // IdempotentOperations lists the operations served through the idempotency
 // engine, with their resolved x-idempotent policies.
-var IdempotentOperations = []*idem.Operation{&opCreateOrder, &opUpdateNote}
+var IdempotentOperations = []*idem.Operation{&opCreateOrder, &opCreateUpload, &opUpdateNote}
 
 var opCreateOrder = idem.Operation{
 	ID: "createOrder", Method: "POST", Pattern: "/accounts/{account}/orders",
@@ -54,6 +69,19 @@ var opCreateOrder = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: []string{"/metadata/clientSentAt"},
+		SchemaVersion: "712a9b5d8af5", OnSchemaChange: idem.SchemaChangeReplay,
+		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
+	},
+}
+
+var opCreateUpload = idem.Operation{
+	ID: "createUpload", Method: "POST", Pattern: "/accounts/{account}/uploads",
+	PathParams: []string{"account"},
+	Policy: idem.Policy{
+		Header: "Idempotency-Key", Required: true, KeyFormat: idem.KeyFormatUUID,
+		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
+		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
+		ReplayStatuses: nil, FingerprintExclude: nil,
 		SchemaVersion: "712a9b5d8af5", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
@@ -202,7 +230,9 @@ func (h *handler) routes() []Route {
 	base := h.opts.basePath
 	return []Route{
 		{"createOrder", "POST", base + "/accounts/{account}/orders", h.opts.wrap(h.handleCreateOrder)},
+		{"createUpload", "POST", base + "/accounts/{account}/uploads", h.opts.wrap(h.handleCreateUpload)},
 		{"updateNote", "PATCH", base + "/notes/{id}", h.opts.wrap(h.handleUpdateNote)},
+		{"listOrders", "GET", base + "/orders", h.opts.wrap(h.handleListOrders)},
 	}
 }
 
@@ -225,19 +255,19 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 
 // paramsCreateOrder describes the parameters of createOrder.
 var paramsCreateOrder = [...]idemimpl.Param{
-	{In: "path", Name: "account", Key: "account", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
-	{In: "query", Name: "dryRun", Key: "dryRun", Schema: 6, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
-	{In: "query", Name: "tag", Key: "tag", Schema: 7, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
-	{In: "query", Name: "window", Key: "window", Schema: 9, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
-	{In: "header", Name: "X-Account", Key: "X-Account", Schema: 11, Style: idemimpl.StyleSimple, Fingerprint: true},
+	{In: "path", Name: "account", Key: "account", Schema: 9, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "query", Name: "dryRun", Key: "dryRun", Schema: 19, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "tag", Key: "tag", Schema: 20, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "window", Key: "window", Schema: 22, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
+	{In: "header", Name: "X-Account", Key: "X-Account", Schema: 24, Style: idemimpl.StyleSimple, Fingerprint: true},
 	{In: "header", Name: "X-Request-Id", Key: "X-Request-Id", Schema: 12, Style: idemimpl.StyleSimple},
-	{In: "cookie", Name: "session", Key: "session", Schema: 13, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "cookie", Name: "session", Key: "session", Schema: 25, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
 }
 
 // bodyCreateOrder describes the request body of createOrder.
 var bodyCreateOrder = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 14},
-	{Type: "application/x-www-form-urlencoded", Decode: idemimpl.AsForm, Schema: 14},
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 26},
+	{Type: "application/x-www-form-urlencoded", Decode: idemimpl.AsForm, Schema: 26},
 }}
 
 // decodeCreateOrderRequest decodes and validates the request of createOrder; q holds its
@@ -252,6 +282,45 @@ func decodeCreateOrderRequest(r *http.Request, body []byte) (req CreateOrderRequ
 	q.Param(&paramsCreateOrder[5], &req.XRequestID)
 	q.Param(&paramsCreateOrder[6], &req.Session)
 	q.Body(body, &bodyCreateOrder, &req.Body)
+	return req, q, q.Err()
+}
+
+// handleCreateUpload serves createUpload (POST /accounts/{account}/uploads) through the idempotency engine.
+func (h *handler) handleCreateUpload(w http.ResponseWriter, r *http.Request) {
+	var q *idemimpl.Request
+	defer func() { q.Close() }() // removes the body's spooled files
+	h.engine.ServeStream(w, r, &opCreateUpload, func(body io.Reader) (idem.Prepared, error) {
+		req, decoded, err := decodeCreateUploadRequest(r, body)
+		q = decoded
+		if err != nil {
+			return idem.Prepared{}, err
+		}
+		return idem.Prepared{Canonical: q.Canonical(opCreateUpload.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			resp, err := h.srv.CreateUpload(ctx, tx, req)
+			if err != nil {
+				return nil, h.fail(r, err)
+			}
+			return respond(resp)
+		}}, nil
+	})
+}
+
+// paramsCreateUpload describes the parameters of createUpload.
+var paramsCreateUpload = [...]idemimpl.Param{
+	{In: "path", Name: "account", Key: "account", Schema: 9, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// bodyCreateUpload describes the request body of createUpload.
+var bodyCreateUpload = idemimpl.Body{Required: true, Media: []idemimpl.Media{
+	{Type: "multipart/form-data", Decode: idemimpl.AsMultipart, Schema: 10, JSONParts: []string{"details", "lines"}},
+}}
+
+// decodeCreateUploadRequest decodes and validates the request of createUpload; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateUploadRequest(r *http.Request, body io.Reader) (req CreateUploadRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCreateUpload[0], &req.Account)
+	q.BodyStream(body, &bodyCreateUpload, &req.Body)
 	return req, q, q.Err()
 }
 
@@ -274,12 +343,12 @@ func (h *handler) handleUpdateNote(w http.ResponseWriter, r *http.Request) {
 
 // paramsUpdateNote describes the parameters of updateNote.
 var paramsUpdateNote = [...]idemimpl.Param{
-	{In: "path", Name: "id", Key: "id", Schema: 1, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "path", Name: "id", Key: "id", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
 }
 
 // bodyUpdateNote describes the request body of updateNote.
 var bodyUpdateNote = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/merge-patch+json", Decode: idemimpl.AsMergePatch, Schema: 2},
+	{Type: "application/merge-patch+json", Decode: idemimpl.AsMergePatch, Schema: 6},
 }}
 
 // decodeUpdateNoteRequest decodes and validates the request of updateNote; q holds its
@@ -291,38 +360,76 @@ func decodeUpdateNoteRequest(r *http.Request, body []byte) (req UpdateNoteReques
 	return req, q, q.Err()
 }
 
+// handleListOrders serves listOrders (GET /orders).
+func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
+	req, _, err := decodeListOrdersRequest(r, nil)
+	if err != nil {
+		idem.WriteProblem(w, r, err)
+		return
+	}
+	resp, err := h.srv.ListOrders(r.Context(), req)
+	if err != nil {
+		idem.WriteProblem(w, r, h.fail(r, err))
+		return
+	}
+	writeResponse(w, r, resp)
+}
+
+// paramsListOrders describes the parameters of listOrders.
+var paramsListOrders = [...]idemimpl.Param{
+	{In: "query", Name: "filter", Key: "filter", Schema: 1, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
+}
+
+// limitsListOrders bounds what the request of listOrders may hold (x-request-limits).
+var limitsListOrders = idemimpl.Limits{MaxDepth: 4, MaxFields: 50, MaxNameLength: 1024, MaxValues: 10000}
+
+// decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeListOrdersRequest(r *http.Request, body []byte) (req ListOrdersRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.SetLimits(&limitsListOrders)
+	q.Param(&paramsListOrders[0], &req.Filter)
+	return req, q, q.Err()
+}
+
 // requestSchemas describes the schemas of request bodies and parameters that
 // the decoders validate against; entries refer to each other by index.
 var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{}, // 0: any value
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"},                                                                                    // 1: #/paths/~1notes~1{id}/patch/parameters/path/id/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "note", Schema: 3}, {Name: "title", Schema: 4}}, AdditionalProperties: idemimpl.NoAdditional}, // 2: #/components/schemas/NotePatch
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString | idemimpl.TypeNull, MaxLength: 40},                                                              // 3: #/components/schemas/NotePatch/properties/note
-	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 40},                                            // 4: #/components/schemas/NotePatch/properties/title
-	{Types: idemimpl.TypeString, Pattern: "^[a-z0-9]{1,16}$"},                                                                                                // 5: #/paths/~1accounts~1{account}~1orders/post/parameters/path/account/schema
-	{Types: idemimpl.TypeBoolean, Default: "false"},                                                                                                          // 6: #/paths/~1accounts~1{account}~1orders/post/parameters/query/dryRun/schema
-	{Has: idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MaxItems: 4, Items: 8},                                                                            // 7: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema
-	{Has: idemimpl.HasMinLength, Types: idemimpl.TypeString, MinLength: 1},                                                                                   // 8: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema/items
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "from", Schema: 10}, {Name: "to", Schema: 10}}, AdditionalProperties: idemimpl.NoAdditional},  // 9: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "0"},                                                                                    // 10: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema/properties/from
-	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                            // 11: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
-	{Types: idemimpl.TypeString}, // 12: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Request-Id/schema
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32}, // 13: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 15, Required: true}, {Name: "comment", Schema: 16}, {Name: "currency", Schema: 17, Required: true}, {Name: "express", Schema: 18}, {Name: "items", Schema: 19}, {Name: "metadata", Schema: 24}, {Name: "note", Schema: 26}, {Name: "price", Schema: 27}, {Name: "quantity", Schema: 28, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 14: #/components/schemas/Order
-	{Types: idemimpl.TypeInteger}, // 15: #/components/schemas/Order/properties/amount
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 16: #/components/schemas/Order/properties/comment
-	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 17: #/components/schemas/Order/properties/currency
-	{Types: idemimpl.TypeBoolean}, // 18: #/components/schemas/Order/properties/express
-	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 20},                     // 19: #/components/schemas/Order/properties/items
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 21}, {Name: "label", Schema: 22}, {Name: "sku", Schema: 23, Required: true}}}, // 20: #/components/schemas/Item
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 21: #/components/schemas/Item/properties/count
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 22: #/components/schemas/Item/properties/label
-	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 23: #/components/schemas/Item/properties/sku
-	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 25},                                                  // 24: #/components/schemas/Order/properties/metadata
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 25: #/components/schemas/Order/properties/metadata/additionalProperties
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                                   // 26: #/components/schemas/Order/properties/note
-	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},                 // 27: #/components/schemas/Order/properties/price
-	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"},                // 28: #/components/schemas/Order/properties/quantity
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "account", Schema: 2}, {Name: "amount", Schema: 3}}, AdditionalProperties: idemimpl.NoAdditional}, // 1: #/paths/~1orders/get/parameters/query/filter/schema
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 16},                                                                                      // 2: #/paths/~1orders/get/parameters/query/filter/schema/properties/account
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "gte", Schema: 4}, {Name: "lte", Schema: 4}}, AdditionalProperties: idemimpl.NoAdditional},        // 3: #/paths/~1orders/get/parameters/query/filter/schema/properties/amount
+	{Types: idemimpl.TypeInteger},                                         // 4: #/paths/~1orders/get/parameters/query/filter/schema/properties/amount/properties/gte
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"}, // 5: #/paths/~1notes~1{id}/patch/parameters/path/id/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "note", Schema: 7}, {Name: "title", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional},                                                  // 6: #/components/schemas/NotePatch
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString | idemimpl.TypeNull, MaxLength: 40},                                                                                                               // 7: #/components/schemas/NotePatch/properties/note
+	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 40},                                                                                             // 8: #/components/schemas/NotePatch/properties/title
+	{Types: idemimpl.TypeString, Pattern: "^[a-z0-9]{1,16}$"},                                                                                                                                                 // 9: #/paths/~1accounts~1{account}~1uploads/post/parameters/path/account/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "details", Schema: 11, Required: true}, {Name: "file", Schema: 12, Required: true}, {Name: "lines", Schema: 13}, {Name: "title", Schema: 18}}}, // 10: #/components/schemas/Upload
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "kind", Schema: 12}, {Name: "pages", Schema: 5}}},                                                                                              // 11: #/components/schemas/Upload/properties/details
+	{Types: idemimpl.TypeString},           // 12: #/components/schemas/Upload/properties/details/properties/kind
+	{Types: idemimpl.TypeArray, Items: 14}, // 13: #/components/schemas/Upload/properties/lines
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 15}, {Name: "label", Schema: 16}, {Name: "sku", Schema: 17, Required: true}}}, // 14: #/components/schemas/Item
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 15: #/components/schemas/Item/properties/count
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 16: #/components/schemas/Item/properties/label
+	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 17: #/components/schemas/Item/properties/sku
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 18: #/components/schemas/Upload/properties/title
+	{Types: idemimpl.TypeBoolean, Default: "false"},                                                                                                           // 19: #/paths/~1accounts~1{account}~1orders/post/parameters/query/dryRun/schema
+	{Has: idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MaxItems: 4, Items: 21},                                                                            // 20: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema
+	{Has: idemimpl.HasMinLength, Types: idemimpl.TypeString, MinLength: 1},                                                                                    // 21: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema/items
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "from", Schema: 23}, {Name: "to", Schema: 23}}, AdditionalProperties: idemimpl.NoAdditional},   // 22: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "0"},                                                                                     // 23: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema/properties/from
+	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                             // 24: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32},                                                                                   // 25: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 4, Required: true}, {Name: "comment", Schema: 27}, {Name: "currency", Schema: 28, Required: true}, {Name: "express", Schema: 29}, {Name: "items", Schema: 30}, {Name: "metadata", Schema: 31}, {Name: "note", Schema: 32}, {Name: "price", Schema: 33}, {Name: "quantity", Schema: 34, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 26: #/components/schemas/Order
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 27: #/components/schemas/Order/properties/comment
+	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 28: #/components/schemas/Order/properties/currency
+	{Types: idemimpl.TypeBoolean}, // 29: #/components/schemas/Order/properties/express
+	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 14},      // 30: #/components/schemas/Order/properties/items
+	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 18},                                   // 31: #/components/schemas/Order/properties/metadata
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 32: #/components/schemas/Order/properties/note
+	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 33: #/components/schemas/Order/properties/price
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 34: #/components/schemas/Order/properties/quantity
 }}
 
 // responder is implemented by the response types of every operation; its

@@ -30,6 +30,18 @@ func (v *Item) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalRequired(b, (*plain)(v), "sku")
 }
 
+// ListOrdersFilter is generated from #/paths/~1orders/get/parameters/query/filter/schema.
+type ListOrdersFilter struct {
+	Account *string                 `json:"account,omitzero"`
+	Amount  *ListOrdersFilterAmount `json:"amount,omitzero"`
+}
+
+// ListOrdersFilterAmount is generated from #/paths/~1orders/get/parameters/query/filter/schema/properties/amount.
+type ListOrdersFilterAmount struct {
+	Gte *int64 `json:"gte,omitzero"`
+	Lte *int64 `json:"lte,omitzero"`
+}
+
 // Note is generated from #/components/schemas/Note.
 type Note struct {
 	ID    int64   `json:"id"`
@@ -86,6 +98,40 @@ func (v *OrderCurrency) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalEnum(b, v)
 }
 
+// Upload is open (no additionalProperties), as Item is, so an undeclared part is dropped as an undeclared JSON member is. (#/components/schemas/Upload).
+type Upload struct {
+	Details UploadDetails `json:"details"` // A JSON part (an object property without an encoding).
+	File    []byte        `json:"file"`
+	Lines   []Item        `json:"lines,omitzero"` // A JSON part per item.
+	Title   *string       `json:"title,omitzero"`
+}
+
+// UnmarshalJSON refuses a value that lacks a required property.
+func (v *Upload) UnmarshalJSON(b []byte) error {
+	type plain Upload
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "details", "file")
+}
+
+// UploadDetails is a JSON part (an object property without an encoding). (#/components/schemas/Upload/properties/details).
+type UploadDetails struct {
+	Kind  *string `json:"kind,omitzero"`
+	Pages *int64  `json:"pages,omitzero"`
+}
+
+// UploadMultipart is open (no additionalProperties), as Item is, so an undeclared part is dropped as an undeclared JSON member is. (#/components/schemas/Upload as multipart/form-data).
+type UploadMultipart struct {
+	Details UploadDetails `json:"details"` // A JSON part (an object property without an encoding).
+	File    idem.File     `json:"file"`
+	Lines   []Item        `json:"lines,omitzero"` // A JSON part per item.
+	Title   *string       `json:"title,omitzero"`
+}
+
+// UnmarshalJSON refuses a value that lacks a required property.
+func (v *UploadMultipart) UnmarshalJSON(b []byte) error {
+	type plain UploadMultipart
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "details", "file")
+}
+
 // CreateOrderRequest is the decoded request of operation createOrder (POST /accounts/{account}/orders).
 type CreateOrderRequest struct {
 	Account    string             // path parameter "account"
@@ -115,6 +161,29 @@ func (r CreateOrder201Response) toResponse() (*idem.Response, error) {
 	return idemimpl.JSONResponse(201, "application/json", r.Body)
 }
 
+// CreateUploadRequest is the decoded request of operation createUpload (POST /accounts/{account}/uploads).
+type CreateUploadRequest struct {
+	Account string          // path parameter "account"
+	Body    UploadMultipart // multipart/form-data
+}
+
+// CreateUploadResponse is one of the responses of operation createUpload (POST /accounts/{account}/uploads):
+//   - CreateUpload201Response
+type CreateUploadResponse interface {
+	isCreateUploadResponse()
+	toResponse() (*idem.Response, error)
+}
+
+// CreateUpload201Response is the 201 response of operation createUpload (POST /accounts/{account}/uploads): The upload, as the handler saw the request.
+type CreateUpload201Response struct {
+	Body Echo
+}
+
+func (CreateUpload201Response) isCreateUploadResponse() {}
+func (r CreateUpload201Response) toResponse() (*idem.Response, error) {
+	return idemimpl.JSONResponse(201, "application/json", r.Body)
+}
+
 // UpdateNoteRequest is the decoded request of operation updateNote (PATCH /notes/{id}).
 type UpdateNoteRequest struct {
 	ID   int64     // path parameter "id"
@@ -138,11 +207,35 @@ func (r UpdateNote200Response) toResponse() (*idem.Response, error) {
 	return idemimpl.JSONResponse(200, "application/json", r.Body)
 }
 
+// ListOrdersRequest is the decoded request of operation listOrders (GET /orders).
+type ListOrdersRequest struct {
+	Filter *ListOrdersFilter // query parameter "filter"
+}
+
+// ListOrdersResponse is one of the responses of operation listOrders (GET /orders):
+//   - ListOrders200Response
+type ListOrdersResponse interface {
+	isListOrdersResponse()
+	toResponse() (*idem.Response, error)
+}
+
+// ListOrders200Response is the 200 response of operation listOrders (GET /orders): The filter, as the handler saw it.
+type ListOrders200Response struct {
+	Body Echo
+}
+
+func (ListOrders200Response) isListOrdersResponse() {}
+func (r ListOrders200Response) toResponse() (*idem.Response, error) {
+	return idemimpl.JSONResponse(200, "application/json", r.Body)
+}
+
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
 func (unimplementedResponse) toResponse() (*idem.Response, error) {
 	return idemimpl.NotImplementedResponse(), nil
 }
-func (unimplementedResponse) isCreateOrderResponse() {}
-func (unimplementedResponse) isUpdateNoteResponse()  {}
+func (unimplementedResponse) isCreateOrderResponse()  {}
+func (unimplementedResponse) isCreateUploadResponse() {}
+func (unimplementedResponse) isUpdateNoteResponse()   {}
+func (unimplementedResponse) isListOrdersResponse()   {}

@@ -1,0 +1,5 @@
+//go:build !race
+
+package reqapi
+
+const raceEnabled = false
