@@ -362,6 +362,8 @@ func decodeUpdateNoteRequest(r *http.Request, body []byte) (req UpdateNoteReques
 
 // handleListOrders serves listOrders (GET /orders).
 func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "listOrders") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListOrdersRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
