@@ -423,3 +423,10 @@ func hiddenCause(err error, status int) bool {
 	var p *Problem
 	return !errors.As(err, &p) || p.Err != nil
 }
+
+// writeProblem writes p as problem+json under the default profile: the
+// answers that precede any operation (Routed, NotFound) have neither an
+// operation's profile nor an Engine's Config.Errors.
+func writeProblem(w http.ResponseWriter, p *Problem) {
+	writeRefusal(w, renderProblem(p), p, ProfileDefault)
+}

@@ -248,6 +248,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -262,7 +264,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -352,6 +354,8 @@ func (h *handler) handleGetCustomersCustomer(w http.ResponseWriter, r *http.Requ
 	if r = h.authenticate(w, r, securityRequirements[0], idem.ProfileStripe); r == nil {
 		return
 	}
+	w, r, done := h.engine.Plain(w, r, "GetCustomersCustomer") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		h.engine.WriteError(w, r, idem.ProfileStripe, err)
@@ -434,6 +438,8 @@ func (h *handler) handleGetPaymentIntentsIntent(w http.ResponseWriter, r *http.R
 	if r = h.authenticate(w, r, securityRequirements[0], idem.ProfileStripe); r == nil {
 		return
 	}
+	w, r, done := h.engine.Plain(w, r, "GetPaymentIntentsIntent") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		h.engine.WriteError(w, r, idem.ProfileStripe, err)
