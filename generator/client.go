@@ -162,15 +162,6 @@ func modulePath(gomod string) (string, error) {
 	return "", fmt.Errorf("%s has no module directive", gomod)
 }
 
-// clientNames are the exported identifiers client.gen.go declares in the
-// server's package; a schema of the same name is a clash.
-func (c *ClientConfig) clientNames() []string {
-	if !c.Enabled || c.separate() {
-		return nil
-	}
-	return []string{"Client", "NewClient"}
-}
-
 // ClientModel is what the client template needs beyond the operations.
 type ClientModel struct {
 	// Enabled: the config asks for a client.
@@ -251,8 +242,8 @@ func (o *Operation) ClientParams() []*Param {
 
 // ClientOpVar and ClientReader name the client's identifiers of the
 // operation: its idemclient.Operation variable and its response reader.
-func (o *Operation) ClientOpVar() string  { return "clientOp" + o.GoName }
-func (o *Operation) ClientReader() string { return "read" + o.GoName + "Response" }
+func (o *Operation) ClientOpVar() string  { return o.Names.ClientOp }
+func (o *Operation) ClientReader() string { return o.Names.ClientReader }
 
 // Optional reports whether the body may be left out: the client sends none
 // when the field is nil.

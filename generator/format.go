@@ -2,12 +2,16 @@ package generator
 
 import (
 	"bytes"
+	"errors"
 	"go/format"
 	"runtime"
 	"slices"
 	"sync"
 	"sync/atomic"
 )
+
+// errChunkPrefix is a chunk whose formatted text lost its package clause.
+var errChunkPrefix = errors.New("chunk without its package clause")
 
 // formatSources formats Go files as go/format.Source does, on every core:
 // formatting was a third of the generator's time on Stripe's spec, one file
@@ -62,7 +66,7 @@ func formatSources(srcs [][]byte) ([][]byte, []error) {
 				if c.err == nil && c.index > 0 {
 					var ok bool
 					if c.out, ok = bytes.CutPrefix(c.out, []byte(chunkPackage+"\n")); !ok {
-						c.err = errNoSplit
+						c.err = errChunkPrefix
 					}
 				}
 			}

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"errors"
-	"fmt"
 	"sort"
 	"strings"
 
@@ -30,12 +29,6 @@ func limitsFromRuntime(r idemimpl.Limits) RequestLimits {
 }
 
 func defaultLimits() RequestLimits { return limitsFromRuntime(idemimpl.DefaultLimits()) }
-
-// Literal renders the limits as an idemimpl.Limits literal, without the
-// type name.
-func (l *RequestLimits) Literal() string {
-	return fmt.Sprintf("{MaxDepth: %d, MaxFields: %d, MaxNameLength: %d, MaxValues: %d}", l.MaxDepth, l.MaxFields, l.MaxNameLength, l.MaxValues)
-}
 
 // limitsPatch is a parsed x-request-limits object: only the fields present.
 type limitsPatch map[string]int

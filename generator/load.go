@@ -4,13 +4,14 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"net/url"
 	"os"
 	"path/filepath"
 	"sort"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/internal/load"
 )
 
 // Warning is a problem in the spec that generation worked around.
@@ -54,8 +55,9 @@ func (e errList) err() error {
 	return &SpecError{Problems: out}
 }
 
-// loadSpec loads the document with kin-openapi. Local $refs to other files
-// are followed; remote ones only when allowRemote is set.
+// loadSpec reads the spec cfg names and loads it (internal/load): local
+// $refs to other files are followed; remote ones only when
+// cfg.AllowRemoteRefs is set.
 func loadSpec(cfg *Config) (*openapi3.T, error) {
 	data := cfg.SpecData
 	if data == nil {
@@ -64,173 +66,14 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 			return nil, err
 		}
 	}
-	abs, err := filepath.Abs(cfg.Spec)
-	if err != nil {
-		return nil, err
-	}
-	location := &url.URL{Path: filepath.ToSlash(abs)}
-	if d, ok := split(data); ok {
-		// The document in parts, on every core (loadsplit.go); on any error
-		// it is loaded again whole, for kin-openapi's own error.
-		loader := newLoader(cfg)
-		if doc, err := loader.LoadFromDataWithPath(d.top, location); err == nil {
-			if err := d.decodeParts(doc); err == nil {
-				if err := loader.ResolveRefsIn(doc, location); err == nil {
-					nullTypes(doc)
-					return doc, nil
-				}
-			}
-		}
-	}
-	doc, err := newLoader(cfg).LoadFromDataWithPath(data, location)
+	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
 		if problems := danglingRefs(data, specName(cfg)); len(problems) > 0 {
 			return nil, &SpecError{Problems: problems}
 		}
 		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
 	}
-	nullTypes(doc)
 	return doc, nil
-}
-
-// nullTypes spells "null" where a schema's type list holds a YAML null:
-// `type: [string, null]` is the null type in OpenAPI 3.1, but YAML reads
-// the bare word as a null value, which kin-openapi keeps as "". Every
-// reader of the document (the model, validation, conformance) then sees
-// the type the spec meant.
-func nullTypes(doc *openapi3.T) {
-	seen := map[*openapi3.Schema]bool{}
-	var schema func(sr *openapi3.SchemaRef)
-	schemas := func(list openapi3.SchemaRefs) {
-		for _, sr := range list {
-			schema(sr)
-		}
-	}
-	schema = func(sr *openapi3.SchemaRef) {
-		if sr == nil || sr.Value == nil || seen[sr.Value] {
-			return
-		}
-		s := sr.Value
-		seen[s] = true
-		if s.Type != nil {
-			for i, t := range *s.Type {
-				if t == "" {
-					(*s.Type)[i] = openapi3.TypeNull
-				}
-			}
-		}
-		schema(s.Items)
-		schema(s.Not)
-		schema(s.AdditionalProperties.Schema)
-		schemas(s.AllOf)
-		schemas(s.AnyOf)
-		schemas(s.OneOf)
-		schemas(s.PrefixItems)
-		schema(s.Contains)
-		schema(s.PropertyNames)
-		schema(s.If)
-		schema(s.Then)
-		schema(s.Else)
-		schema(s.UnevaluatedItems.Schema)
-		schema(s.UnevaluatedProperties.Schema)
-		for _, m := range []openapi3.Schemas{s.Properties, s.PatternProperties, s.DependentSchemas} {
-			for _, sr := range m {
-				schema(sr)
-			}
-		}
-	}
-	content := func(c openapi3.Content) {
-		for _, mt := range c {
-			if mt != nil {
-				schema(mt.Schema)
-			}
-		}
-	}
-	params := func(ps openapi3.Parameters) {
-		for _, p := range ps {
-			if p != nil && p.Value != nil {
-				schema(p.Value.Schema)
-				content(p.Value.Content)
-			}
-		}
-	}
-	headers := func(hs openapi3.Headers) {
-		for _, h := range hs {
-			if h != nil && h.Value != nil {
-				schema(h.Value.Schema)
-				content(h.Value.Content)
-			}
-		}
-	}
-	item := func(it *openapi3.PathItem) {
-		if it == nil {
-			return
-		}
-		params(it.Parameters)
-		for _, op := range it.Operations() {
-			params(op.Parameters)
-			if op.RequestBody != nil && op.RequestBody.Value != nil {
-				content(op.RequestBody.Value.Content)
-			}
-			if op.Responses != nil {
-				for _, r := range op.Responses.Map() {
-					if r != nil && r.Value != nil {
-						content(r.Value.Content)
-						headers(r.Value.Headers)
-					}
-				}
-			}
-		}
-	}
-	if c := doc.Components; c != nil {
-		for _, sr := range c.Schemas {
-			schema(sr)
-		}
-		for _, p := range c.Parameters {
-			if p != nil && p.Value != nil {
-				schema(p.Value.Schema)
-				content(p.Value.Content)
-			}
-		}
-		headers(c.Headers)
-		for _, rb := range c.RequestBodies {
-			if rb != nil && rb.Value != nil {
-				content(rb.Value.Content)
-			}
-		}
-		for _, r := range c.Responses {
-			if r != nil && r.Value != nil {
-				content(r.Value.Content)
-				headers(r.Value.Headers)
-			}
-		}
-	}
-	if doc.Paths != nil {
-		for _, it := range doc.Paths.Map() {
-			item(it)
-		}
-	}
-	for _, it := range doc.Webhooks {
-		item(it)
-	}
-}
-
-func newLoader(cfg *Config) *openapi3.Loader {
-	loader := openapi3.NewLoader()
-	loader.Context = context.Background()
-	loader.IsExternalRefsAllowed = true
-	readers := []openapi3.ReadFromURIFunc{openapi3.ReadFromFile}
-	if cfg.AllowRemoteRefs {
-		readers = append([]openapi3.ReadFromURIFunc{openapi3.ReadFromHTTP(nil)}, readers...)
-	}
-	read := openapi3.ReadFromURIs(readers...)
-	loader.ReadFromURIFunc = func(l *openapi3.Loader, u *url.URL) ([]byte, error) {
-		if u.Host != "" && !cfg.AllowRemoteRefs {
-			return nil, fmt.Errorf("remote $ref %s is not allowed (set allowRemoteRefs: true to follow it)", u.Redacted())
-		}
-		return read(l, u)
-	}
-	return loader
 }
 
 func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }

@@ -2,12 +2,9 @@ package generator
 
 import (
 	"fmt"
-	"sort"
 	"strconv"
 	"strings"
 	"unicode"
-
-	"github.com/getkin/kin-openapi/openapi3"
 )
 
 // Model is everything the renderers need, decided once: names, order, types
@@ -33,6 +30,9 @@ type Model struct {
 	// SecurityRequirements are the distinct security requirements of the
 	// operations (Operation.SecurityIndex).
 	SecurityRequirements [][]SecurityRequirement
+	// RouteGroups are the ServeMux routes, in the order of the operations
+	// (Routes).
+	RouteGroups []*RouteGroup
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
 	Client   ClientModel
@@ -65,11 +65,8 @@ type Type struct {
 	Name     string
 	Doc      string
 	Location string // JSON pointer in the spec, e.g. #/components/schemas/Pet
-	// Schema is the schema the type is generated from (for a union of
-	// deduplicated members, the first use).
-	Schema *openapi3.Schema
-	Kind   TypeKind
-	Fields []*Field // KindStruct
+	Kind     TypeKind
+	Fields   []*Field // KindStruct
 	// AdditionalProperties, when not nil, is the map field (json:"-") that
 	// keeps the members not declared in properties; the type's MarshalJSON
 	// and UnmarshalJSON move them in and out of it (KindStruct).
@@ -87,12 +84,6 @@ type Type struct {
 	// Shared counts the other inline schemas of the same shape that this
 	// type stands for (share.go); 0 when it is generated from one schema.
 	Shared int
-
-	ident    *ident
-	fields   *scope // names of the fields or variants
-	building bool
-	inline   bool   // named after where it stands: a candidate for sharing
-	suffix   string // an inline type's name after its parent's (the property's, "Item", ...)
 }
 
 // Required returns the JSON names of the required fields that every
@@ -124,13 +115,8 @@ type Field struct {
 	// requests: the field is never required in Go, and responses omit it.
 	ReadOnly, WriteOnly bool
 	// Default is the schema's default value, nil when there is none.
-	Default *Default
-	// Schema is the property's schema (with its $ref, when it has one).
-	Schema   *openapi3.SchemaRef
+	Default  *Default
 	Location string // JSON pointer of the property, e.g. #/components/schemas/Pet/properties/name
-
-	baseType     GoType // the property's type before optionality
-	baseNullable bool
 }
 
 // TagName reports whether the field's JSON name can be the name of an
@@ -155,10 +141,9 @@ func (f *Field) TagName() bool {
 type Default struct {
 	JSON  string // the value as JSON
 	Value any    // the value as the spec's YAML/JSON decoder gave it
-	// Go is a Go expression of the value's type (the field's type without
-	// pointer or Nullable): `int64(10)`, `"eur"`, `PetStatusAvailable`;
-	// "" when the value has none (objects, arrays): decode JSON instead.
-	Go string
+	// Type is the value's type: the field's type without pointer or
+	// Nullable. Go() spells the value as a Go expression of it.
+	Type GoType
 }
 
 // EnumValue is one constant of an enum type.
@@ -224,41 +209,6 @@ func (t GoType) TypeName() string {
 	return ""
 }
 
-// String renders the type as Go source (for templates and comments).
-func (t GoType) String() string {
-	switch t.Kind {
-	case GoAny:
-		return "any"
-	case GoBuiltin:
-		return t.Name
-	case GoNamed:
-		return t.TypeName()
-	case GoTime:
-		return "time.Time"
-	case GoUUID:
-		return "uuid.UUID"
-	case GoDate:
-		return "idem.Date"
-	case GoBytes:
-		return "[]byte"
-	case GoReader:
-		return "io.Reader"
-	case GoFile:
-		return "idem.File"
-	case GoSlice:
-		return "[]" + t.Elem.String()
-	case GoMap:
-		return "map[string]" + t.Elem.String()
-	case GoPointer:
-		return "*" + t.Elem.String()
-	case GoNullable:
-		return "idem.Nullable[" + t.Elem.String() + "]"
-	case GoOrEmpty:
-		return "idem.OrEmpty[" + t.Elem.String() + "]"
-	}
-	return "any"
-}
-
 // Operation is one HTTP operation.
 type Operation struct {
 	ID         string   // operationId (derived from method and path when absent)
@@ -291,26 +241,37 @@ type Operation struct {
 	// RequestTypeName and ResponseTypeName are GoName+"Request" and
 	// GoName+"Response" unless a schema of the same name took them first.
 	RequestTypeName, ResponseTypeName string
+	// Names are the generated code's own names for the operation.
+	Names OperationNames
+}
 
-	segs          []pathSeg   // the path template's segments
-	route         *RouteGroup // the ServeMux route serving the operation
-	ident         *ident
-	requestFields *scope // fields of the request type
-	// ownExclusions: the fingerprint exclusions are the operation's own,
-	// not the root's (which apply where they name something).
-	ownExclusions bool
+// OperationNames are the names the generated code declares for an
+// operation's own use, derived from its GoName through the namer (a clash
+// numbers the later one, with a warning).
+type OperationNames struct {
+	Handler      string // handle<Op>: the handler's method serving it
+	Decoder      string // decode<Op>Request: its request decoder
+	Op           string // op<Op>: its idem.Operation
+	Params       string // params<Op>: its parameters' table
+	Body         string // body<Op>: its body's table
+	Limits       string // limits<Op>: its request limits
+	Marker       string // is<Op>Response: the method of its response types
+	Segments     string // pathSegments<Op>: its split path segments
+	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
+	ClientReader string // read<Op>Response: the client's response reader ("" without a client)
 }
 
 // RequestType, ResponseType and friends name the operation's Go identifiers.
 func (o *Operation) RequestType() string  { return o.RequestTypeName }
 func (o *Operation) ResponseType() string { return o.ResponseTypeName }
-func (o *Operation) Handler() string      { return "handle" + o.GoName }
-func (o *Operation) Decoder() string      { return "decode" + o.GoName + "Request" }
-func (o *Operation) OpVar() string        { return "op" + o.GoName }
-func (o *Operation) ParamsVar() string    { return "params" + o.GoName }
-func (o *Operation) BodyVar() string      { return "body" + o.GoName }
-func (o *Operation) LimitsVar() string    { return "limits" + o.GoName }
-func (o *Operation) Marker() string       { return "is" + o.GoName + "Response" }
+func (o *Operation) Handler() string      { return o.Names.Handler }
+func (o *Operation) Decoder() string      { return o.Names.Decoder }
+func (o *Operation) OpVar() string        { return o.Names.Op }
+func (o *Operation) ParamsVar() string    { return o.Names.Params }
+func (o *Operation) BodyVar() string      { return o.Names.Body }
+func (o *Operation) LimitsVar() string    { return o.Names.Limits }
+func (o *Operation) Marker() string       { return o.Names.Marker }
+func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
@@ -361,6 +322,16 @@ type Body struct {
 // (idem.Engine.ServeStream, idemimpl.Request.BodyStream).
 func (o *Operation) Streamed() bool { return o.Body != nil && o.Body.Stream }
 
+// BodyMedia is one media type a request body is accepted in.
+type BodyMedia struct {
+	Type       string   // as declared, lower-cased
+	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
+	Schema     int      // index in the request schema table
+	Unexploded []string // form members with explode: false
+	JSONParts  []string // multipart members whose parts hold JSON
+	FormParts  []string // multipart members whose part holds a form
+}
+
 // Response is one declared status of an operation.
 type Response struct {
 	Status      string // "201", "2XX", "default"
@@ -384,159 +355,187 @@ type Header struct {
 	Required bool
 	// Parse is the idemimpl function that parses the header's value (its
 	// element's, when Type is a pointer): ParseString, ParseInt64,
-	// ParseEnum[Status]; a client decodes the header with it.
-	Parse string
+	// ParseEnum; a client decodes the header with it. ParseEnum is generic:
+	// ParseEnumOf is its type argument, the enum type.
+	Parse       string
+	ParseEnumOf *Type
 }
 
 // Pointer reports whether the header's field is a pointer (optional, not a string).
 func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 
-type builder struct {
-	doc      *openapi3.T
-	file     string
-	errs     *errList
-	names    *namer
-	types    []*Type
-	bySchema map[*openapi3.Schema]*Type
-	byRef    map[string]*Type // types of schemas outside components, by $ref
-	unions   map[string]*Type // unions of named or scalar members, by members
-	defaults []*Field         // fields whose Default.Go is spelt after naming
-	warns    []Warning
-	versions *versioner
-	methods  *scope // of Server
-	// schemes are the security schemes requirements name, by name;
-	// secMethods the methods of Security.
-	schemes    map[string]*SecurityScheme
-	secMethods *scope
-	req        *reqTable
-	// rootExclUsed records the root fingerprint exclusions ("exclude[0]",
-	// "excludeParameters[1]") that named something in some operation.
-	rootExclUsed map[string]bool
-	// rootProblems are the policy objections reported at the root.
-	rootProblems map[string]bool
-	// rootLimits is the document's x-request-limits.
-	rootLimits limitsPatch
-
-	// fileParts is set while the schema of a multipart/form-data body is
-	// typed: a binary string there is a file part (idem.File).
-	fileParts bool
-	parts     partTypes // multipart variants of named types (multipart.go)
+// SecurityScheme is a security scheme that some operation requires: a
+// method of the generated Security interface, called with the credential
+// the scheme finds in a request.
+type SecurityScheme struct {
+	Name        string // as in components.securitySchemes
+	Method      string // Go method of Security
+	Description string // first line of the scheme's description
+	// Kind is the idemimpl.SchemeKind constant: SchemeAPIKeyHeader,
+	// SchemeAPIKeyQuery, SchemeAPIKeyCookie, SchemeBearer (HTTP bearer,
+	// OAuth2, OpenID Connect), SchemeBasic, SchemeHTTP (another HTTP
+	// authentication scheme), SchemeMutualTLS, or SchemeUndefined for a
+	// name that requirements use and components do not define (it never
+	// authenticates anything, and has no method).
+	Kind string
+	// Param is the API key's header, query parameter or cookie name, or
+	// the HTTP authentication scheme of SchemeHTTP.
+	Param string
+	// Challenge is the WWW-Authenticate challenge of a 401.
+	Challenge string
+	// What says in words where the credential is, for comments:
+	// "API key in header X-API-Key", "HTTP bearer token".
+	What  string
+	Index int // in Model.SecuritySchemes
 }
 
-// reservedNames are package-level identifiers of the generated server.
-var reservedNames = []string{"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
-	"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
-	"Route", "Routes"}
+// Defined reports whether the spec defines the scheme (it has a method).
+func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
 
-// typeMethods are the methods a generated struct or union may have; no
-// field takes their names.
-var typeMethods = []string{"MarshalJSON", "UnmarshalJSON"}
-
-func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
-	file := specName(cfg)
-	errs := &errList{}
-	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
-	b.names.pkg.reserve(append(reservedNames, cfg.Client.clientNames()...)...)
-	b.methods = b.names.scope("methods of Server")
-	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
-	b.req = newReqTable(b, cfg.Validation.Skip)
-	b.rootExclUsed = map[string]bool{}
-
-	// Component schemas first so that refs find their types.
-	if doc.Components != nil {
-		names := sortedKeys(doc.Components.Schemas)
-		var declared []*Type
-		for _, name := range names {
-			sr := doc.Components.Schemas[name]
-			if sr == nil || sr.Value == nil {
-				continue
-			}
-			if _, ok := b.bySchema[sr.Value]; ok {
-				continue // a component that is only a $ref to another
-			}
-			loc := "#/components/schemas/" + pointerEscape(name)
-			t := b.newType(sr.Value, loc)
-			want := goName(name)
-			t.ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))
-			declared = append(declared, t)
-		}
-		for _, t := range declared {
-			if t.Kind == kindUndeclared {
-				b.declare(t)
-			}
-		}
-	}
-
-	var root *policyPatch
-	if v, ok := doc.Extensions["x-idempotent"]; ok {
-		var optOut bool
-		root, optOut = parseExtension(v, file+": ", errs)
-		if optOut {
-			errs.addf("%s: x-idempotent: false is only meaningful on an operation", file)
-		}
-		if root != nil {
-			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, nil, true)
-		}
-	}
-
-	if v, ok := doc.Extensions[limitsExt]; ok {
-		b.rootLimits = parseLimits(v, file+": ", errs)
-		b.checkLimits(b.rootLimits.apply(defaultLimits()), b.rootLimits, file+": ")
-	}
-
-	m := &Model{Package: cfg.Package, Source: source}
-	for _, path := range doc.Paths.InMatchingOrder() {
-		item := doc.Paths.Value(path)
-		ops := item.Operations()
-		for _, method := range sortedKeys(ops) {
-			if op := b.operation(path, method, item, ops[method], root, cfg); op != nil {
-				m.Operations = append(m.Operations, op)
-			}
-		}
-	}
-	sort.Slice(m.Operations, func(i, j int) bool {
-		a, c := m.Operations[i], m.Operations[j]
-		if a.Path != c.Path {
-			return a.Path < c.Path
-		}
-		return a.Method < c.Method
-	})
-	b.checkRoutes(m.Operations)
-	b.finishSecurity(m)
-	b.req.checkSkip(file)
-	b.checkRootExclusions(root)
-	m.Webhooks = b.webhooks(doc)
-	m.WebhookSource = cfg.WebhookSource
-	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
-	b.names.resolve()
-	if err := errs.err(); err != nil {
-		return nil, err
-	}
-	b.spellDefaults()
-	finishParams(m.Operations)
-	markWriteOnly(b.types)
-	m.Types = b.types
-	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
-	m.Warnings = append(b.warns, b.names.warns...)
-	m.RequestSchemas = b.req.list
-	return m, nil
+// SecurityUse is one scheme of a requirement, with the scopes (or, in
+// OpenAPI 3.1, roles) the operation requires of it.
+type SecurityUse struct {
+	Scheme *SecurityScheme
+	Scopes []string
 }
 
-// newType registers the named type generated for schema s.
-func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
-	t := &Type{Location: loc, Schema: s, Doc: firstLine(s.Description), Kind: kindUndeclared}
-	b.types = append(b.types, t)
-	if s != nil {
-		b.bySchema[s] = t
+// SecurityRequirement is one alternative of an operation's security: all
+// of its schemes must authenticate the request. Empty: anonymous requests
+// are allowed.
+type SecurityRequirement []SecurityUse
+
+// Secured reports whether some operation requires security: the server
+// then has a Security interface, WithSecurity and Principal.
+func (m *Model) Secured() bool { return len(m.SecuritySchemes) > 0 }
+
+// X509 reports whether a Security method takes a certificate chain.
+func (m *Model) X509() bool {
+	for _, s := range m.SecuritySchemes {
+		if s.Kind == "SchemeMutualTLS" {
+			return true
+		}
 	}
-	return t
+	return false
 }
 
-// warnf adds a warning at where: a location or a phrase ("operation
-// \"x\""), which may already start with the spec file's name (the "where"
-// prefix of error messages): the file is named once.
-func (b *builder) warnf(where, format string, args ...any) {
-	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
-	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
+// DefinedSecuritySchemes are the schemes with a Security method.
+func (m *Model) DefinedSecuritySchemes() []*SecurityScheme {
+	var out []*SecurityScheme
+	for _, s := range m.SecuritySchemes {
+		if s.Defined() {
+			out = append(out, s)
+		}
+	}
+	return out
+}
+
+// SecuredIdempotentOperations are the ids of the idempotent operations that
+// require security (some alternative names a scheme): their keys should be
+// scoped by principal, and NewHandler warns when the engine does not.
+func (m *Model) SecuredIdempotentOperations() []string {
+	var out []string
+	for _, o := range m.Operations {
+		if !o.Idempotent {
+			continue
+		}
+		for _, alt := range o.Security {
+			if len(alt) > 0 {
+				out = append(out, o.ID)
+				break
+			}
+		}
+	}
+	return out
+}
+
+// Webhook is one entry of an OpenAPI 3.1 document's `webhooks` map: a
+// request the API sends to its subscribers. The generator emits a typed
+// sender that enqueues it through the outbox and a typed receiver that runs
+// it through the inbox (webhooks.gen.go).
+type Webhook struct {
+	Name       string // key in the webhooks map, e.g. "email.sent"; also the CloudEvents type
+	GoName     string // exported name: EmailSent
+	Method     string // the spec's method (POST); deliveries are always POSTed
+	Summary    string
+	Deprecated bool
+	Segment    string // path segment of the receiver route: the name, path-escaped
+	MediaType  string // the payload's media type (JSON)
+	Payload    GoType // Go type of the request body
+	Required   bool   // the spec requires a body
+	// Security lists the security schemes the webhook itself declares
+	// (sorted); the document's root security never applies to webhooks.
+	Security []string
+	Location string // JSON pointer, e.g. #/webhooks/email.sent/post
+
+	// SenderName and TypeConstName are Send<GoName> and
+	// WebhookType<GoName> unless a schema of the same name took them first.
+	SenderName, TypeConstName string
+	// HandlerName is handleWebhook<GoName>, the method of the receiver's
+	// handler.
+	HandlerName string
+}
+
+// Sender, TypeConst, Handler name the webhook's Go identifiers.
+func (w *Webhook) Sender() string    { return w.SenderName }
+func (w *Webhook) TypeConst() string { return w.TypeConstName }
+func (w *Webhook) Handler() string   { return w.HandlerName }
+
+// ReqSchema is one entry of the generated package's idemimpl.Schemas table:
+// the compact descriptor of a request body or parameter schema that the
+// generated decoders validate against. Every schema has one entry (one per
+// named schema, shared by all its uses; a second when a config turns
+// validation off below it), so recursive schemas cost one entry each.
+type ReqSchema struct {
+	Index int
+	// Source is the spec location the entry was built from.
+	Source string
+
+	// The keywords, each the field of idemimpl.Schema of the same name;
+	// constants are named without their package.
+	Types                              []string // idemimpl.Types constants, in the spec's order: TypeString, TypeNull
+	Nullable                           bool
+	Format                             string   // idemimpl.Format constant; "" for none
+	Enum                               []string // canonical JSON of the allowed values
+	Has                                []string // idemimpl.Has constants of the limits set: HasMinimum, ...
+	Minimum, Maximum                   string   // exact decimals
+	ExclusiveMinimum, ExclusiveMaximum bool
+	MultipleOf                         string
+	MinLength, MaxLength               uint64 // set when Has says so
+	Pattern                            string
+	MinItems, MaxItems                 uint64
+	UniqueItems                        bool
+	MinProperties, MaxProperties       uint64
+	Items                              int // index; 0: any
+	Props                              []ReqProp
+	// AdditionalProperties is the index of the schema of undeclared
+	// members, or 0 with AdditionalConst the idemimpl constant
+	// (NoAdditional, AnyAdditional) or "".
+	AdditionalProperties int
+	AdditionalConst      string
+	AllOf, AnyOf, OneOf  []int
+	Discriminator        string
+	Mapping              []ReqMapping
+	Not                  int
+	Default              string // canonical JSON; "" for none
+	ReadOnly, NoValidate bool
+}
+
+// ReqProp is one declared property of a ReqSchema (idemimpl.Prop).
+type ReqProp struct {
+	Name     string
+	Schema   int
+	Required bool
+}
+
+// ReqMapping is a discriminator value and the schema it selects
+// (idemimpl.Mapping).
+type ReqMapping struct {
+	Value  string
+	Schema int
+}
+
+// key is the entry's keywords, for sharing entries of the same keywords.
+func (e ReqSchema) key() string {
+	e.Index, e.Source = 0, ""
+	return fmt.Sprintf("%+v", e)
 }

@@ -1,11 +1,10 @@
 package generator
 
 import (
-	"mime"
-	"strconv"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // jsonParts lists the top-level properties of a multipart/form-data body
@@ -62,7 +61,7 @@ func formParts(media *openapi3.MediaType) []string {
 // media types) is application/x-www-form-urlencoded.
 func contentTypeForm(list string) bool {
 	for _, ct := range strings.Split(list, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
+		mt, _, err := jsonkit.ParseMediaType(strings.TrimSpace(ct))
 		if err == nil && mt == "application/x-www-form-urlencoded" {
 			return true
 		}
@@ -72,8 +71,8 @@ func contentTypeForm(list string) bool {
 
 func contentTypeJSON(list string) bool {
 	for _, ct := range strings.Split(list, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
-		if err == nil && jsonMediaType(mt) {
+		mt, _, err := jsonkit.ParseMediaType(strings.TrimSpace(ct))
+		if err == nil && jsonkit.IsJSON(mt) {
 			return true
 		}
 	}
@@ -105,18 +104,14 @@ func defaultJSONPart(sr *openapi3.SchemaRef) bool {
 	return false
 }
 
-// ClientJSONParts is what the generated client passes to idemclient's
-// Encode after the body: the JSON parts of the body's multipart media
-// type, as further arguments (", \"details\""), or "".
-func (bd *Body) ClientJSONParts() string {
+// ClientJSONParts are the JSON parts of the body's multipart media type,
+// which the generated client passes to idemclient's Encode after the body;
+// nil for another media type.
+func (bd *Body) ClientJSONParts() []string {
 	if len(bd.Media) == 0 || bd.Media[0].Decode != "AsMultipart" || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
-		return ""
+		return nil
 	}
-	var s string
-	for _, n := range bd.Media[0].JSONParts {
-		s += ", " + strconv.Quote(n)
-	}
-	return s
+	return bd.Media[0].JSONParts
 }
 
 // partTypes holds the multipart variants of named types. A binary string
@@ -134,7 +129,7 @@ type partTypes struct {
 // partVariant returns the multipart variant of t when the representations
 // differ, declaring it on first use; nil when t serves both.
 func (b *builder) partVariant(t *Type) *Type {
-	if t.Schema == nil || !b.hasBinary(t.Schema, map[*openapi3.Schema]bool{}) {
+	if b.tb(t).schema == nil || !b.hasBinary(b.tb(t).schema, map[*openapi3.Schema]bool{}) {
 		return nil
 	}
 	if b.parts.variant == nil {
@@ -144,10 +139,11 @@ func (b *builder) partVariant(t *Type) *Type {
 		return v
 	}
 	loc := t.Location + " as multipart/form-data"
-	v := &Type{Location: loc, Schema: t.Schema, Doc: t.Doc, Kind: kindUndeclared}
+	v := &Type{Location: loc, Doc: t.Doc, Kind: kindUndeclared}
+	b.tb(v).schema = b.tb(t).schema
 	b.types = append(b.types, v) // not in bySchema: the schema's own type stays t
 	b.parts.variant[t] = v
-	v.ident = b.names.derived(b.names.pkg, &v.Name, t.ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
+	b.tb(v).ident = b.names.derived(b.names.pkg, &v.Name, b.tb(t).ident, "Multipart", loc, "multipart variant of "+t.Location, rankInline, false)
 	b.declare(v)
 	return v
 }

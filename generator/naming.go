@@ -161,9 +161,13 @@ type ident struct {
 	level int           // 1 + the highest level of the identifiers want reads
 	floor int           // the lowest level the identifier may have
 	deps  []*ident      // the identifiers want reads (a derived name's parent first)
-	// suffix follows the parent's name (deps[0]) in a derived name.
-	suffix  string
-	derived bool
+	// prefix and suffix surround the parent's name (deps[0]) in a derived
+	// name.
+	prefix, suffix string
+	derived        bool
+	// helper: a name idemgen derives for its own declarations (affixed);
+	// the config does not rename it (it follows its parent\'s).
+	helper bool
 	// fallback, when not nil, is the spelling taken without a warning when
 	// want's is taken (a shared type's common name, share.go).
 	fallback func() string
@@ -316,6 +320,17 @@ func (n *namer) derived(sc *scope, dst *string, parent *ident, suffix, loc, what
 	return n.add(id, parent)
 }
 
+// affixed declares a name idemgen derives from parent's final name for its
+// own use: prefix + name + suffix (handleCreatePayment,
+// decodeCreatePaymentRequest, SendEmailSent). It ranks after the spec's
+// names: a clash numbers it, with a warning.
+func (n *namer) affixed(sc *scope, dst *string, parent *ident, prefix, suffix, loc, what string) *ident {
+	id := n.derived(sc, dst, parent, suffix, loc, what, rankDerived, false)
+	id.prefix, id.helper = prefix, true
+	id.want = func() string { return prefix + *id.deps[0].dst + suffix }
+	return id
+}
+
 // resolve spells every identifier, level by level. Within a level and scope,
 // claimants of one name are ordered by rank, then exact spelling, then spec
 // location; the first keeps the name, each other gets the name with the
@@ -332,7 +347,7 @@ func (n *namer) resolve() {
 	renamed := map[*ident]string{}
 	for _, id := range n.idents {
 		r, ok := n.rename[id.loc]
-		if !ok {
+		if !ok || id.helper {
 			continue
 		}
 		name := r.Name
@@ -485,7 +500,7 @@ func (n *namer) resolve() {
 // name or its parent's.
 func (id *ident) dryName() string {
 	if id.derived && len(id.deps) > 0 {
-		return id.deps[0].dryName() + id.suffix
+		return id.prefix + id.deps[0].dryName() + id.suffix
 	}
 	return id.want()
 }

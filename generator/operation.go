@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 var idempotentByDefault = map[string]bool{http.MethodPost: true, http.MethodPatch: true}
@@ -19,7 +20,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		id = lowerName(strings.ToLower(method) + " " + path)
 	}
 	o := &Operation{ID: id, Method: method, Path: path, Summary: firstLine(op.Summary), Deprecated: op.Deprecated,
-		Location: "#/paths/" + pointerEscape(path) + "/" + strings.ToLower(method)}
+		Location: "#/paths/" + jsonkit.EscapeToken(path) + "/" + strings.ToLower(method)}
 	if o.Summary == "" {
 		o.Summary = firstLine(op.Description)
 	}
@@ -31,7 +32,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	if !ok {
 		return nil
 	}
-	o.segs = segs
+	b.ob(o).segs = segs
 	wild := map[int]string{}
 	for i, s := range segs {
 		o.PathParams = append(o.PathParams, s.params...)
@@ -44,11 +45,12 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	o.Pattern = pattern(segs, wild)
 
 	want := goName(id)
-	o.ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
+	b.ob(o).ident = b.names.fixed(b.methods, &o.GoName, want, o.Location, "operation", rankOperation, closeness(id, want), true)
 	what := fmt.Sprintf("operation %q (%s %s)", id, method, path)
-	b.names.derived(b.names.pkg, &o.RequestTypeName, o.ident, "Request", o.Location, what, rankDerived, false)
-	b.names.derived(b.names.pkg, &o.ResponseTypeName, o.ident, "Response", o.Location, what, rankDerived, false)
-	o.requestFields = b.names.scope("fields of the request of "+what, "Body")
+	b.names.derived(b.names.pkg, &o.RequestTypeName, b.ob(o).ident, "Request", o.Location, what, rankDerived, false)
+	b.names.derived(b.names.pkg, &o.ResponseTypeName, b.ob(o).ident, "Response", o.Location, what, rankDerived, false)
+	b.nameHelpers(o, what)
+	b.ob(o).requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -103,7 +105,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		b.warnUnstoredHeaders(o)
 	}
 
-	o.ownExclusions = patch != nil && patch.set["fingerprint"]
+	b.ob(o).ownExclusions = patch != nil && patch.set["fingerprint"]
 	o.Limits = b.limits(op.Extensions, where)
 	b.security(o, op)
 	b.params(o, item, op, where)
@@ -111,12 +113,6 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	b.checkExclusions(o, where)
 	return o
 }
-
-func pointerEscape(s string) string { return pointerEscaper.Replace(s) }
-
-// pointerEscaper is built once: building a strings.Replacer per call was 15 %
-// of what generating Stripe allocated.
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
 
 func muxWildcard(name string) string {
 	if isGoIdent(name) {
@@ -141,27 +137,27 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 		} else if c, err := strconv.Atoi(status); err == nil {
 			r.Code = c
 		}
-		rloc := o.Location + "/responses/" + pointerEscape(status)
-		rid := b.names.derived(b.names.pkg, &r.TypeName, o.ident, label+"Response", rloc, "response", rankDerived, false)
+		rloc := o.Location + "/responses/" + jsonkit.EscapeToken(status)
+		rid := b.names.derived(b.names.pkg, &r.TypeName, b.ob(o).ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
 		if mt, media := pickMedia(rr.Value.Content); media != nil {
 			r.MediaType = mt
-			r.JSON = isJSON(mt)
+			r.JSON = speaksJSON(mt)
 			if r.JSON {
-				r.Body = b.goType(media.Schema, nameHint{parent: rid, suffix: "Body", alone: true}, fmt.Sprintf("%s/content/%s/schema", rloc, pointerEscape(mt)))
+				r.Body = b.goType(media.Schema, nameHint{parent: rid, suffix: "Body", alone: true}, fmt.Sprintf("%s/content/%s/schema", rloc, jsonkit.EscapeToken(mt)))
 			} else {
 				r.Body = GoType{Kind: GoBytes}
 			}
 		}
-		fields := b.names.scope("fields of response "+rloc, "Body", "Status")
+		fields := b.names.scope("fields of response "+rloc, reservedNames[reservedResponseFields]...)
 		for _, name := range sortedKeys(rr.Value.Headers) {
 			if strings.EqualFold(name, "Content-Type") {
 				continue
 			}
 			h := &Header{Name: http.CanonicalHeaderKey(name), Type: GoType{Kind: GoBuiltin, Name: "string"}}
-			hloc := rloc + "/headers/" + pointerEscape(name)
+			hloc := rloc + "/headers/" + jsonkit.EscapeToken(name)
 			b.names.fixed(fields, &h.Field, goName(name), hloc, "header", rankComponent, closeness(name, goName(name)), true)
 			if hr := rr.Value.Headers[name]; hr != nil && hr.Value != nil {
 				h.Required = hr.Value.Required
@@ -206,9 +202,26 @@ func statusOrder(s string) string {
 	return s
 }
 
-func isJSON(mt string) bool {
+// speaksJSON reports whether generated code reads and writes a body of the
+// declared media type mt as JSON: a JSON media type (jsonkit.IsJSON), or
+// a range that admits application/json (*/*, application/*). A schema under
+// a range describes a JSON value in practice (springdoc declares every
+// response */*), and JSON is a choice the range leaves to the server; what
+// is sent is then application/json (responseContentType), never the range.
+func speaksJSON(mt string) bool {
 	mt = strings.ToLower(mt)
-	return jsonMediaType(mt) || mt == "*/*" || mt == "application/*"
+	return jsonkit.IsJSON(mt) || jsonkit.IsRange(mt) && jsonkit.MatchRange(mt, "application/json") > 0
+}
+
+// responseContentType is the Content-Type a generated server sends for a
+// response declared as mt: mt, or application/json for a range it speaks
+// JSON for (a range is not a media type a body can have, RFC 9110 section
+// 8.3).
+func responseContentType(mt string) string {
+	if jsonkit.IsRange(mt) && speaksJSON(mt) {
+		return "application/json"
+	}
+	return mt
 }
 
 // pickMedia chooses the media type a generated handler speaks: JSON when
@@ -219,25 +232,25 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	}
 	keys := sortedKeys(c)
 	for _, k := range keys {
-		if isJSON(k) && k != "*/*" {
+		if speaksJSON(k) && k != "*/*" {
 			return k, c[k]
 		}
 	}
 	return keys[0], c[keys[0]]
 }
 
-// finishParams names the enum type of a response header's ParseEnum once
-// names are decided.
+// finishParams sets the enum type of a response header's ParseEnum once
+// types are shared.
 func finishParams(ops []*Operation) {
 	for _, o := range ops {
 		for _, r := range o.Responses {
 			for _, h := range r.Headers {
-				if h.Parse == "ParseEnum[]" {
+				if h.Parse == "ParseEnum" {
 					t := h.Type
 					if t.Kind == GoPointer {
 						t = *t.Elem
 					}
-					h.Parse = "ParseEnum[" + enumOf(t).Name + "]"
+					h.ParseEnumOf = enumOf(t)
 				}
 			}
 		}
@@ -266,10 +279,28 @@ func (b *builder) scalarParse(t GoType) (string, bool) {
 		nt := t.Named
 		switch nt.Kind {
 		case KindEnum:
-			return "ParseEnum[]", true // the type's name is filled in once it is decided (finishParams)
+			return "ParseEnum", true // its type argument is set once types are shared (finishParams)
 		case KindAlias:
 			return b.scalarParse(nt.Alias)
 		}
 	}
 	return "", false
+}
+
+// nameHelpers declares the names the generated code derives from the
+// operation's for its own declarations (OperationNames).
+func (b *builder) nameHelpers(o *Operation, what string) {
+	n, pkg, on := b.names, b.names.pkg, &o.Names
+	n.affixed(b.handlerMethods, &on.Handler, b.ob(o).ident, "handle", "", o.Location, what+" handler")
+	n.affixed(pkg, &on.Decoder, b.ob(o).ident, "decode", "Request", o.Location, what+" decoder")
+	n.affixed(pkg, &on.Op, b.ob(o).ident, "op", "", o.Location, what+" operation table")
+	n.affixed(pkg, &on.Params, b.ob(o).ident, "params", "", o.Location, what+" parameter table")
+	n.affixed(pkg, &on.Body, b.ob(o).ident, "body", "", o.Location, what+" body table")
+	n.affixed(pkg, &on.Limits, b.ob(o).ident, "limits", "", o.Location, what+" request limits")
+	n.affixed(b.markers, &on.Marker, b.ob(o).ident, "is", "Response", o.Location, what+" response marker")
+	n.affixed(pkg, &on.Segments, b.ob(o).ident, "pathSegments", "", o.Location, what+" path segments")
+	if b.clientPkg != nil {
+		n.affixed(b.clientPkg, &on.ClientOp, b.ob(o).ident, "clientOp", "", o.Location, what+" client operation")
+		n.affixed(b.clientPkg, &on.ClientReader, b.ob(o).ident, "read", "Response", o.Location, what+" client response reader")
+	}
 }

@@ -7,6 +7,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // danglingRefs finds the local $refs of a document (JSON or YAML) that
@@ -36,7 +38,7 @@ func danglingRefs(data []byte, file string) []string {
 					}
 					continue
 				}
-				walk(v, ptr+"/"+pointerEscape(k.Value))
+				walk(v, ptr+"/"+jsonkit.EscapeToken(k.Value))
 			}
 		case yaml.SequenceNode:
 			for i, c := range n.Content {
@@ -89,7 +91,7 @@ func resolveLocal(doc *yaml.Node, ref string) string {
 		default:
 			return fmt.Sprintf("%s is not an object", at)
 		}
-		at += "/" + pointerEscape(tok)
+		at += "/" + jsonkit.EscapeToken(tok)
 	}
 	return ""
 }

@@ -10,22 +10,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
-
-// ReqSchema is one entry of the generated package's idemimpl.Schemas table:
-// the compact descriptor of a request body or parameter schema that the
-// generated decoders validate against. Every schema has one entry (one per
-// named schema, shared by all its uses; a second when a config turns
-// validation off below it), so recursive schemas cost one entry each.
-type ReqSchema struct {
-	Index int
-	// Literal is the entry as a Go composite literal of type
-	// idemimpl.Schema, without the type name: {Types: idemimpl.TypeString}.
-	Literal string
-	// Source is the spec location the entry was built from.
-	Source string
-}
 
 // reqTable builds the Schemas table. Index 0 is the schema that allows any
 // value.
@@ -33,8 +20,8 @@ type reqTable struct {
 	b     *builder
 	list  []*ReqSchema
 	byKey map[reqKey]int
-	// byLiteral shares the entries of schemas without subschemas.
-	byLiteral map[string]int
+	// byKeywords shares the entries of schemas without subschemas.
+	byKeywords map[string]int
 	// schemas and noValidate are what each entry was built from.
 	schemas    []*openapi3.Schema
 	noValidate []bool
@@ -49,11 +36,11 @@ type reqKey struct {
 }
 
 func newReqTable(b *builder, skip []string) *reqTable {
-	t := &reqTable{b: b, byKey: map[reqKey]int{}, byLiteral: map[string]int{}, skip: map[string]bool{}, used: map[string]bool{}}
+	t := &reqTable{b: b, byKey: map[reqKey]int{}, byKeywords: map[string]int{}, skip: map[string]bool{}, used: map[string]bool{}}
 	for _, s := range skip {
 		t.skip[s] = true
 	}
-	t.list = append(t.list, &ReqSchema{Index: 0, Literal: "{}", Source: "any value"})
+	t.list = append(t.list, &ReqSchema{Index: 0, Source: "any value"})
 	t.schemas, t.noValidate = append(t.schemas, nil), append(t.noValidate, false)
 	return t
 }
@@ -76,24 +63,26 @@ func (t *reqTable) index(sr *openapi3.SchemaRef, loc string, noValidate bool) in
 		return i
 	}
 	if leaf(sr.Value) {
-		// Schemas without subschemas are shared by their literal: Stripe
-		// has thousands of {Types: idemimpl.TypeString, MaxLength: 5000}.
-		lit := t.literal(sr.Value, loc, noValidate)
-		if i, ok := t.byLiteral[lit]; ok {
+		// Schemas without subschemas are shared by their keywords: Stripe
+		// has thousands of {Types: TypeString, MaxLength: 5000}.
+		e := &ReqSchema{Source: loc}
+		t.fill(e, sr.Value, loc, noValidate)
+		k := e.key()
+		if i, ok := t.byKeywords[k]; ok {
 			t.byKey[key] = i
 			return i
 		}
-		e := &ReqSchema{Index: len(t.list), Source: loc, Literal: lit}
+		e.Index = len(t.list)
 		t.list = append(t.list, e)
 		t.schemas, t.noValidate = append(t.schemas, sr.Value), append(t.noValidate, noValidate)
-		t.byKey[key], t.byLiteral[lit] = e.Index, e.Index
+		t.byKey[key], t.byKeywords[k] = e.Index, e.Index
 		return e.Index
 	}
 	e := &ReqSchema{Index: len(t.list), Source: loc}
 	t.list = append(t.list, e)
 	t.schemas, t.noValidate = append(t.schemas, sr.Value), append(t.noValidate, noValidate)
 	t.byKey[key] = e.Index
-	e.Literal = t.literal(sr.Value, loc, noValidate)
+	t.fill(e, sr.Value, loc, noValidate)
 	return e.Index
 }
 
@@ -103,38 +92,27 @@ func leaf(s *openapi3.Schema) bool {
 		len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) == 0 && s.Not == nil
 }
 
-// literal renders schema s as an idemimpl.Schema literal.
-func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) string {
-	var f []string
-	add := func(name, value string) { f = append(f, name+": "+value) }
+// fill sets e's keywords from schema s.
+func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate bool) {
 	types, nullable := typesOf(s)
-	var ts []string
 	for _, ty := range types {
-		ts = append(ts, "idemimpl.Type"+goName(ty))
+		e.Types = append(e.Types, "Type"+goName(ty))
 	}
 	if nullable && len(types) > 0 {
-		ts = append(ts, "idemimpl.TypeNull")
+		e.Types = append(e.Types, "TypeNull")
 	}
-	if len(ts) > 0 {
-		add("Types", strings.Join(ts, "|"))
-	}
-	if nullable && len(types) == 0 {
-		add("Nullable", "true")
-	}
-	if fm := formatConst(s.Format, types); fm != "" {
-		add("Format", "idemimpl."+fm)
-	}
+	e.Nullable = nullable && len(types) == 0
+	e.Format = formatConst(s.Format, types)
 	var enum []string
 	for _, v := range s.Enum {
-		enum = append(enum, strconv.Quote(canonicalJSON(v)))
+		enum = append(enum, canonicalJSON(v))
 	}
 	if s.Const != nil {
-		enum = []string{strconv.Quote(canonicalJSON(s.Const))}
+		enum = []string{canonicalJSON(s.Const)}
 	}
-	if len(enum) > 0 && !noValidate {
-		add("Enum", "[]string{"+strings.Join(enum, ", ")+"}")
+	if !noValidate {
+		e.Enum = enum
 	}
-	var has []string
 	min, exclMin := s.Min, s.ExclusiveMin.IsTrue()
 	if v := s.ExclusiveMin.Value; v != nil && (min == nil || *v >= *min) {
 		min, exclMin = v, true
@@ -144,62 +122,51 @@ func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) stri
 		max, exclMax = v, true
 	}
 	if min != nil {
-		has = append(has, "idemimpl.HasMinimum")
-		add("Minimum", strconv.Quote(decimal(*min)))
-		if exclMin {
-			add("ExclusiveMinimum", "true")
-		}
+		e.Has = append(e.Has, "HasMinimum")
+		e.Minimum, e.ExclusiveMinimum = decimal(*min), exclMin
 	}
 	if max != nil {
-		has = append(has, "idemimpl.HasMaximum")
-		add("Maximum", strconv.Quote(decimal(*max)))
-		if exclMax {
-			add("ExclusiveMaximum", "true")
-		}
+		e.Has = append(e.Has, "HasMaximum")
+		e.Maximum, e.ExclusiveMaximum = decimal(*max), exclMax
 	}
 	if s.MultipleOf != nil && *s.MultipleOf > 0 {
-		has = append(has, "idemimpl.HasMultipleOf")
-		add("MultipleOf", strconv.Quote(decimal(*s.MultipleOf)))
+		e.Has = append(e.Has, "HasMultipleOf")
+		e.MultipleOf = decimal(*s.MultipleOf)
 	}
 	if s.MinLength > 0 {
-		has = append(has, "idemimpl.HasMinLength")
-		add("MinLength", strconv.FormatUint(s.MinLength, 10))
+		e.Has = append(e.Has, "HasMinLength")
+		e.MinLength = s.MinLength
 	}
 	if s.MaxLength != nil {
-		has = append(has, "idemimpl.HasMaxLength")
-		add("MaxLength", strconv.FormatUint(*s.MaxLength, 10))
+		e.Has = append(e.Has, "HasMaxLength")
+		e.MaxLength = *s.MaxLength
 	}
 	if s.Pattern != "" {
 		if _, err := regexp.Compile(s.Pattern); err != nil {
 			t.b.warnf(loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
 		} else {
-			add("Pattern", strconv.Quote(s.Pattern))
+			e.Pattern = s.Pattern
 		}
 	}
 	if s.MinItems > 0 {
-		has = append(has, "idemimpl.HasMinItems")
-		add("MinItems", strconv.FormatUint(s.MinItems, 10))
+		e.Has = append(e.Has, "HasMinItems")
+		e.MinItems = s.MinItems
 	}
 	if s.MaxItems != nil {
-		has = append(has, "idemimpl.HasMaxItems")
-		add("MaxItems", strconv.FormatUint(*s.MaxItems, 10))
+		e.Has = append(e.Has, "HasMaxItems")
+		e.MaxItems = *s.MaxItems
 	}
-	if s.UniqueItems {
-		add("UniqueItems", "true")
-	}
+	e.UniqueItems = s.UniqueItems
 	if s.MinProps > 0 {
-		has = append(has, "idemimpl.HasMinProperties")
-		add("MinProperties", strconv.FormatUint(s.MinProps, 10))
+		e.Has = append(e.Has, "HasMinProperties")
+		e.MinProperties = s.MinProps
 	}
 	if s.MaxProps != nil {
-		has = append(has, "idemimpl.HasMaxProperties")
-		add("MaxProperties", strconv.FormatUint(*s.MaxProps, 10))
-	}
-	if len(has) > 0 {
-		f = append(f[:0:0], append([]string{"Has: " + strings.Join(has, "|")}, f...)...)
+		e.Has = append(e.Has, "HasMaxProperties")
+		e.MaxProperties = *s.MaxProps
 	}
 	if s.Items != nil {
-		add("Items", strconv.Itoa(t.index(s.Items, loc+"/items", noValidate)))
+		e.Items = t.index(s.Items, loc+"/items", noValidate)
 	}
 	if len(s.Properties) > 0 || len(s.Required) > 0 {
 		// A required member the schema does not declare (a oneOf member
@@ -213,77 +180,55 @@ func (t *reqTable) literal(s *openapi3.Schema, loc string, noValidate bool) stri
 			required[r] = true
 		}
 		sort.Strings(names)
-		var props []string
 		for _, name := range names {
 			idx := 0
 			if ps, ok := s.Properties[name]; ok {
-				idx = t.index(ps, loc+"/properties/"+pointerEscape(name), noValidate)
+				idx = t.index(ps, loc+"/properties/"+jsonkit.EscapeToken(name), noValidate)
 			}
-			p := fmt.Sprintf("{Name: %s, Schema: %d", strconv.Quote(name), idx)
-			if required[name] {
-				p += ", Required: true"
-			}
-			props = append(props, p+"}")
+			e.Props = append(e.Props, ReqProp{Name: name, Schema: idx, Required: required[name]})
 		}
-		add("Props", "[]idemimpl.Prop{"+strings.Join(props, ", ")+"}")
 	}
 	if ap := s.AdditionalProperties; ap.Has != nil && !*ap.Has {
-		add("AdditionalProperties", "idemimpl.NoAdditional")
+		e.AdditionalConst = "NoAdditional"
 	} else if i := t.index(ap.Schema, loc+"/additionalProperties", noValidate); i > 0 {
-		add("AdditionalProperties", strconv.Itoa(i))
+		e.AdditionalProperties = i
 	} else if (ap.Schema != nil || ap.Has != nil) && len(s.Properties) > 0 {
 		// Declared beside properties: the typed request keeps undeclared
 		// members in its AdditionalProperties map. Without the keyword it
 		// drops them, and so does the decoded request (idemimpl's prune).
-		add("AdditionalProperties", "idemimpl.AnyAdditional")
+		e.AdditionalConst = "AnyAdditional"
 	}
 	for _, c := range []struct {
 		kw   string
 		refs openapi3.SchemaRefs
-	}{{"AllOf", s.AllOf}, {"AnyOf", s.AnyOf}, {"OneOf", s.OneOf}} {
-		if len(c.refs) == 0 {
-			continue
-		}
-		var idx []string
+		dst  *[]int
+	}{{"AllOf", s.AllOf, &e.AllOf}, {"AnyOf", s.AnyOf, &e.AnyOf}, {"OneOf", s.OneOf, &e.OneOf}} {
 		for i, m := range c.refs {
-			idx = append(idx, strconv.Itoa(t.index(m, fmt.Sprintf("%s/%s/%d", loc, lowerFirst(c.kw), i), noValidate)))
+			*c.dst = append(*c.dst, t.index(m, fmt.Sprintf("%s/%s/%d", loc, lowerFirst(c.kw), i), noValidate))
 		}
-		add(c.kw, "[]int{"+strings.Join(idx, ", ")+"}")
 	}
 	if d := s.Discriminator; d != nil && d.PropertyName != "" && (len(s.OneOf) > 0 || len(s.AnyOf) > 0) {
-		add("Discriminator", strconv.Quote(d.PropertyName))
-		if m := t.mapping(s, loc, noValidate); m != "" {
-			add("Mapping", m)
-		}
+		e.Discriminator = d.PropertyName
+		e.Mapping = t.mapping(s, noValidate)
 	}
 	if s.Not != nil {
-		add("Not", strconv.Itoa(t.index(s.Not, loc+"/not", noValidate)))
+		e.Not = t.index(s.Not, loc+"/not", noValidate)
 	}
 	if s.Default != nil {
-		add("Default", strconv.Quote(canonicalJSON(s.Default)))
+		e.Default = canonicalJSON(s.Default)
 	}
-	if s.ReadOnly {
-		add("ReadOnly", "true")
-	}
-	if noValidate {
-		add("NoValidate", "true")
-	}
+	e.ReadOnly, e.NoValidate = s.ReadOnly, noValidate
 	t.unenforced(s, loc)
-	return "{" + strings.Join(f, ", ") + "}"
 }
 
-// mapping renders a discriminator's mapping: the explicit one, else each
-// member $ref's last segment, as OpenAPI defines.
-func (t *reqTable) mapping(s *openapi3.Schema, loc string, noValidate bool) string {
+// mapping is a discriminator's mapping: the explicit one, else each member
+// $ref's last segment, as OpenAPI defines; sorted by value.
+func (t *reqTable) mapping(s *openapi3.Schema, noValidate bool) []ReqMapping {
 	members := s.OneOf
 	if len(members) == 0 {
 		members = s.AnyOf
 	}
-	type entry struct {
-		value string
-		idx   int
-	}
-	var es []entry
+	var es []ReqMapping
 	seen := map[string]bool{}
 	for _, v := range sortedKeys(s.Discriminator.Mapping) {
 		target := s.Discriminator.Mapping[v]
@@ -292,23 +237,16 @@ func (t *reqTable) mapping(s *openapi3.Schema, loc string, noValidate bool) stri
 			continue // declareUnion warns
 		}
 		m := members[i]
-		es = append(es, entry{v, t.index(m, m.Ref, noValidate)})
+		es = append(es, ReqMapping{v, t.index(m, m.Ref, noValidate)})
 		seen[m.Ref] = true
 	}
 	for _, m := range members {
 		if m.Ref != "" && !seen[m.Ref] {
-			es = append(es, entry{m.Ref[strings.LastIndex(m.Ref, "/")+1:], t.index(m, m.Ref, noValidate)})
+			es = append(es, ReqMapping{m.Ref[strings.LastIndex(m.Ref, "/")+1:], t.index(m, m.Ref, noValidate)})
 		}
 	}
-	sort.Slice(es, func(i, j int) bool { return es[i].value < es[j].value })
-	var out []string
-	for _, e := range es {
-		out = append(out, fmt.Sprintf("{Value: %s, Schema: %d}", strconv.Quote(e.value), e.idx))
-	}
-	if len(out) == 0 {
-		return ""
-	}
-	return "[]idemimpl.Mapping{" + strings.Join(out, ", ") + "}"
+	sort.Slice(es, func(i, j int) bool { return es[i].Value < es[j].Value })
+	return es
 }
 
 // unenforced warns about JSON Schema 2020-12 keywords (OpenAPI 3.1) that

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // params builds the operation's parameters, the path item's overridden by
@@ -45,9 +46,9 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		if x.In == "header" {
 			k.name = http.CanonicalHeaderKey(k.name)
 		}
-		if _, ok := merged[k]; ok && !o.ownExclusions {
+		if _, ok := merged[k]; ok && !b.ob(o).ownExclusions {
 			b.rootExclUsed[fmt.Sprintf("excludeParameters[%d]", i)] = true
-		} else if !ok && o.ownExclusions {
+		} else if !ok && b.ob(o).ownExclusions {
 			b.errs.addf("%sx-idempotent.fingerprint.excludeParameters[%d]: the operation declares no %s parameter %q", where, i, x.In, x.Name)
 		}
 		excluded[k] = true
@@ -62,9 +63,9 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			continue
 		}
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
-		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
+		ploc := o.Location + "/parameters/" + p.In + "/" + jsonkit.EscapeToken(p.Name)
 		want := goName(p.Name)
-		b.names.fixed(o.requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
+		b.names.fixed(b.ob(o).requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
 		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)) &&
 			!o.credentialParam(p.In, p.Name)
 		if p.In == "path" {
@@ -76,8 +77,8 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			mt, media := pickMedia(p.Content)
 			if media != nil {
 				sr, style = media.Schema, "StyleJSON"
-				schemaLoc = ploc + "/content/" + pointerEscape(mt) + "/schema"
-				if !isJSON(mt) {
+				schemaLoc = ploc + "/content/" + jsonkit.EscapeToken(mt) + "/schema"
+				if !speaksJSON(mt) {
 					b.warnf(strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
 				}
 			}
@@ -85,7 +86,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Style = style
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
-		b.paramType(prm, sr, nameHint{parent: o.ident, suffix: want}, schemaLoc)
+		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
 		o.Params = append(o.Params, prm)
 	}
 }
@@ -147,7 +148,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 	for _, mt := range keys {
 		media := rb.Content[mt]
 		dec := decoding(mt)
-		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt))
+		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, jsonkit.EscapeToken(mt))
 		var sr *openapi3.SchemaRef
 		if media != nil {
 			sr = media.Schema
@@ -166,10 +167,10 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			gt = GoType{Kind: GoReader}
 		case "AsMultipart":
 			b.fileParts = true
-			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
+			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 			b.fileParts = false
 		default:
-			gt = b.goType(sr, nameHint{parent: o.ident, suffix: "RequestBody", alone: true}, loc)
+			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 		}
 		if body.Media == nil {
 			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
@@ -209,7 +210,7 @@ func decoding(mt string) string {
 	switch {
 	case mt == "application/merge-patch+json":
 		return "AsMergePatch"
-	case jsonMediaType(mt):
+	case jsonkit.IsJSON(mt):
 		return "AsJSON"
 	case mt == "application/x-www-form-urlencoded":
 		return "AsForm"
@@ -219,14 +220,6 @@ func decoding(mt string) string {
 		return "AsBinary"
 	}
 	return "AsBytes"
-}
-
-// jsonMediaType reports whether a media type (lower case, without
-// parameters) is JSON: application/json, a structured syntax suffix +json,
-// and the text/json and application/x-json that older APIs declare.
-func jsonMediaType(mt string) bool {
-	_, sub, _ := strings.Cut(mt, "/")
-	return sub == "json" || sub == "x-json" || strings.HasSuffix(sub, "+json")
 }
 
 // isBinarySchema reports whether a body's schema declares binary content
@@ -276,7 +269,7 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 		return
 	}
 	for i, ptr := range o.Policy.FingerprintExclude {
-		toks, err := parsePointer(ptr)
+		toks, err := jsonkit.ParsePointer(ptr)
 		if err != nil {
 			continue // the policy check reports it
 		}
@@ -290,9 +283,9 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 				}
 			}
 		}
-		if found && !o.ownExclusions {
+		if found && !b.ob(o).ownExclusions {
 			b.rootExclUsed[fmt.Sprintf("exclude[%d]", i)] = true
-		} else if !found && o.ownExclusions {
+		} else if !found && b.ob(o).ownExclusions {
 			b.errs.addf("%sx-idempotent.fingerprint.exclude[%d]: %s names no member of the request body (%s)", where, i, ptr, media)
 		}
 	}
@@ -322,79 +315,6 @@ func (bd *Body) mediaList() string {
 		out = append(out, m.Type)
 	}
 	return strings.Join(out, ", ")
-}
-
-func parsePointer(p string) ([]string, error) {
-	if p == "" || p[0] != '/' {
-		return nil, fmt.Errorf("JSON pointer %q must start with /", p)
-	}
-	toks := strings.Split(p[1:], "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
-}
-
-// BodyMedia is one media type a request body is accepted in.
-type BodyMedia struct {
-	Type       string   // as declared, lower-cased
-	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
-	Schema     int      // index in the request schema table
-	Unexploded []string // form members with explode: false
-	JSONParts  []string // multipart members whose parts hold JSON
-	FormParts  []string // multipart members whose part holds a form
-}
-
-// Literal renders the media type as an idemimpl.Media literal.
-func (m *BodyMedia) Literal() string {
-	s := fmt.Sprintf("{Type: %s, Decode: idemimpl.%s", strconv.Quote(m.Type), m.Decode)
-	if m.Schema != 0 {
-		s += fmt.Sprintf(", Schema: %d", m.Schema)
-	}
-	if len(m.Unexploded) > 0 {
-		q := make([]string, len(m.Unexploded))
-		for i, u := range m.Unexploded {
-			q[i] = strconv.Quote(u)
-		}
-		s += ", Unexploded: []string{" + strings.Join(q, ", ") + "}"
-	}
-	for _, l := range []struct {
-		field string
-		names []string
-	}{{"JSONParts", m.JSONParts}, {"FormParts", m.FormParts}} {
-		if len(l.names) > 0 {
-			q := make([]string, len(l.names))
-			for i, u := range l.names {
-				q[i] = strconv.Quote(u)
-			}
-			s += ", " + l.field + ": []string{" + strings.Join(q, ", ") + "}"
-		}
-	}
-	return s + "}"
-}
-
-// Literal renders the parameter as an idemimpl.Param literal.
-func (p *Param) Literal() string {
-	s := fmt.Sprintf("{In: %s, Name: %s", strconv.Quote(p.In), strconv.Quote(p.Name))
-	if p.Key != p.Name {
-		s += ", Key: " + strconv.Quote(p.Key)
-	} else {
-		s += ", Key: " + strconv.Quote(p.Name)
-	}
-	if p.Schema != 0 {
-		s += fmt.Sprintf(", Schema: %d", p.Schema)
-	}
-	s += ", Style: idemimpl." + p.Style
-	if p.Explode {
-		s += ", Explode: true"
-	}
-	if p.Required {
-		s += ", Required: true"
-	}
-	if p.Fingerprint {
-		s += ", Fingerprint: true"
-	}
-	return s + "}"
 }
 
 // skipOperation reports whether the config turns validation off for the

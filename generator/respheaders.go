@@ -8,21 +8,21 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
-// storedHeaders is the response headers an idempotent operation declares
+// ResponseHeaderSet is the response headers an idempotent operation declares
 // for one response key ("201", "2XX", "default"), which the engine stores
 // and replays (idem.Operation.ResponseHeaders).
-type storedHeaders struct {
+type ResponseHeaderSet struct {
 	Status string
 	Names  []string
 }
 
-// storedResponseHeaders lists, by response key in the spec's order, the
+// ResponseHeaderSets lists, by response key in the spec's order, the
 // declared response headers the engine is to store for o. A key whose
 // response declares none is listed (with no names) only where a range or
 // default with names would otherwise apply to it. Headers the engine never
 // stores (Set-Cookie, credentials, those a replay sets itself) are left out.
-func (o *Operation) storedResponseHeaders() []storedHeaders {
-	var out []storedHeaders
+func (o *Operation) ResponseHeaderSets() []ResponseHeaderSet {
+	var out []ResponseHeaderSet
 	rangeNames, defaultNames := false, false
 	for _, r := range o.Responses {
 		if len(storableHeaders(r)) == 0 {
@@ -48,7 +48,7 @@ func (o *Operation) storedResponseHeaders() []storedHeaders {
 		default:
 			continue
 		}
-		out = append(out, storedHeaders{Status: key, Names: names})
+		out = append(out, ResponseHeaderSet{Status: key, Names: names})
 	}
 	return out
 }
@@ -61,37 +61,6 @@ func storableHeaders(r *Response) []string {
 		}
 	}
 	return names
-}
-
-// ResponseHeadersLiteral is the Go expression of o's
-// idem.Operation.ResponseHeaders, "" when it declares none to store.
-func (o *Operation) ResponseHeadersLiteral() string {
-	list := o.storedResponseHeaders()
-	if len(list) == 0 {
-		return ""
-	}
-	var b strings.Builder
-	b.WriteString("map[string][]string{")
-	for i, sh := range list {
-		if i > 0 {
-			b.WriteString(", ")
-		}
-		b.WriteString(strconv.Quote(sh.Status) + ": ")
-		if len(sh.Names) == 0 {
-			b.WriteString("nil")
-			continue
-		}
-		b.WriteString("{")
-		for j, n := range sh.Names {
-			if j > 0 {
-				b.WriteString(", ")
-			}
-			b.WriteString(strconv.Quote(n))
-		}
-		b.WriteString("}")
-	}
-	b.WriteString("}")
-	return b.String()
 }
 
 // warnUnstoredHeaders warns about each response header an idempotent

@@ -38,27 +38,15 @@ type PathSegment struct {
 	Params   []string
 }
 
-// Literal is the idemimpl.PathSegment composite literal.
-func (s PathSegment) Literal() string {
-	q := func(xs []string) string {
-		out := make([]string, len(xs))
-		for i, x := range xs {
-			out[i] = strconv.Quote(x)
-		}
-		return "{" + strings.Join(out, ", ") + "}"
-	}
-	if len(s.Params) == 0 {
-		return fmt.Sprintf("{Wildcard: %s, Literals: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals))
-	}
-	return fmt.Sprintf("{Wildcard: %s, Literals: []string%s, Params: []string%s}", strconv.Quote(s.Wildcard), q(s.Literals), q(s.Params))
-}
-
 // RouteGroup is one ServeMux route: one operation, or several whose paths
 // differ only inside segments that hold parameters and literals.
 type RouteGroup struct {
 	Method  string
 	Pattern string       // ServeMux pattern without method (and with {$} for a trailing /)
 	Ops     []*Operation // in the order the dispatcher tries them
+	// HandlerName is route<Op> (after the first operation) when the
+	// route dispatches (Dispatch).
+	HandlerName string
 }
 
 // Dispatch reports whether the route's handler must split path segments or
@@ -68,7 +56,7 @@ func (g *RouteGroup) Dispatch() bool { return len(g.Ops) > 1 || len(g.Ops[0].Seg
 // Handler is the handler method the route calls.
 func (g *RouteGroup) Handler() string {
 	if g.Dispatch() {
-		return "route" + g.Ops[0].GoName
+		return g.HandlerName
 	}
 	return g.Ops[0].Handler()
 }
@@ -86,21 +74,8 @@ func (g *RouteGroup) OperationID() string {
 // PathPattern is Pattern without ServeMux's end anchor (see Operation.PathPattern).
 func (g *RouteGroup) PathPattern() string { return strings.TrimSuffix(g.Pattern, "{$}") }
 
-// SegmentsVar names the operation's table of split segments.
-func (o *Operation) SegmentsVar() string { return "pathSegments" + o.GoName }
-
 // Routes lists the ServeMux routes, in the order of the operations.
-func (m *Model) Routes() []*RouteGroup {
-	var out []*RouteGroup
-	seen := map[*RouteGroup]bool{}
-	for _, o := range m.Operations {
-		if g := o.route; g != nil && !seen[g] {
-			seen[g] = true
-			out = append(out, g)
-		}
-	}
-	return out
-}
+func (m *Model) Routes() []*RouteGroup { return m.RouteGroups }
 
 // parsePath splits an operation's path template into segments; it reports
 // a segment that cannot be matched (unbalanced braces, an empty name, two
@@ -172,9 +147,9 @@ type shapeSeg struct {
 	wild bool
 }
 
-func shapeOf(o *Operation) shape {
-	sh := make(shape, len(o.segs))
-	for i, s := range o.segs {
+func shapeOf(segs []pathSeg) shape {
+	sh := make(shape, len(segs))
+	for i, s := range segs {
 		if len(s.params) > 0 {
 			sh[i] = shapeSeg{wild: true}
 		} else {
@@ -236,9 +211,9 @@ func (a shape) merge(b shape) shape {
 }
 
 // literalShape is what tells operations of one route apart.
-func literalShape(o *Operation) string {
+func literalShape(segs []pathSeg) string {
 	var out strings.Builder
-	for _, s := range o.segs {
+	for _, s := range segs {
 		out.WriteString(strconv.Quote(strings.Join(s.lits, "{}")))
 		out.WriteByte('/')
 	}
@@ -250,9 +225,9 @@ func literalShape(o *Operation) string {
 // then more literal text within a segment before less ("{name}.tar.gz"
 // before "{name}.gz" before "{id}"), as routers that prefer static segments
 // do; a tie keeps the operations' order.
-func before(a, b *Operation) bool {
-	for i := range a.segs {
-		x, y := a.segs[i], b.segs[i]
+func before(a, b []pathSeg) bool {
+	for i := range a {
+		x, y := a[i], b[i]
 		xw, yw := len(x.params) > 0, len(y.params) > 0
 		if xw != yw {
 			return !xw
@@ -270,6 +245,7 @@ func before(a, b *Operation) bool {
 type route struct {
 	g     *RouteGroup
 	shape shape
+	bl    *builder
 }
 
 // checkRoutes groups the operations into ServeMux routes, names the
@@ -285,17 +261,17 @@ func (b *builder) checkRoutes(ops []*Operation) {
 	groups := map[string]*route{}
 	var routes []*route
 	for _, o := range ops {
-		sh := shapeOf(o)
+		sh := shapeOf(b.ob(o).segs)
 		key := o.Method + " " + sh.String()
 		rt := groups[key]
 		if rt == nil {
-			rt = &route{g: &RouteGroup{Method: o.Method}, shape: sh}
+			rt = &route{g: &RouteGroup{Method: o.Method}, shape: sh, bl: b}
 			groups[key] = rt
 			routes = append(routes, rt)
 		}
 		dup := false
 		for _, prev := range rt.g.Ops {
-			if literalShape(prev) == literalShape(o) {
+			if literalShape(b.ob(prev).segs) == literalShape(b.ob(o).segs) {
 				b.errs.addf("%s: operations %q (%s %s) and %q (%s %s) have the same route", b.file, prev.ID, prev.Method, prev.Path, o.ID, o.Method, o.Path)
 				dup = true
 				break
@@ -312,11 +288,22 @@ func (b *builder) checkRoutes(ops []*Operation) {
 	for merged := true; merged; {
 		routes, merged = mergeRoutes(routes, shadows)
 	}
+	byOp := map[*Operation]*RouteGroup{}
 	for _, rt := range routes {
 		for _, o := range rt.g.Ops {
-			o.route = rt.g
+			byOp[o] = rt.g
 		}
 		b.nameRoute(rt.g, rt.shape)
+		if o := rt.g.Ops[0]; rt.g.Dispatch() {
+			b.names.affixed(b.handlerMethods, &rt.g.HandlerName, b.ob(o).ident, "route", "", o.Location, fmt.Sprintf("route %s %s", rt.g.Method, rt.g.Pattern))
+		}
+	}
+	seen := map[*RouteGroup]bool{}
+	for _, o := range ops {
+		if g := byOp[o]; g != nil && !seen[g] {
+			seen[g] = true
+			b.routes = append(b.routes, g)
+		}
 	}
 }
 
@@ -374,9 +361,9 @@ func shadows(a, b *route) bool {
 		return true
 	}
 	for _, x := range a.g.Ops {
-		sx := shapeOf(x)
+		sx := shapeOf(a.bl.ob(x).segs)
 		for _, y := range b.g.Ops {
-			sy := shapeOf(y)
+			sy := shapeOf(a.bl.ob(y).segs)
 			if !sx.overlaps(sy) {
 				continue
 			}
@@ -401,10 +388,10 @@ func shadows(a, b *route) bool {
 func (r *route) fallsThrough() bool {
 	for _, o := range r.g.Ops {
 		whole := true
-		for _, s := range o.segs {
+		for _, s := range r.bl.ob(o).segs {
 			whole = whole && (len(s.params) == 0 || s.wholeParam())
 		}
-		if whole && slices.Equal(shapeOf(o), r.shape) {
+		if whole && slices.Equal(shapeOf(r.bl.ob(o).segs), r.shape) {
 			return false
 		}
 	}
@@ -414,7 +401,7 @@ func (r *route) fallsThrough() bool {
 // reaches reports whether some operation of r matches a path of shape sh.
 func (r *route) reaches(sh shape) bool {
 	for _, o := range r.g.Ops {
-		if shapeOf(o).overlaps(sh) {
+		if shapeOf(r.bl.ob(o).segs).overlaps(sh) {
 			return true
 		}
 	}
@@ -434,10 +421,10 @@ func (a shape) overlaps(b shape) bool {
 // nameRoute chooses the wildcard of every segment of g's pattern sh and the
 // segments each operation splits or compares.
 func (b *builder) nameRoute(g *RouteGroup, sh shape) {
-	sort.SliceStable(g.Ops, func(i, j int) bool { return before(g.Ops[i], g.Ops[j]) })
+	sort.SliceStable(g.Ops, func(i, j int) bool { return before(b.ob(g.Ops[i]).segs, b.ob(g.Ops[j]).segs) })
 	taken := map[string]bool{}
 	for _, o := range g.Ops {
-		for _, s := range o.segs {
+		for _, s := range b.ob(o).segs {
 			for _, p := range s.params {
 				taken[p] = true
 			}
@@ -454,12 +441,12 @@ func (b *builder) nameRoute(g *RouteGroup, sh shape) {
 		// no other operation has a parameter of that name elsewhere: that
 		// operation reads it as it is (GitHub's /compare/{basehead} beside
 		// /compare/{base}...{head}).
-		name, ok := wholeParamName(g.Ops, i)
+		name, ok := b.wholeParamName(g.Ops, i)
 		if !ok {
-			from := g.Ops[0].segs[i]
+			from := b.ob(g.Ops[0]).segs[i]
 			for _, o := range g.Ops {
-				if len(o.segs[i].params) > 0 {
-					from = o.segs[i]
+				if len(b.ob(o).segs[i].params) > 0 {
+					from = b.ob(o).segs[i]
 					break
 				}
 			}
@@ -479,7 +466,7 @@ func (b *builder) nameRoute(g *RouteGroup, sh shape) {
 	for _, o := range g.Ops {
 		o.Pattern = g.Pattern
 		o.Segments = nil
-		for i, s := range o.segs {
+		for i, s := range b.ob(o).segs {
 			w, ok := wild[i]
 			if ok && !(s.wholeParam() && s.params[0] == w) {
 				o.Segments = append(o.Segments, PathSegment{Wildcard: w, Literals: s.lits, Params: s.params})
@@ -490,10 +477,10 @@ func (b *builder) nameRoute(g *RouteGroup, sh shape) {
 
 // wholeParamName is the name of the first of ops whose parameter fills
 // segment i, unless another operation's parameter of that name is elsewhere.
-func wholeParamName(ops []*Operation, i int) (string, bool) {
+func (b *builder) wholeParamName(ops []*Operation, i int) (string, bool) {
 	name := ""
 	for _, o := range ops {
-		if s := o.segs[i]; s.wholeParam() {
+		if s := b.ob(o).segs[i]; s.wholeParam() {
 			name = s.params[0]
 			break
 		}
@@ -502,7 +489,7 @@ func wholeParamName(ops []*Operation, i int) (string, bool) {
 		return "", false
 	}
 	for _, o := range ops {
-		for j, s := range o.segs {
+		for j, s := range b.ob(o).segs {
 			if j != i && slices.Contains(s.params, name) || j == i && !s.wholeParam() && slices.Contains(s.params, name) {
 				return "", false
 			}

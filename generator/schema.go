@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // typesOf splits a schema's type list into the non-null types and whether
@@ -268,7 +269,7 @@ func (b *builder) goType(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoType {
 	s := sr.Value
 	if t, ok := b.bySchema[s]; ok {
-		if t.Kind == kindUndeclared && !t.building {
+		if t.Kind == kindUndeclared && !b.tb(t).building {
 			b.declare(t)
 		}
 		if v := b.fileVariant(t); v != nil {
@@ -292,7 +293,7 @@ func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 		t := b.newType(s, sr.Ref)
 		b.byRef[sr.Ref] = t
 		want := goName(sr.Ref[strings.LastIndexAny(sr.Ref, "/#")+1:])
-		t.ident = b.names.typeIdent(&t.Name, want, sr.Ref, rankComponent, exactWords)
+		b.tb(t).ident = b.names.typeIdent(&t.Name, want, sr.Ref, rankComponent, exactWords)
 		b.declare(t)
 		return named(t)
 	}
@@ -300,9 +301,9 @@ func (b *builder) typeOf(sr *openapi3.SchemaRef, hint nameHint, loc string) GoTy
 		return named(t)
 	}
 	t := b.newType(s, loc)
-	t.ident = b.inlineIdent(&t.Name, hint, loc)
+	b.tb(t).ident = b.inlineIdent(&t.Name, hint, loc)
 	if !hint.alone {
-		t.inline, t.suffix = true, hint.suffix
+		b.tb(t).inline, b.tb(t).suffix = true, hint.suffix
 	}
 	b.declare(t)
 	return named(t)
@@ -344,9 +345,9 @@ func (b *builder) sharedUnion(s *openapi3.Schema, loc string) *Type {
 	b.unions[key.String()] = t
 	var deps []*ident
 	for _, gt := range gts {
-		deps = append(deps, typeIdents(gt)...)
+		deps = append(deps, b.typeIdents(gt)...)
 	}
-	t.ident = b.names.add(&ident{scope: b.names.pkg, dst: &t.Name, loc: loc, what: "schema", rank: rankInline,
+	b.tb(t).ident = b.names.add(&ident{scope: b.names.pkg, dst: &t.Name, loc: loc, what: "schema", rank: rankInline,
 		want: func() string {
 			var parts []string
 			for i, gt := range gts {
@@ -389,12 +390,12 @@ func typeKey(t GoType) string {
 }
 
 // typeIdents returns the identifiers of the named types t is made of.
-func typeIdents(t GoType) []*ident {
+func (b *builder) typeIdents(t GoType) []*ident {
 	switch t.Kind {
 	case GoNamed:
-		return []*ident{t.Named.ident}
+		return []*ident{b.tb(t.Named).ident}
 	case GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty:
-		return typeIdents(*t.Elem)
+		return b.typeIdents(*t.Elem)
 	}
 	return nil
 }
@@ -498,10 +499,10 @@ const kindUndeclared TypeKind = -1
 // is exactly one on the path to here: a field of such a type is a pointer,
 // and no struct contains itself by value.
 func (b *builder) declare(t *Type) {
-	s, loc := t.Schema, t.Location
-	t.building = true
-	defer func() { t.building = false }()
-	self := nameHint{parent: t.ident}
+	s, loc := b.tb(t).schema, t.Location
+	b.tb(t).building = true
+	defer func() { b.tb(t).building = false }()
+	self := nameHint{parent: b.tb(t).ident}
 	if eff, effLoc, _, orEmpty := unwrap(&openapi3.SchemaRef{Value: s}, loc); eff != nil && eff.Value != s {
 		t.Kind = KindAlias
 		t.Alias = b.goType(eff, self, effLoc)
@@ -524,7 +525,7 @@ func (b *builder) declare(t *Type) {
 		}
 		suffixes := enumSuffixes(vals)
 		for i := range t.Enum {
-			id := b.names.derived(b.names.pkg, &t.Enum[i].Name, t.ident, suffixes[i], enumLoc(s, vals[i], loc), "enum value", rankConstant, true)
+			id := b.names.derived(b.names.pkg, &t.Enum[i].Name, b.tb(t).ident, suffixes[i], enumLoc(s, vals[i], loc), "enum value", rankConstant, true)
 			id.exact = closeness(vals[i], suffixes[i])
 		}
 		return
@@ -570,18 +571,18 @@ func (b *builder) declare(t *Type) {
 // declareUnion makes t a struct with one pointer field per member.
 func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) {
 	t.Kind = KindUnion
-	fields := b.names.scope("fields of union "+t.Location, typeMethods...)
-	s, loc := t.Schema, t.Location
+	fields := b.names.scope("fields of union "+t.Location, reservedNames[reservedTypeMembers]...)
+	s, loc := b.tb(t).schema, t.Location
 	for i, m := range members {
 		mloc := fmt.Sprintf("%s/%s/%d", loc, kw, i)
-		gt := b.goType(m, nameHint{parent: t.ident, suffix: "Variant" + strconv.Itoa(i+1)}, mloc)
+		gt := b.goType(m, nameHint{parent: b.tb(t).ident, suffix: "Variant" + strconv.Itoa(i+1)}, mloc)
 		v := &Variant{Type: gt, Location: mloc}
 		if m != nil && m.Value != nil {
 			eff, _, _, _ := unwrap(m, "")
 			v.JSON = jsonKinds(eff.Value, 0)
 		}
 		b.names.add(&ident{scope: fields, dst: &v.Name, loc: mloc, what: "union member", rank: rankComponent, member: true,
-			want: func() string { return variantWant(v.Type, i) }}, typeIdents(gt)...) // v.Type: after sharing (share.go)
+			want: func() string { return variantWant(v.Type, i) }}, b.typeIdents(gt)...) // v.Type: after sharing (share.go)
 		t.Variants = append(t.Variants, v)
 	}
 	d := s.Discriminator
@@ -697,8 +698,8 @@ func jsonKinds(s *openapi3.Schema, depth int) []string {
 // addFields adds a field per property of s to struct t. seen maps JSON names
 // to fields already added (allOf members restating a property).
 func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[string]*Field) {
-	if t.fields == nil {
-		t.fields = b.names.scope("fields of "+t.Location, typeMethods...)
+	if b.tb(t).fields == nil {
+		b.tb(t).fields = b.names.scope("fields of "+t.Location, reservedNames[reservedTypeMembers]...)
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {
@@ -706,20 +707,20 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 	}
 	for _, pname := range sortedKeys(s.Properties) {
 		pr := s.Properties[pname]
-		ploc := loc + "/properties/" + pointerEscape(pname)
+		ploc := loc + "/properties/" + jsonkit.EscapeToken(pname)
 		if prev, ok := seen[pname]; ok {
 			// allOf restating a property: keep the first, merge required.
 			if required[pname] && !prev.Required {
 				prev.Required = true
-				b.fieldType(prev, prev.baseType, prev.baseNullable, t)
+				b.fieldType(prev, b.fb(prev).baseType, b.fb(prev).baseNullable, t)
 			}
 			continue
 		}
 		want := goName(pname)
-		f := &Field{JSONName: pname, Location: ploc, Schema: pr, Required: required[pname]}
+		f := &Field{JSONName: pname, Location: ploc, Required: required[pname]}
 		seen[pname] = f
-		b.names.fixed(t.fields, &f.Name, want, ploc, "property", rankComponent, closeness(pname, want), true)
-		gt, nullable := b.schemaType(pr, nameHint{parent: t.ident, suffix: want}, ploc)
+		b.names.fixed(b.tb(t).fields, &f.Name, want, ploc, "property", rankComponent, closeness(pname, want), true)
+		gt, nullable := b.schemaType(pr, nameHint{parent: b.tb(t).ident, suffix: want}, ploc)
 		if pr != nil && pr.Value != nil {
 			eff, _, _, _ := unwrap(pr, "")
 			f.ReadOnly = pr.Value.ReadOnly || eff.Value.ReadOnly
@@ -749,7 +750,7 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 	for _, f := range t.Fields {
 		if required[f.JSONName] && !f.Required {
 			f.Required = true
-			b.fieldType(f, f.baseType, f.baseNullable, t)
+			b.fieldType(f, b.fb(f).baseType, b.fb(f).baseNullable, t)
 		}
 	}
 	if len(s.Properties) > 0 && t.AdditionalProperties == nil {
@@ -759,14 +760,14 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 			elem := GoType{Kind: GoAny}
 			if ap.Schema != nil {
 				var nullable bool
-				elem, nullable = b.schemaType(ap.Schema, nameHint{parent: t.ident, suffix: "Value"}, aloc)
+				elem, nullable = b.schemaType(ap.Schema, nameHint{parent: b.tb(t).ident, suffix: "Value"}, aloc)
 				if nullable && !elem.nilable() {
 					elem = ptr(elem)
 				}
 			}
-			f := &Field{Location: aloc, Type: GoType{Kind: GoMap, Elem: &elem}, Schema: ap.Schema,
+			f := &Field{Location: aloc, Type: GoType{Kind: GoMap, Elem: &elem},
 				Doc: "holds the members not declared in properties"}
-			b.names.fixed(t.fields, &f.Name, "AdditionalProperties", aloc, "additionalProperties", rankInline, exactWords, true)
+			b.names.fixed(b.tb(t).fields, &f.Name, "AdditionalProperties", aloc, "additionalProperties", rankInline, exactWords, true)
 			t.AdditionalProperties = f
 		}
 	}
@@ -778,9 +779,9 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 // writeOnly member is optional in Go (responses leave it out), and a type
 // that is being declared is held through a pointer.
 func (b *builder) fieldType(f *Field, gt GoType, nullable bool, owner *Type) {
-	f.baseType, f.baseNullable, f.Nullable = gt, nullable, nullable
+	b.fb(f).baseType, b.fb(f).baseNullable, f.Nullable = gt, nullable, nullable
 	required := f.Required && !f.WriteOnly
-	recursive := gt.Kind == GoNamed && gt.Named.building || gt.Kind == GoNamed && gt.Named == owner
+	recursive := gt.Kind == GoNamed && b.tb(gt.Named).building || gt.Kind == GoNamed && gt.Named == owner
 	switch {
 	case !required && nullable:
 		if recursive {
@@ -796,51 +797,12 @@ func (b *builder) fieldType(f *Field, gt GoType, nullable bool, owner *Type) {
 	}
 }
 
-// spellDefaults writes the Go expression of every default, now that the
-// enum constants have their names.
-func (b *builder) spellDefaults() {
+// typeDefaults sets the type of every default's value, now that inline
+// types are shared.
+func (b *builder) typeDefaults() {
 	for _, f := range b.defaults {
-		f.Default.Go = goLiteral(f.baseType, f.Default.Value)
+		f.Default.Type = b.fb(f).baseType
 	}
-}
-
-// goLiteral spells v as a Go expression of type t; "" when it cannot.
-func goLiteral(t GoType, v any) string {
-	switch t.Kind {
-	case GoBuiltin:
-		switch x := v.(type) {
-		case string:
-			if t.Name == "string" {
-				return strconv.Quote(x)
-			}
-		case bool:
-			if t.Name == "bool" {
-				return strconv.FormatBool(x)
-			}
-		case float64:
-			switch t.Name {
-			case "int32", "int64":
-				if x == float64(int64(x)) {
-					return t.Name + "(" + strconv.FormatInt(int64(x), 10) + ")"
-				}
-			case "float32", "float64":
-				return t.Name + "(" + strconv.FormatFloat(x, 'g', -1, 64) + ")"
-			}
-		}
-	case GoNamed:
-		nt := t.Named
-		switch nt.Kind {
-		case KindEnum:
-			for _, e := range nt.Enum {
-				if e.Value == v {
-					return e.Name
-				}
-			}
-		case KindAlias:
-			return goLiteral(nt.Alias, v)
-		}
-	}
-	return ""
 }
 
 // markWriteOnly sets Type.WriteOnly on every type that reaches a writeOnly

@@ -7,139 +7,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
-
-// SecurityScheme is a security scheme that some operation requires: a
-// method of the generated Security interface, called with the credential
-// the scheme finds in a request.
-type SecurityScheme struct {
-	Name        string // as in components.securitySchemes
-	Method      string // Go method of Security
-	Description string // first line of the scheme's description
-	// Kind is the idemimpl.SchemeKind constant: SchemeAPIKeyHeader,
-	// SchemeAPIKeyQuery, SchemeAPIKeyCookie, SchemeBearer (HTTP bearer,
-	// OAuth2, OpenID Connect), SchemeBasic, SchemeHTTP (another HTTP
-	// authentication scheme), SchemeMutualTLS, or SchemeUndefined for a
-	// name that requirements use and components do not define (it never
-	// authenticates anything, and has no method).
-	Kind string
-	// Param is the API key's header, query parameter or cookie name, or
-	// the HTTP authentication scheme of SchemeHTTP.
-	Param string
-	// Challenge is the WWW-Authenticate challenge of a 401.
-	Challenge string
-	// What says in words where the credential is, for comments:
-	// "API key in header X-API-Key", "HTTP bearer token".
-	What  string
-	Index int // in Model.SecuritySchemes
-}
-
-// Defined reports whether the spec defines the scheme (it has a method).
-func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
-
-// Params is the parameter list of the scheme's Security method after ctx,
-// and Args the arguments the generated hook passes from c, an
-// *idemimpl.Credential.
-func (s *SecurityScheme) Params() string {
-	switch s.Kind {
-	case "SchemeBasic":
-		return "username, password string"
-	case "SchemeMutualTLS":
-		return "chain []*x509.Certificate"
-	case "SchemeBearer":
-		return "token string"
-	case "SchemeHTTP":
-		return "credentials string"
-	}
-	return "key string"
-}
-
-// Args: see Params.
-func (s *SecurityScheme) Args() string {
-	switch s.Kind {
-	case "SchemeBasic":
-		return "c.Username, c.Password"
-	case "SchemeMutualTLS":
-		return "c.Certificates"
-	}
-	return "c.Value"
-}
-
-// Literal renders the scheme as an idemimpl.Scheme literal.
-func (s *SecurityScheme) Literal() string {
-	out := fmt.Sprintf("{Name: %s, Kind: idemimpl.%s", strconv.Quote(s.Name), s.Kind)
-	if s.Param != "" {
-		out += ", Param: " + strconv.Quote(s.Param)
-	}
-	if s.Challenge != "" {
-		out += ", Challenge: " + strconv.Quote(s.Challenge)
-	}
-	return out + "}"
-}
-
-// SecurityUse is one scheme of a requirement, with the scopes (or, in
-// OpenAPI 3.1, roles) the operation requires of it.
-type SecurityUse struct {
-	Scheme *SecurityScheme
-	Scopes []string
-}
-
-// SecurityRequirement is one alternative of an operation's security: all
-// of its schemes must authenticate the request. Empty: anonymous requests
-// are allowed.
-type SecurityRequirement []SecurityUse
-
-// Literal renders the requirement as an idemimpl.Requirement literal.
-func (r SecurityRequirement) Literal() string {
-	parts := make([]string, len(r))
-	for i, u := range r {
-		p := fmt.Sprintf("{Scheme: &securitySchemes[%d]", u.Scheme.Index)
-		if len(u.Scopes) > 0 {
-			q := make([]string, len(u.Scopes))
-			for j, s := range u.Scopes {
-				q[j] = strconv.Quote(s)
-			}
-			p += ", Scopes: []string{" + strings.Join(q, ", ") + "}"
-		}
-		parts[i] = p + "}"
-	}
-	return "{" + strings.Join(parts, ", ") + "}"
-}
-
-// SecurityVar is the operation's []idemimpl.Requirement: an entry of
-// securityRequirements, the distinct requirements of all operations
-// (Model.SecurityRequirements).
-func (o *Operation) SecurityVar() string {
-	return "securityRequirements[" + strconv.Itoa(o.SecurityIndex) + "]"
-}
-
-// Secured reports whether some operation requires security: the server
-// then has a Security interface, WithSecurity and Principal.
-func (m *Model) Secured() bool { return len(m.SecuritySchemes) > 0 }
-
-// X509 reports whether a Security method takes a certificate chain.
-func (m *Model) X509() bool {
-	for _, s := range m.SecuritySchemes {
-		if s.Kind == "SchemeMutualTLS" {
-			return true
-		}
-	}
-	return false
-}
-
-// DefinedSecuritySchemes are the schemes with a Security method.
-func (m *Model) DefinedSecuritySchemes() []*SecurityScheme {
-	var out []*SecurityScheme
-	for _, s := range m.SecuritySchemes {
-		if s.Defined() {
-			out = append(out, s)
-		}
-	}
-	return out
-}
-
-// securityPkgNames are the package-level identifiers of a secured server.
-var securityPkgNames = []string{"Security", "WithSecurity", "Principal"}
 
 // security resolves the operation's security requirements: its own
 // `security`, else the document's. `security: []` requires nothing; an
@@ -155,7 +24,7 @@ func (b *builder) security(o *Operation, op *openapi3.Operation) {
 	for i, req := range reqs {
 		alt := SecurityRequirement{}
 		for _, name := range sortedKeys(req) {
-			s := b.scheme(name, fmt.Sprintf("%s/%d/%s", where, i, pointerEscape(name)))
+			s := b.scheme(name, fmt.Sprintf("%s/%d/%s", where, i, jsonkit.EscapeToken(name)))
 			alt = append(alt, SecurityUse{Scheme: s, Scopes: req[name]})
 		}
 		o.Security = append(o.Security, alt)
@@ -212,7 +81,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 			ss = r.Value
 		}
 	}
-	loc := "#/components/securitySchemes/" + pointerEscape(name)
+	loc := "#/components/securitySchemes/" + jsonkit.EscapeToken(name)
 	undefined := func(why string) {
 		s.Kind, s.What = "SchemeUndefined", "undefined"
 		if why != "" {
@@ -314,11 +183,7 @@ func (b *builder) finishSecurity(m *Model) {
 		if o.Security == nil {
 			continue
 		}
-		lits := make([]string, len(o.Security))
-		for i, alt := range o.Security {
-			lits[i] = alt.Literal()
-		}
-		k := strings.Join(lits, ",")
+		k := fmt.Sprint(requirementKey(o.Security))
 		i, ok := index[k]
 		if !ok {
 			i = len(m.SecurityRequirements)
@@ -327,7 +192,7 @@ func (b *builder) finishSecurity(m *Model) {
 		}
 		o.SecurityIndex = i
 	}
-	b.names.pkg.reserve(securityPkgNames...)
+	b.names.pkg.reserve(reservedNames[reservedSecured]...)
 }
 
 // describeSecurity says alternatives in words: "apiKey and bearerAuth, or
@@ -351,20 +216,13 @@ func describeSecurity(alts []SecurityRequirement) string {
 	return strings.Join(words, ", or ")
 }
 
-// SecuredIdempotentOperations are the ids of the idempotent operations that
-// require security (some alternative names a scheme): their keys should be
-// scoped by principal, and NewHandler warns when the engine does not.
-func (m *Model) SecuredIdempotentOperations() []string {
-	var out []string
-	for _, o := range m.Operations {
-		if !o.Idempotent {
-			continue
-		}
-		for _, alt := range o.Security {
-			if len(alt) > 0 {
-				out = append(out, o.ID)
-				break
-			}
+// requirementKey is what tells requirements apart: per alternative, per
+// scheme, its index and scopes.
+func requirementKey(alts []SecurityRequirement) [][][]string {
+	out := make([][][]string, len(alts))
+	for i, alt := range alts {
+		for _, u := range alt {
+			out[i] = append(out[i], append([]string{strconv.Itoa(u.Scheme.Index)}, u.Scopes...))
 		}
 	}
 	return out

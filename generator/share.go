@@ -38,14 +38,14 @@ import (
 // shareInline merges the inline types of the same shape into one type each.
 // It runs once the model is built and before names are resolved.
 func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[string]Rename) {
-	sh := &sharer{keys: map[*Type]string{}, ids: map[*Type]int{}, pinned: map[*Type]bool{}}
+	sh := &sharer{keys: map[*Type]string{}, ids: map[*Type]int{}, pinned: map[*Type]bool{}, b: b}
 	for i, t := range b.types {
 		sh.ids[t] = i
 	}
 	if len(rename) > 0 {
 		locs := sortedKeys(rename)
 		for _, t := range b.types {
-			if !t.inline {
+			if !b.tb(t).inline {
 				continue
 			}
 			for i := sort.SearchStrings(locs, t.Location); i < len(locs) && strings.HasPrefix(locs[i], t.Location); i++ {
@@ -58,7 +58,7 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 	groups := map[string][]*Type{}
 	var order []string
 	for _, t := range b.types {
-		if !t.inline || t.Kind == kindUndeclared {
+		if !b.tb(t).inline || t.Kind == kindUndeclared {
 			continue
 		}
 		k := sh.key(t)
@@ -76,11 +76,11 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 		sort.Slice(g, func(i, j int) bool { return g[i].Location < g[j].Location })
 		rep := g[0]
 		rep.Shared = len(g) - 1
-		if name := commonName(g); name != "" {
+		if name := b.commonName(g); name != "" {
 			// The fallback is the first use's name as if no identifier
 			// had taken it or its parent's: its parent may be a shared
 			// type too, named with a common name.
-			id, own := rep.ident, rep.ident.dryName()
+			id, own := b.tb(rep).ident, b.tb(rep).ident.dryName()
 			id.want, id.fallback = func() string { return name }, func() string { return own }
 		}
 		for _, t := range g[1:] {
@@ -113,7 +113,7 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 			for _, v := range t.Variants {
 				drop[&v.Name] = true
 			}
-			repoint[t.ident] = rep.ident
+			repoint[b.tb(t).ident] = b.tb(rep).ident
 			continue
 		}
 		kept = append(kept, t)
@@ -123,7 +123,7 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 	for _, t := range b.types {
 		for _, f := range t.Fields {
 			redirect(&f.Type)
-			redirect(&f.baseType)
+			redirect(&b.fb(f).baseType)
 		}
 		if f := t.AdditionalProperties; f != nil {
 			redirect(&f.Type)
@@ -134,7 +134,7 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 		}
 	}
 	for _, f := range b.defaults {
-		redirect(&f.baseType)
+		redirect(&b.fb(f).baseType)
 	}
 	for _, o := range ops {
 		for _, p := range o.Params {
@@ -160,10 +160,10 @@ func (b *builder) shareInline(ops []*Operation, hooks []*Webhook, rename map[str
 // it: the words that end the names of all its uses, unless they are only
 // words idemgen adds (RequestBody, Item, Value, Variant1); "" when there are
 // none.
-func commonName(uses []*Type) string {
+func (b *builder) commonName(uses []*Type) string {
 	var common []string
 	for i, t := range uses {
-		words := splitWords(t.ident.dryName())
+		words := splitWords(b.tb(t).ident.dryName())
 		if i == 0 {
 			common = words
 			continue
@@ -211,6 +211,7 @@ type sharer struct {
 	keys   map[*Type]string // inline type -> its shape's hash
 	ids    map[*Type]int    // every type -> its index: the identity of a type that is not shared
 	pinned map[*Type]bool   // inline types a rename names
+	b      *builder
 }
 
 // key is the hash of an inline type's shape; a type that cannot be shared
@@ -220,12 +221,12 @@ func (sh *sharer) key(t *Type) string {
 		return k
 	}
 	own := "type " + strconv.Itoa(sh.ids[t])
-	if !t.inline || sh.pinned[t] {
+	if !sh.b.tb(t).inline || sh.pinned[t] {
 		return own
 	}
 	sh.keys[t] = own // a cycle through inline types (none is known) is not shared
 	var w strings.Builder
-	fmt.Fprintf(&w, "kind %d %q\n", t.Kind, t.suffix)
+	fmt.Fprintf(&w, "kind %d %q\n", t.Kind, sh.b.tb(t).suffix)
 	for _, f := range t.Fields {
 		def := ""
 		if f.Default != nil {

@@ -26,16 +26,11 @@ func Load(cfg Config) (*Spec, error) {
 		return nil, err
 	}
 	warnings := specWarnings(doc, specName(&cfg), false)
-	m, err := buildModel(doc, &cfg, sourcePath(&cfg))
+	m, err := newModel(doc, &cfg)
 	if err != nil {
 		return nil, err
 	}
-	base, bw, err := resolveBasePath(&cfg, doc)
-	if err != nil {
-		return nil, err
-	}
-	m.BasePath = base
-	return &Spec{Doc: doc, Model: m, Warnings: append(append(warnings, bw...), m.Warnings...)}, nil
+	return &Spec{Doc: doc, Model: m, Warnings: append(warnings, m.Warnings...)}, nil
 }
 
 // Operation returns the spec's operation that o was built from.

@@ -69,7 +69,7 @@ var realSpecs = []struct {
 	}, "server.gen.go": {
 		// /compare/{base}...{head}: one wildcard, split by the handler
 		// (left out with a warning before).
-		`{"repos/compare-commits,repos/compare-commits-with-basehead", "GET", base + "/repos/{owner}/{repo}/compare/{basehead}", h.opts.wrap(h.routeReposCompareCommits)},`,
+		`{"repos/compare-commits,repos/compare-commits-with-basehead", "GET", "/repos/{owner}/{repo}/compare/{basehead}", (*handler).routeReposCompareCommits},`,
 		`{Wildcard: "basehead", Literals: []string{"", "...", ""}, Params: []string{"base", "head"}},`,
 	}}},
 }

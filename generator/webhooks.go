@@ -7,41 +7,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
-
-// Webhook is one entry of an OpenAPI 3.1 document's `webhooks` map: a
-// request the API sends to its subscribers. The generator emits a typed
-// sender that enqueues it through the outbox and a typed receiver that runs
-// it through the inbox (webhooks.gen.go).
-type Webhook struct {
-	Name       string // key in the webhooks map, e.g. "email.sent"; also the CloudEvents type
-	GoName     string // exported name: EmailSent
-	Method     string // the spec's method (POST); deliveries are always POSTed
-	Summary    string
-	Deprecated bool
-	Segment    string // path segment of the receiver route: the name, path-escaped
-	MediaType  string // the payload's media type (JSON)
-	Payload    GoType // Go type of the request body
-	Required   bool   // the spec requires a body
-	// Security lists the security schemes the webhook itself declares
-	// (sorted); the document's root security never applies to webhooks.
-	Security []string
-	Location string // JSON pointer, e.g. #/webhooks/email.sent/post
-
-	// SenderName and TypeConstName are Send<GoName> and
-	// WebhookType<GoName> unless a schema of the same name took them first.
-	SenderName, TypeConstName string
-}
-
-// Sender, TypeConst, Handler name the webhook's Go identifiers.
-func (w *Webhook) Sender() string    { return w.SenderName }
-func (w *Webhook) TypeConst() string { return w.TypeConstName }
-func (w *Webhook) Handler() string   { return "handleWebhook" + w.GoName }
-
-// webhookNames are generated once a spec has webhooks.
-var webhookNames = []string{"WebhookReceiver", "UnimplementedWebhookReceiver", "NewWebhookHandler",
-	"WebhookOption", "WebhookSource", "DefaultWebhookBasePath", "WithWebhookBasePath",
-	"WithWebhookMaxBodyBytes", "WithWebhookVerifier", "WithWebhookErrorHook", "WithWebhookMiddleware"}
 
 // webhooks models doc.Webhooks, sorted by name. Webhooks inherit nothing
 // from the document's security: only a webhook's own counts, and a warning
@@ -50,8 +17,9 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 	if len(doc.Webhooks) == 0 {
 		return nil
 	}
-	b.names.pkg.reserve(webhookNames...)
+	b.names.pkg.reserve(reservedNames[reservedWebhooks]...)
 	receiver := b.names.scope("methods of WebhookReceiver")
+	handlers := b.names.scope("methods of webhookHandler")
 	var out []*Webhook
 	var unsecured []string
 	for _, name := range sortedKeys(doc.Webhooks) {
@@ -78,7 +46,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		}
 		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
-			Location: "#/webhooks/" + pointerEscape(name) + "/" + method}
+			Location: "#/webhooks/" + jsonkit.EscapeToken(name) + "/" + method}
 		if w.Summary == "" {
 			w.Summary = firstLine(op.Description)
 		}
@@ -87,16 +55,17 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			continue
 		}
 		mt, media := pickMedia(op.RequestBody.Value.Content)
-		if media == nil || !isJSON(mt) {
+		if media == nil || !speaksJSON(mt) {
 			b.warnf(where, "request body is not JSON (%s); skipped", mt)
 			continue
 		}
 		w.MediaType, w.Required = mt, op.RequestBody.Value.Required
 		want := goName(name)
 		wid := b.names.fixed(receiver, &w.GoName, want, w.Location, "webhook", rankOperation, closeness(name, want), true)
-		b.names.derived(b.names.pkg, &w.SenderName, wid, "", w.Location, "webhook sender", rankDerived, false).want = func() string { return "Send" + w.GoName }
-		b.names.derived(b.names.pkg, &w.TypeConstName, wid, "", w.Location, "webhook type", rankDerived, false).want = func() string { return "WebhookType" + w.GoName }
-		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
+		b.names.affixed(b.names.pkg, &w.SenderName, wid, "Send", "", w.Location, "webhook sender")
+		b.names.affixed(b.names.pkg, &w.TypeConstName, wid, "WebhookType", "", w.Location, "webhook type")
+		b.names.affixed(handlers, &w.HandlerName, wid, "handleWebhook", "", w.Location, "webhook handler")
+		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, jsonkit.EscapeToken(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}
 			for _, req := range *op.Security {

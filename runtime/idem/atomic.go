@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
+
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
@@ -15,26 +18,88 @@ const maxClaimAttempts = 4
 
 // errLost says an atomic-mode execution lost its key to a concurrent
 // duplicate (in another process): its record write failed on the primary
-// key, nothing committed, and its transaction waits for readAbort.
+// key, nothing committed, and its transaction waits for rollbackThen.
 var errLost = errors.New("idem: another request stored this key first")
 
-// Atomic mode writes the record once: the handler runs in the business
+// atomicMode writes the record once: the handler runs in the business
 // transaction, and its outcome is inserted just before COMMIT, in the same
 // round trip. No claim row exists while the handler runs, so:
 //
 //   - in this process, flights makes duplicates wait for the request that
-//     runs (serveKeyed);
+//     runs;
 //   - a duplicate in another process runs its handler too; its INSERT then
 //     waits on the primary key for the first transaction to end, fails, and
 //     the duplicate rolls back (its writes never commit) and replays what
 //     the first stored. What such a handler may do before it loses, and the
 //     lock waits it takes part in, are described in docs/design.md.
-//
-// prev is the record the replay read found, when it may be run again
-// (FAILED_RETRYABLE of this payload, or expired under onExpired: execute).
-func (e *Engine) serveAtomic(rq *request, h Handler, st recordStore, prev *store.GetRecordRow) error {
+type atomicMode struct{ e *Engine }
+
+// claimsLive: an atomic request never takes over a live record (a lease
+// claim or an UNKNOWN outcome left by the operation's earlier lease mode).
+func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
+
+func (m atomicMode) serve(rq *request, h Handler, st session) error {
+	e := m.e
+	ctx := rq.r.Context()
+	pol := &rq.op.Policy
+	epoch := e.flights.epoch(rq.key)
+	prev, inFlight, answered, err := e.preRead(ctx, rq, st)
+	if answered {
+		return err
+	}
+	if inFlight != nil {
+		return inFlight
+	}
+	// One execution of a key at a time in this process (see flights). A
+	// duplicate waits for the one running, then reads again: without
+	// leading, so that all the waiters' reads (replays, mostly) run at once.
+	wait := e.cfg.LockTimeout
+	if pol.InFlight == InFlightWait {
+		wait = pol.Wait
+	}
+	deadline := time.Now().Add(wait)
+	for {
+		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
+		leave, busy := e.flights.tryLead(rq.key)
+		if leave == nil {
+			st.release() // hold no connection while waiting
+			err = e.flights.await(cctx, busy, deadline)
+		}
+		done(err)
+		if err != nil {
+			return err
+		}
+		if leave != nil {
+			defer leave()
+			if e.flights.epoch(rq.key) == epoch {
+				break
+			}
+		}
+		// A flight of this key ended since the read: read again.
+		if leave == nil {
+			epoch = e.flights.epoch(rq.key)
+		}
+		if prev, inFlight, answered, err = e.preRead(ctx, rq, st); answered {
+			return err
+		}
+		if inFlight != nil {
+			return inFlight
+		}
+		if leave != nil {
+			break
+		}
+	}
+	return m.execute(rq, h, st, prev)
+}
+
+// execute runs the handler until its outcome is stored or answered by a
+// duplicate's. prev is the record the replay read found, when it may be
+// run again (FAILED_RETRYABLE of this payload, or expired under onExpired:
+// execute).
+func (m atomicMode) execute(rq *request, h Handler, st session, prev *store.GetRecordRow) error {
+	e := m.e
 	for attempt := 1; ; attempt++ {
-		rec, found, err := e.runAtomic(rq, h, st, prev)
+		rec, found, err := m.run(rq, h, st, prev)
 		if !errors.Is(err, errLost) {
 			return err
 		}
@@ -63,9 +128,10 @@ func (e *Engine) serveAtomic(rq *request, h Handler, st recordStore, prev *store
 	}
 }
 
-// runAtomic runs the handler once and stores its outcome. On errLost it
-// returns the record that won.
-func (e *Engine) runAtomic(rq *request, h Handler, st recordStore, prev *store.GetRecordRow) (store.GetRecordRow, bool, error) {
+// run runs the handler once and stores its outcome. On errLost it returns
+// the record that won.
+func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecordRow) (store.GetRecordRow, bool, error) {
+	e := m.e
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
@@ -84,17 +150,126 @@ func (e *Engine) runAtomic(rq *request, h Handler, st recordStore, prev *store.G
 	if err != nil {
 		return store.GetRecordRow{}, false, fmt.Errorf("idem: begin: %w", err)
 	}
-	rs := &runState{e: e, key: key, mode: ModeAtomic}
+	rs := &runState{e: e, key: key}
 	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
 	resp, herr := e.runHandler(hctx, rq, h, tx)
-	x := &execution{rq: rq, mode: ModeAtomic, st: st, tx: tx, since: key.Since, prev: prev}
+	x := &execution{rq: rq, tx: tx, rec: &atomicRun{e: e, st: st, since: key.Since, prev: prev}}
 	err = e.finish(ctx, bk, x, resp, herr)
 	if errors.Is(err, errLost) {
-		rec, found, rerr := st.readAbort(ctx, tx, rq.key, rq.fp)
+		var rec store.GetRecordRow
+		var found bool
+		rerr := st.rollbackThen(ctx, tx, func(q *store.Queries) (err error) {
+			rec, found, err = readRecord(ctx, q, rq.key, rq.fp)
+			return err
+		})
 		if rerr != nil {
 			return rec, false, fmt.Errorf("idem: read record: %w", rerr)
 		}
 		return rec, found, errLost
 	}
 	return store.GetRecordRow{}, false, err
+}
+
+// atomicRun records the outcome of one atomic execution.
+type atomicRun struct {
+	e  *Engine
+	st session
+	// since is the creation time its record gets (Key.Since); prev the
+	// record the replay read found that it may run again, if any.
+	since time.Time
+	prev  *store.GetRecordRow
+}
+
+// keep inserts the record in the business transaction and commits; when a
+// FAILED_RETRYABLE or expired record exists, it replaces it. stored is
+// false when a duplicate wrote the key first: nothing committed.
+func (a *atomicRun) keep(ctx context.Context, x *execution, state State, body *storedResponse) (bool, error) {
+	rq := x.rq
+	pol := &rq.op.Policy
+	p := store.InsertOutcomeParams{
+		Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value,
+		State: string(state), Fingerprint: rq.fp, SchemaVersion: pol.SchemaVersion,
+		ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
+		CreatedAt: pgtype.Timestamptz{Time: a.since, Valid: true}, TtlMs: pol.TTL.Milliseconds(),
+	}
+	err := a.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
+		if a.prev == nil {
+			return q.InsertOutcome(ctx, p)
+		}
+		_, err := q.ReplaceOutcome(ctx, store.ReplaceOutcomeParams{
+			Tenant: p.Tenant, Operation: p.Operation, IdempotencyKey: p.IdempotencyKey,
+			State: p.State, Fingerprint: p.Fingerprint, SchemaVersion: p.SchemaVersion,
+			ResponseStatus: p.ResponseStatus, ResponseHeaders: p.ResponseHeaders, ResponseBody: p.ResponseBody,
+			CreatedAt: p.CreatedAt, TtlMs: p.TtlMs, TakeExpired: pol.OnExpired == ExpiredExecute,
+		})
+		return err
+	})
+	if lostRace(err) {
+		return false, nil
+	}
+	return true, err
+}
+
+// lostRace reports the error of an atomic outcome's write when another
+// request wrote the key first: the primary key was taken (InsertOutcome),
+// or the record was no longer replaceable (ReplaceOutcome's 22012).
+func lostRace(err error) bool {
+	var pe *pgconn.PgError
+	if !errors.As(err, &pe) {
+		return false
+	}
+	return (pe.Code == "23505" && pe.TableName == "idem_records") || pe.Code == "22012"
+}
+
+// lost: the duplicate's record answers (execute reads it after the
+// rollback).
+func (a *atomicRun) lost(context.Context, *execution) error { return errLost }
+
+// keepFailed: nothing of the execution committed; the key stays bound to
+// its payload, and may run again.
+func (a *atomicRun) keepFailed(bk context.Context, x *execution) State {
+	a.retryable(bk, x)
+	return StateFailedRetryable
+}
+
+// release: the execution's writes rolled back with its transaction; a
+// FAILED_RETRYABLE record of this payload that it ran again goes.
+func (a *atomicRun) release(bk context.Context, x *execution) {
+	if a.prev == nil || State(a.prev.State) != StateFailedRetryable {
+		return
+	}
+	k := x.rq.key
+	_, err := a.e.q.Release(bk, store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
+		Fingerprint: x.rq.fp})
+	if err != nil {
+		a.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
+	}
+}
+
+// retryable writes the record anew as FAILED_RETRYABLE (nothing of the
+// execution committed), unless another request's record stands.
+func (a *atomicRun) retryable(bk context.Context, x *execution) bool {
+	k, pol := x.rq.key, &x.rq.op.Policy
+	n, err := a.e.q.RecordRetryable(bk, store.RecordRetryableParams{
+		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
+		Fingerprint: x.rq.fp, SchemaVersion: pol.SchemaVersion, TtlMs: pol.TTL.Milliseconds(),
+	})
+	if err != nil {
+		a.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
+	}
+	return n > 0
+}
+
+// adopt answers a request whose own execution did not keep an outcome with
+// the outcome a concurrent duplicate stored, if there is one: the key's
+// outcome is the one that committed.
+func (a *atomicRun) adopt(bk context.Context, rq *request) bool {
+	rec, found, err := readRecord(bk, a.e.q, rq.key, rq.fp)
+	if err != nil || !found {
+		return false
+	}
+	if act, _ := a.e.classify(rq, &rec); act != actReplay {
+		return false
+	}
+	return a.e.replay(rq, &rec) == nil
 }

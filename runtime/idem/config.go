@@ -128,6 +128,7 @@ type Engine struct {
 	cfg       Config
 	obs       observer
 	flights   *flights
+	modes     map[Mode]mode
 	renewer   *renewer
 	stored    map[string]bool
 	validated sync.Map // *Operation -> error
@@ -172,6 +173,7 @@ func New(db DB, cfg Config) (*Engine, error) {
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
 		flights: newFlights()}
 	e.renewer = newRenewer(e)
+	e.modes = map[Mode]mode{ModeAtomic: atomicMode{e}, ModeLease: leaseMode{e}}
 	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {
 		h = http.CanonicalHeaderKey(h)
 		if !neverStored[h] {

@@ -7,9 +7,31 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
+
+// leaseMode commits an IN_PROGRESS claim with a lease first, then runs the
+// business transaction, which stores the outcome only while the claim's
+// fencing token still holds.
+type leaseMode struct{ e *Engine }
+
+// claimsLive: a claim whose lease lapsed, or an UNKNOWN outcome, is taken
+// over by a retry of the same request (whose recovery hook decides first).
+func (leaseMode) claimsLive(rec *store.GetRecordRow) bool {
+	return State(rec.State) == StateUnknown || rec.LeaseLapsed
+}
+
+func (m leaseMode) serve(rq *request, h Handler, st session) error {
+	// The replay read answers replays and refusals; a request in flight is
+	// decided after the claim, which may wait.
+	_, _, answered, err := m.e.preRead(rq.r.Context(), rq, st)
+	if answered {
+		return err
+	}
+	return m.e.serveLease(rq, h, st)
+}
 
 func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
 	pol := &rq.op.Policy
@@ -25,10 +47,9 @@ func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
 	}
 }
 
-// serveLease commits an IN_PROGRESS claim with a lease first, then runs the
-// business transaction, which stores the outcome only while the claim's
-// fencing token still holds.
-func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
+// serveLease claims the key, waiting for a claim in flight when the policy
+// says so, and runs the handler under the claim.
+func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	leaseMs := max(pol.Lease.Milliseconds(), 1)
@@ -40,7 +61,11 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 	for attempt := 0; ; attempt++ {
 		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
 		start := time.Now()
-		claim, err := st.claimLease(cctx, e.claimParams(rq, leaseMs))
+		var claim store.ClaimRow
+		err := st.commitAlone(cctx, func(q *store.Queries) (err error) {
+			claim, err = q.Claim(cctx, e.claimParams(rq, leaseMs))
+			return err
+		})
 		done(err)
 		if err == nil {
 			rq.claimed(claim.Attempts, claim.Fence)
@@ -49,7 +74,7 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
 		}
-		rec, found, err := st.read(ctx, rq.key, rq.fp)
+		rec, found, err := read(ctx, st, rq.key, rq.fp)
 		if err != nil {
 			return fmt.Errorf("idem: read record: %w", err)
 		}
@@ -87,14 +112,14 @@ func (e *Engine) serveLease(rq *request, h Handler, st recordStore) error {
 
 // runLease runs the handler under a committed claim, made no earlier than
 // claimed.
-func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st recordStore) error {
+func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st session) error {
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	pol := &rq.op.Policy
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
-	rs := &runState{e: e, key: key, fence: claim.Fence, mode: ModeLease, lease: pol.Lease, renewed: claimed}
+	rs := &runState{e: e, key: key, fence: claim.Fence, lease: pol.Lease, renewed: claimed}
 	data, err := DecodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
 	if err != nil {
 		// The earlier attempt's recovery data is what tells a takeover what
@@ -109,13 +134,13 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	// not cut it off between an external effect and the record of it (the
 	// retry would find the effect ambiguous). Only a lost lease cancels it.
 	hctx := context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs)
-	x := &execution{rq: rq, mode: ModeLease, claim: claim, st: st}
+	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim}, takenOver: claim.TakenOver}
 
 	if claim.TakenOver {
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
 			// The hook and its bookkeeping use the pool: hold no connection.
 			st.release()
-			done, err := e.runRecovery(hctx, bk, x, rs, hook)
+			done, err := e.runRecovery(hctx, bk, x, claim, rs, hook)
 			if done || err != nil {
 				return err
 			}
@@ -127,7 +152,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	if err != nil {
 		stop()
 		st.release()
-		e.markRetryable(bk, x)
+		x.rec.retryable(bk, x)
 		return fmt.Errorf("idem: begin: %w", err)
 	}
 	x.tx = tx
@@ -139,3 +164,80 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	}
 	return e.finish(bk, bk, x, resp, herr)
 }
+
+// leaseRun records the outcome of one lease-mode execution under its
+// claim's fencing token.
+type leaseRun struct {
+	e     *Engine
+	st    session
+	claim store.ClaimRow
+}
+
+// keep completes the claim: in the business transaction, committing it, or
+// on its own for a recovery decision (no transaction). stored is false when
+// the claim was taken over (fenced out).
+func (l *leaseRun) keep(ctx context.Context, x *execution, state State, body *storedResponse) (bool, error) {
+	k := x.rq.key
+	p := store.CompleteParams{
+		State: string(state), ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
+		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: l.claim.Fence,
+	}
+	if x.tx == nil {
+		n, err := l.e.q.Complete(ctx, p)
+		return n > 0, err
+	}
+	err := l.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
+		_, err := q.CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
+		return err
+	})
+	if isFencedOut(err) {
+		return false, nil
+	}
+	return true, err
+}
+
+// isFencedOut reports CompleteOrAbort's error for a claim no longer held.
+func isFencedOut(err error) bool {
+	var pe *pgconn.PgError
+	return errors.As(err, &pe) && pe.Code == "22012"
+}
+
+// lost: another request took the claim over. This (zombie) attempt must
+// not commit its business writes.
+func (l *leaseRun) lost(bk context.Context, x *execution) error {
+	x.rollback(bk)
+	x.rq.outcome = Outcome{Result: ResultFailed}
+	return withRetryAfter(ErrLeaseLost, time.Second)
+}
+
+// keepFailed leaves the claim to lapse: the handler (or the recovery hook's
+// system) may have acted outside the database, so the next retry takes the
+// claim over and its recovery hook decides, rather than let it run again
+// as if nothing happened.
+func (l *leaseRun) keepFailed(context.Context, *execution) State { return StateInProgress }
+
+// release frees the key, if the claim still holds.
+func (l *leaseRun) release(bk context.Context, x *execution) {
+	k := x.rq.key
+	_, err := l.e.q.Release(bk, store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
+		Fence: l.claim.Fence})
+	if err != nil {
+		l.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
+	}
+}
+
+// retryable marks the claim FAILED_RETRYABLE, if it still holds.
+func (l *leaseRun) retryable(bk context.Context, x *execution) bool {
+	k := x.rq.key
+	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{
+		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: l.claim.Fence,
+	})
+	if err != nil {
+		l.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
+	}
+	return n > 0
+}
+
+// adopt: a lease request answers with its own outcome; a duplicate never
+// completed the key while this one held the claim.
+func (l *leaseRun) adopt(context.Context, *request) bool { return false }

@@ -11,8 +11,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // State is the state of an idempotency record (the text values of
@@ -155,29 +153,30 @@ func outcomeOf(op *Operation, resp *Response, err error) outcomeClass {
 // execution is one run of an operation: the handler in its business
 // transaction, or a lease recovery hook's decision (tx nil).
 type execution struct {
-	rq    *request
-	mode  Mode
-	st    recordStore
-	tx    pgx.Tx         // nil for a recovery decision
-	claim store.ClaimRow // lease mode: the claim it runs under
-	// Atomic mode: the creation time its record gets (Key.Since), and the
-	// record the replay read found that it may run again, if any.
-	since time.Time
-	prev  *store.GetRecordRow
+	rq  *request
+	rec recorder // how its mode records the outcome
+	tx  pgx.Tx   // nil for a recovery decision
+	// takenOver: it runs under a lease claim taken over from a stale one.
+	takenOver bool
 	// recovered: the response is a recovery hook's Completed decision, not
 	// the handler's; it is answered as a replay.
 	recovered bool
+}
+
+func (x *execution) rollback(ctx context.Context) {
+	if x.tx != nil {
+		rollback(ctx, x.tx)
+	}
 }
 
 // finish stores the outcome of x (resp and herr from the handler, or a
 // recovery decision's response), answers the client and sets rq.outcome. It
 // is the one place an outcome is recorded, for atomic and lease executions
 // and recovery decisions alike; what differs by mode is how the record is
-// written (storeOutcome), released (release) or marked retryable
-// (markRetryable).
+// written, released or marked retryable (x.rec, see recorder).
 //
 // errLost means an atomic execution lost its key to a concurrent duplicate;
-// its transaction is left for the caller to end (readAbort).
+// its transaction is left for the caller to end (rollbackThen).
 func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, herr error) error {
 	rq := x.rq
 	var rp *replayInfo
@@ -200,49 +199,33 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 			state = StateFailedReplayable
 		}
 		sctx, done := e.obs.enter(ctx, rq, phaseStore)
-		stored, err := e.storeOutcome(sctx, x, state, body)
+		stored, err := x.rec.keep(sctx, x, state, body)
 		done(err)
 		if err == nil && !stored {
-			if x.mode == ModeAtomic {
-				return errLost
-			}
-			// Fenced out: another request took the claim over. This (zombie)
-			// attempt must not commit its business writes.
-			x.rollback(bk)
-			rq.outcome = Outcome{Result: ResultFailed}
-			return withRetryAfter(ErrLeaseLost, time.Second)
+			return x.rec.lost(bk, x)
 		}
 		if err != nil {
 			x.rollback(bk)
-			if x.mode == ModeLease {
-				// The handler (or the recovery hook's system) may have acted
-				// outside the database: leave the claim to lapse, so the
-				// next retry takes it over and its recovery hook decides,
-				// rather than let it run again as if nothing happened.
-				rq.outcome.State = StateInProgress
-				return fmt.Errorf("idem: store outcome: %w", err)
-			}
-			e.markRetryable(bk, x)
-			rq.outcome.State = StateFailedRetryable
+			rq.outcome.State = x.rec.keepFailed(bk, x)
 			return fmt.Errorf("idem: store outcome: %w", err)
 		}
 		rq.outcome = Outcome{Result: ResultExecuted, State: state, Status: resp.Status, Replayed: x.recovered}
-		if x.claim.TakenOver || x.recovered {
+		if x.takenOver || x.recovered {
 			rq.outcome.Result = ResultRecovered
 		}
 	case outcomeReleased:
 		x.rollback(bk)
-		if x.mode == ModeAtomic && e.replayCompleted(bk, rq) {
+		if x.rec.adopt(bk, rq) {
 			return nil
 		}
-		e.release(bk, x)
+		x.rec.release(bk, x)
 		rq.outcome = Outcome{Result: ResultExecuted, State: StateReleased, Status: resp.Status, Replayed: x.recovered}
 		if x.recovered {
 			rq.outcome.Result = ResultRecovered
 		}
 	default: // outcomeRetryable
 		x.rollback(bk)
-		if !e.markRetryable(bk, x) && x.mode == ModeAtomic && e.replayCompleted(bk, rq) {
+		if !x.rec.retryable(bk, x) && x.rec.adopt(bk, rq) {
 			return nil
 		}
 		rq.outcome = Outcome{Result: ResultFailed, State: StateFailedRetryable, Replayed: x.recovered}
@@ -256,101 +239,6 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 	}
 	e.writeResponse(rq, resp, rp)
 	return nil
-}
-
-// replayCompleted answers an atomic-mode request whose own execution did
-// not keep an outcome with the outcome a concurrent duplicate stored, if
-// there is one: the key's outcome is the one that committed.
-func (e *Engine) replayCompleted(ctx context.Context, rq *request) bool {
-	rec, found, err := readRecord(ctx, e.q, rq.key, rq.fp)
-	if err != nil || !found {
-		return false
-	}
-	if act, _ := e.classify(rq, &rec); act != actReplay {
-		return false
-	}
-	return e.replay(rq, &rec) == nil
-}
-
-// storeOutcome writes a kept outcome: atomic mode inserts the record in the
-// business transaction and commits; lease mode completes its claim, in the
-// business transaction or, for a recovery decision, on its own. stored is
-// false when the key was lost (atomic: a duplicate wrote it; lease: fenced
-// out).
-func (e *Engine) storeOutcome(ctx context.Context, x *execution, state State, body *storedResponse) (stored bool, err error) {
-	rq := x.rq
-	if x.mode == ModeAtomic {
-		pol := &rq.op.Policy
-		o := &atomicOutcome{
-			p: store.InsertOutcomeParams{
-				Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value,
-				State: string(state), Fingerprint: rq.fp, SchemaVersion: pol.SchemaVersion,
-				ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
-				CreatedAt: pgtype.Timestamptz{Time: x.since, Valid: true}, TtlMs: pol.TTL.Milliseconds(),
-			},
-			replace:     x.prev != nil,
-			takeExpired: pol.OnExpired == ExpiredExecute,
-		}
-		lost, err := x.st.insertOutcome(ctx, x.tx, o)
-		return !lost, err
-	}
-	p := store.CompleteParams{
-		State: string(state), ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
-		Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value, Fence: x.claim.Fence,
-	}
-	if x.tx == nil {
-		n, err := e.q.Complete(ctx, p)
-		return n > 0, err
-	}
-	return x.st.complete(ctx, x.tx, p)
-}
-
-func (x *execution) rollback(ctx context.Context) {
-	if x.tx != nil {
-		rollback(ctx, x.tx)
-	}
-}
-
-// markRetryable records that x failed and may run again with the same
-// payload. In atomic mode nothing of x committed, so the record is written
-// anew; in lease mode the fenced claim is updated. It reports whether the
-// record now says so (false: another request's record stands).
-func (e *Engine) markRetryable(ctx context.Context, x *execution) bool {
-	var n int64
-	var err error
-	k := x.rq.key
-	if x.mode == ModeAtomic {
-		n, err = e.q.RecordRetryable(ctx, store.RecordRetryableParams{
-			Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
-			Fingerprint: x.rq.fp, SchemaVersion: x.rq.op.Policy.SchemaVersion, TtlMs: x.rq.op.Policy.TTL.Milliseconds(),
-		})
-	} else {
-		n, err = e.q.FailRetryable(ctx, store.FailRetryableParams{
-			Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: x.claim.Fence,
-		})
-	}
-	if err != nil {
-		e.reportError(ctx, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
-	}
-	return n > 0
-}
-
-// release frees x's key after an outcome that is not kept, so a corrected
-// request runs. In lease mode the fenced claim goes; in atomic mode nothing
-// of x committed, but a FAILED_RETRYABLE record of this payload that it ran
-// again goes.
-func (e *Engine) release(ctx context.Context, x *execution) {
-	k := x.rq.key
-	p := store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: x.claim.Fence}
-	if x.mode == ModeAtomic {
-		if x.prev == nil || State(x.prev.State) != StateFailedRetryable {
-			return
-		}
-		p.Fence, p.Fingerprint = 0, x.rq.fp
-	}
-	if _, err := e.q.Release(ctx, p); err != nil {
-		e.reportError(ctx, x.rq, fmt.Errorf("idem: release key: %w", err))
-	}
 }
 
 // storedResponse is a response in the form it is stored in.

@@ -16,7 +16,7 @@ import (
 // *pgxpool.Pool, or a *pgx.Conn), the engine runs a request on one
 // connection and sends the statements it owns in pgx batches (one round
 // trip each): BEGIN with the claim, and the outcome with COMMIT. Any other
-// DB gets one statement per round trip (plainStore), with the same semantics.
+// DB gets one statement per round trip (plainSession), with the same semantics.
 
 // beginRC is what pgx sends for TxOptions{IsoLevel: pgx.ReadCommitted}.
 const beginRC = "begin isolation level read committed"
@@ -26,8 +26,8 @@ var (
 	beginBefore    = []string{beginRC}
 	commitAfter    = []string{"commit"}
 	rollbackBefore = []string{"rollback"}
-	leaseClaimPre  = []string{"begin"}
-	leaseClaimPost = []string{"commit", beginRC}
+	alonePre       = []string{"begin"}
+	alonePost      = []string{"commit", beginRC}
 )
 
 // poolAcquirer is implemented by *pgxpool.Pool.
@@ -79,17 +79,17 @@ func (p *pconn) release() {
 	}
 }
 
-// pipelinedStore runs a request on one connection, acquired when first
+// pipelinedSession runs a request on one connection, acquired when first
 // needed and again after release.
-type pipelinedStore struct {
+type pipelinedSession struct {
 	e  *Engine
 	pc *pconn
-	// leaseBatched: the first lease claim went out in a batch that also
+	// aloneBatched: the first commitAlone went out in a batch that also
 	// began the business transaction; begun: that transaction is open.
-	leaseBatched, begun bool
+	aloneBatched, begun bool
 }
 
-func (s *pipelinedStore) open(ctx context.Context) error {
+func (s *pipelinedSession) open(ctx context.Context) error {
 	if s.pc != nil && !s.pc.done {
 		return nil
 	}
@@ -101,22 +101,22 @@ func (s *pipelinedStore) open(ctx context.Context) error {
 	return nil
 }
 
-func (s *pipelinedStore) release() {
+func (s *pipelinedSession) release() {
 	s.pc.release()
 	s.begun = false
 }
 
-func (s *pipelinedStore) read(ctx context.Context, k Key, fp []byte) (store.GetRecordRow, bool, error) {
+func (s *pipelinedSession) do(ctx context.Context, f func(q *store.Queries) error) error {
 	if err := s.open(ctx); err != nil {
-		return store.GetRecordRow{}, false, err
+		return err
 	}
-	return readRecord(ctx, store.New(s.pc.c), k, fp)
+	return f(store.New(s.pc.c))
 }
 
-// begin returns the business transaction. Unless a lease claim's batch
-// began it already, BEGIN is not sent yet: it travels with the handler's
-// first statement (see connTx).
-func (s *pipelinedStore) begin(ctx context.Context) (pgx.Tx, error) {
+// begin returns the business transaction. Unless a commitAlone batch began
+// it already, BEGIN is not sent yet: it travels with the handler's first
+// statement (see connTx).
+func (s *pipelinedSession) begin(ctx context.Context) (pgx.Tx, error) {
 	if err := s.open(ctx); err != nil {
 		return nil, err
 	}
@@ -125,70 +125,49 @@ func (s *pipelinedStore) begin(ctx context.Context) (pgx.Tx, error) {
 	return tx, nil
 }
 
-func (s *pipelinedStore) insertOutcome(ctx context.Context, tx pgx.Tx, o *atomicOutcome) (bool, error) {
+// commitWith sends f's statement and COMMIT in one round trip (BEGIN too,
+// when the handler ran no statement); PostgreSQL skips the COMMIT when the
+// statement fails.
+func (s *pipelinedSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
 	ct := tx.(*connTx)
-	// One round trip: the record and COMMIT, which PostgreSQL skips when
-	// the record cannot be written (BEGIN too, when the handler ran no
-	// statement).
 	b := &batchDB{c: ct.p.c, pre: ct.beginFirst(), post: commitAfter}
-	err := o.write(ctx, store.New(b))
-	if lostRace(err) {
-		return true, nil
+	if err := f(store.New(b)); err != nil {
+		return err
 	}
-	return false, ct.finish(err, b)
+	return ct.finish(nil, b)
 }
 
-func (s *pipelinedStore) readAbort(ctx context.Context, tx pgx.Tx, k Key, fp []byte) (store.GetRecordRow, bool, error) {
+// rollbackThen sends ROLLBACK and f's statement in one round trip, then
+// gives the connection back.
+func (s *pipelinedSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
 	ct := tx.(*connTx)
-	// One round trip: ROLLBACK of the transaction that lost, then the read
-	// of the record that won.
-	rec, err := store.New(&batchDB{c: ct.p.c, pre: rollbackBefore}).GetRecord(ctx, recordParams(k, fp))
+	err := f(store.New(&batchDB{c: ct.p.c, pre: rollbackBefore}))
 	ct.closed = true
 	ct.p.release()
-	if errors.Is(err, pgx.ErrNoRows) {
-		return rec, false, nil
-	}
-	return rec, err == nil, err
+	return err
 }
 
-func (s *pipelinedStore) claimLease(ctx context.Context, p store.ClaimParams) (store.ClaimRow, error) {
+// commitAlone sends, the first time, BEGIN, f's statement, COMMIT and the
+// BEGIN of the business transaction in one round trip; later calls (a
+// retried claim) send f's statement alone.
+func (s *pipelinedSession) commitAlone(ctx context.Context, f func(q *store.Queries) error) error {
 	if err := s.open(ctx); err != nil {
-		return store.ClaimRow{}, err
+		return err
 	}
-	if s.leaseBatched {
-		return store.New(s.pc.c).Claim(ctx, p)
+	if s.aloneBatched {
+		return f(store.New(s.pc.c))
 	}
-	// One round trip: the claim in a transaction of its own, committed,
-	// then BEGIN of the business transaction.
-	s.leaseBatched = true
-	b := &batchDB{c: s.pc.c, pre: leaseClaimPre, post: leaseClaimPost}
-	c, err := store.New(b).Claim(ctx, p)
-	if errors.Is(err, pgx.ErrNoRows) {
-		// Held: the business transaction began for nothing.
-		if _, rerr := s.pc.c.Exec(ctx, "rollback"); rerr != nil {
-			return c, fmt.Errorf("idem: rollback: %w", rerr)
+	s.aloneBatched = true
+	err := f(store.New(&batchDB{c: s.pc.c, pre: alonePre, post: alonePost}))
+	if err != nil && !s.pc.c.IsClosed() && s.pc.c.PgConn().TxStatus() != 'I' {
+		// The business transaction began for nothing (the statement found
+		// no row), or the batch failed half-way (release rolls back then).
+		if _, rerr := s.pc.c.Exec(ctx, "rollback"); rerr != nil && errors.Is(err, pgx.ErrNoRows) {
+			return fmt.Errorf("idem: rollback: %w", rerr)
 		}
 	}
 	s.begun = err == nil
-	return c, err
-}
-
-func (s *pipelinedStore) complete(ctx context.Context, tx pgx.Tx, p store.CompleteParams) (bool, error) {
-	ct := tx.(*connTx)
-	// One round trip: the outcome and COMMIT, which PostgreSQL skips when
-	// the outcome fails or is fenced out.
-	b := &batchDB{c: ct.p.c, pre: ct.beginFirst(), post: commitAfter}
-	_, err := store.New(b).CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
-	if isFencedOut(err) {
-		return false, nil
-	}
-	return true, ct.finish(err, b)
-}
-
-// isFencedOut reports CompleteOrAbort's error for a claim no longer held.
-func isFencedOut(err error) bool {
-	var pe *pgconn.PgError
-	return errors.As(err, &pe) && pe.Code == "22012"
+	return err
 }
 
 // batchDB is a store.DBTX whose statements travel in one batch with fixed

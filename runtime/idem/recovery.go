@@ -67,8 +67,7 @@ type runCtx struct{}
 type runState struct {
 	e     *Engine
 	key   Key
-	fence int64
-	mode  Mode
+	fence int64 // the lease claim's token; 0 in atomic mode, which has none
 	lease time.Duration
 
 	mu    sync.Mutex
@@ -100,9 +99,9 @@ func (rs *runState) recoveryPoint() (string, []byte, bool) {
 // runRecovery runs the operation's recovery hook for x, a taken-over claim.
 // done means the request has been answered (or err says how); otherwise the
 // handler runs.
-func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, rs *runState, hook RecoverFunc) (done bool, err error) {
+func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, claim store.ClaimRow, rs *runState, hook RecoverFunc) (done bool, err error) {
 	rq := x.rq
-	info := Recovery{Attempts: int(x.claim.Attempts)}
+	info := Recovery{Attempts: int(claim.Attempts)}
 	info.Point, info.Data, info.HasPoint = rs.recoveryPoint()
 	hctx, end := e.obs.enter(hctx, rq, phaseRecover)
 	dec, herr := callRecover(hctx, hook, info)
@@ -125,7 +124,7 @@ func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, rs *runStat
 	default: // Unknown
 		k := rq.key
 		n, err := e.q.MarkUnknown(bk, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
-			IdempotencyKey: k.Value, Fence: x.claim.Fence})
+			IdempotencyKey: k.Value, Fence: claim.Fence})
 		if err != nil {
 			return true, fmt.Errorf("idem: mark outcome unknown: %w", err)
 		}
@@ -158,7 +157,7 @@ func callRecover(ctx context.Context, f RecoverFunc, info Recovery) (d Decision,
 // lease-mode handler.
 func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	rs, _ := ctx.Value(runCtx{}).(*runState)
-	if rs == nil || rs.mode != ModeLease {
+	if rs == nil || rs.fence == 0 {
 		return ErrNoLease
 	}
 	// The save must not be abandoned half-way because the client went away,

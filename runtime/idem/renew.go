@@ -129,11 +129,11 @@ func (r *renewer) run() {
 			t := time.NewTimer(wait)
 			select {
 			case <-r.wake:
-				t.Stop()
 				if backoff == 0 {
+					t.Stop()
 					continue // a new claim may be due sooner
 				}
-				<-t.C
+				<-t.C // backing off: wait it out (a stopped timer never fires)
 			case <-t.C:
 			}
 		}

@@ -40,12 +40,8 @@ func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) 
 		return actReplay, nil
 	case StateFailedRetryable:
 		return actClaim, nil
-	case StateUnknown:
-		if pol.Mode == ModeLease {
-			return actClaim, nil
-		}
-	case StateInProgress:
-		if pol.Mode == ModeLease && rec.LeaseLapsed {
+	case StateUnknown, StateInProgress:
+		if rq.mode.claimsLive(rec) {
 			return actClaim, nil
 		}
 	}

@@ -20,6 +20,7 @@ import (
 // request is one Serve call's state.
 type request struct {
 	op      *Operation
+	mode    mode
 	r       *http.Request
 	w       http.ResponseWriter
 	key     Key
@@ -216,6 +217,7 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return e.serveWithoutKey(rq, handler)
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
+	rq.mode = e.modeOf(op)
 
 	fp, err := requestFingerprint(r, op, body, prep.Canonical)
 	if err != nil {
@@ -225,98 +227,42 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	return e.serveKeyed(rq, handler)
 }
 
-// serveKeyed serves a request with a key: the replay fast path, then the
-// operation's mode.
+// serveKeyed serves a request with a key through its operation's mode.
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
-	st := e.newStore()
+	st := e.newSession()
 	defer st.release()
-	ctx := rq.r.Context()
-	pol := &rq.op.Policy
-	var epoch uint64
-	if pol.Mode == ModeAtomic {
-		epoch = e.flights.epoch(rq.key)
-	}
-
-	// Replay fast path: one read, no transaction. A read, not a
-	// check-and-set: only the writes decide who runs.
-	prev, answered, err := e.preRead(ctx, rq, st)
-	if answered {
-		return err
-	}
-	if pol.Mode == ModeLease {
-		return e.serveLease(rq, h, st)
-	}
-
-	// One execution of a key at a time in this process (see flights). A
-	// duplicate waits for the one running, then reads again: without
-	// leading, so that all the waiters' reads (replays, mostly) run at once.
-	wait := e.cfg.LockTimeout
-	if pol.InFlight == InFlightWait {
-		wait = pol.Wait
-	}
-	deadline := time.Now().Add(wait)
-	for {
-		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
-		leave, busy := e.flights.tryLead(rq.key)
-		if leave == nil {
-			st.release() // hold no connection while waiting
-			err = e.flights.await(cctx, busy, deadline)
-		}
-		done(err)
-		if err != nil {
-			return err
-		}
-		if leave != nil {
-			defer leave()
-			if e.flights.epoch(rq.key) == epoch {
-				break
-			}
-		}
-		// A flight of this key ended since the read: read again.
-		if leave == nil {
-			epoch = e.flights.epoch(rq.key)
-		}
-		if prev, answered, err = e.preRead(ctx, rq, st); answered {
-			return err
-		}
-		if leave != nil {
-			break
-		}
-	}
-	return e.serveAtomic(rq, h, st, prev)
+	return rq.mode.serve(rq, h, st)
 }
 
-// preRead is the replay fast path: it reads the key's record and answers the
-// request when the record decides it (replay, conflict, expired; in atomic
-// mode also in flight). Otherwise it returns the record when the mode may
-// run it again, or nil when there is none.
-func (e *Engine) preRead(ctx context.Context, rq *request, st recordStore) (prev *store.GetRecordRow, answered bool, err error) {
+// preRead is the replay fast path: one read, no transaction; a read, not a
+// check-and-set: only the writes decide who runs. It answers the request
+// when the record decides it (replay, conflict, expired). Otherwise it
+// returns the record when the mode may run it again (nil when there is
+// none), and inFlight when another request holds the key now, which each
+// mode treats in its own way.
+func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *store.GetRecordRow, inFlight error, answered bool, err error) {
 	ctx, done := e.obs.enter(ctx, rq, phaseRead)
-	rec, found, err := st.read(ctx, rq.key, rq.fp)
+	rec, found, err := read(ctx, st, rq.key, rq.fp)
 	done(err)
 	if err != nil {
-		return nil, true, fmt.Errorf("idem: read record: %w", err)
+		return nil, nil, true, fmt.Errorf("idem: read record: %w", err)
 	}
 	if !found {
-		return nil, false, nil
+		return nil, nil, false, nil
 	}
 	act, aerr := e.classify(rq, &rec)
 	switch act {
 	case actReplay:
 		st.release()
-		return nil, true, e.replay(rq, &rec)
+		return nil, nil, true, e.replay(rq, &rec)
 	case actError:
-		return nil, true, aerr
+		return nil, nil, true, aerr
 	case actInFlight:
-		if rq.op.Policy.Mode == ModeAtomic {
-			return nil, true, aerr
-		}
-		// Lease mode decides after its claim (it may wait).
-		return nil, false, nil
+		return nil, aerr, false, nil
 	}
-	return &rec, false, nil
+	return &rec, nil, false, nil
 }
 
 // serveWithoutKey runs an operation whose key is optional and absent: a plain

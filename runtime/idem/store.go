@@ -5,94 +5,49 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
-// recordStore is how one keyed request reaches PostgreSQL: it reads the
-// request's record, runs its business transaction and writes the outcome.
-// The state machine (atomic.go, lease.go, outcome.go) is written against it
-// once; two implementations differ only in how statements travel:
+// session is how one keyed request's statements travel to PostgreSQL. The
+// modes (atomic.go, lease.go) decide which statements a request sends; a
+// session decides how they travel:
 //
-//   - pipelinedStore (pipeline.go) holds one pooled connection for the
-//     request and sends the statements it owns in batches, one round trip
-//     each (BEGIN with the handler's first statement or with a lease claim,
-//     the outcome with COMMIT);
-//   - plainStore sends one statement per round trip through any DB.
+//   - pipelinedSession (pipeline.go) holds one pooled connection for the
+//     request and sends what belongs together in one batch, one round trip
+//     (BEGIN with the handler's first statement or with a lease claim, an
+//     outcome with COMMIT, ROLLBACK with the read that follows it);
+//   - plainSession sends one statement per round trip through any DB.
 //
 // Statements that need no connection of the request (releasing a key,
 // marking it retryable, recovery bookkeeping) go through Engine.q in both.
-type recordStore interface {
-	// open readies the store (pipelined: acquires its connection).
-	open(ctx context.Context) error
-	// read reads the record of k outside any transaction, with the stored
-	// response only when it is fp's and may be replayed.
-	read(ctx context.Context, k Key, fp []byte) (store.GetRecordRow, bool, error)
+type session interface {
+	// do runs f's statements outside any transaction.
+	do(ctx context.Context, f func(q *store.Queries) error) error
 	// begin begins the business transaction.
 	begin(ctx context.Context) (pgx.Tx, error)
-	// insertOutcome writes an atomic-mode outcome in tx and commits. lost
-	// means a concurrent request wrote the key first: nothing committed and
-	// tx must be ended with readAbort.
-	insertOutcome(ctx context.Context, tx pgx.Tx, o *atomicOutcome) (lost bool, err error)
-	// readAbort ends tx (which lost) and reads the record that won.
-	readAbort(ctx context.Context, tx pgx.Tx, k Key, fp []byte) (store.GetRecordRow, bool, error)
-	// claimLease claims the key in a transaction of its own, committed.
-	claimLease(ctx context.Context, p store.ClaimParams) (store.ClaimRow, error)
-	// complete stores a lease-mode outcome in tx under its fence and
-	// commits. stored is false when the fence no longer holds; tx must then
-	// be rolled back.
-	complete(ctx context.Context, tx pgx.Tx, p store.CompleteParams) (stored bool, err error)
-	// release gives back what the store holds; safe to call more than once.
-	// A later call of another method opens the store again.
+	// commitWith runs f's statement in tx and commits, with COMMIT sent
+	// behind the statement where the session can. When f fails nothing
+	// committed: tx is left open, for the caller to roll back.
+	commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error
+	// rollbackThen rolls tx back and then runs f's statements, in one round
+	// trip where the session can, and gives back what the session holds.
+	rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error
+	// commitAlone runs f's statement in a transaction of its own, committed
+	// before it returns. A session may begin the business transaction in
+	// the same round trip (see pipelinedSession).
+	commitAlone(ctx context.Context, f func(q *store.Queries) error) error
+	// release gives back what the session holds; safe to call more than
+	// once. A later call of another method opens the session again.
 	release()
 }
 
-// atomicOutcome is the one write of an atomic-mode execution: the final
-// record, inserted (or replacing a record that may run again) just before
-// COMMIT.
-type atomicOutcome struct {
-	p           store.InsertOutcomeParams
-	replace     bool // a FAILED_RETRYABLE or expired record exists: ReplaceOutcome
-	takeExpired bool
-}
-
-func (o *atomicOutcome) replaceParams() store.ReplaceOutcomeParams {
-	p := o.p
-	return store.ReplaceOutcomeParams{
-		Tenant: p.Tenant, Operation: p.Operation, IdempotencyKey: p.IdempotencyKey,
-		State: p.State, Fingerprint: p.Fingerprint, SchemaVersion: p.SchemaVersion,
-		ResponseStatus: p.ResponseStatus, ResponseHeaders: p.ResponseHeaders, ResponseBody: p.ResponseBody,
-		CreatedAt: p.CreatedAt, TtlMs: p.TtlMs, TakeExpired: o.takeExpired,
-	}
-}
-
-// write runs the outcome's statement through q.
-func (o *atomicOutcome) write(ctx context.Context, q *store.Queries) error {
-	if o.replace {
-		_, err := q.ReplaceOutcome(ctx, o.replaceParams())
-		return err
-	}
-	return q.InsertOutcome(ctx, o.p)
-}
-
-// lostRace reports the error of an atomic outcome's write when another
-// request wrote the key first: the primary key was taken (InsertOutcome),
-// or the record was no longer replaceable (ReplaceOutcome's 22012).
-func lostRace(err error) bool {
-	var pe *pgconn.PgError
-	if !errors.As(err, &pe) {
-		return false
-	}
-	return (pe.Code == "23505" && pe.TableName == "idem_records") || pe.Code == "22012"
-}
-
-// newStore returns the store for one request.
-func (e *Engine) newStore() recordStore {
+// newSession returns the session of one request.
+func (e *Engine) newSession() session {
 	if canPipeline(e.db) {
-		return &pipelinedStore{e: e}
+		return &pipelinedSession{e: e}
 	}
-	return &plainStore{e: e}
+	return &plainSession{e: e}
 }
 
 // recordParams is the one place a Key becomes the primary key of a read.
@@ -109,46 +64,42 @@ func readRecord(ctx context.Context, q *store.Queries, k Key, fp []byte) (store.
 	return rec, err == nil, err
 }
 
-// plainStore sends one statement per round trip through the engine's DB.
-type plainStore struct {
+// read reads k's record through st, outside any transaction.
+func read(ctx context.Context, st session, k Key, fp []byte) (rec store.GetRecordRow, found bool, err error) {
+	err = st.do(ctx, func(q *store.Queries) error {
+		rec, found, err = readRecord(ctx, q, k, fp)
+		return err
+	})
+	return rec, found, err
+}
+
+// plainSession sends one statement per round trip through the engine's DB.
+type plainSession struct {
 	e *Engine
 }
 
-func (s *plainStore) open(context.Context) error { return nil }
-func (s *plainStore) release()                   {}
+func (s *plainSession) release() {}
 
-func (s *plainStore) read(ctx context.Context, k Key, fp []byte) (store.GetRecordRow, bool, error) {
-	return readRecord(ctx, s.e.q, k, fp)
+func (s *plainSession) do(_ context.Context, f func(q *store.Queries) error) error {
+	return f(s.e.q)
 }
 
-func (s *plainStore) begin(ctx context.Context) (pgx.Tx, error) {
+func (s *plainSession) begin(ctx context.Context) (pgx.Tx, error) {
 	return s.e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
 }
 
-func (s *plainStore) insertOutcome(ctx context.Context, tx pgx.Tx, o *atomicOutcome) (bool, error) {
-	err := o.write(ctx, store.New(tx))
-	if lostRace(err) {
-		return true, nil
+func (s *plainSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
+	if err := f(store.New(tx)); err != nil {
+		return err
 	}
-	if err == nil {
-		err = tx.Commit(ctx)
-	}
-	return false, err
+	return tx.Commit(ctx)
 }
 
-func (s *plainStore) readAbort(ctx context.Context, tx pgx.Tx, k Key, fp []byte) (store.GetRecordRow, bool, error) {
+func (s *plainSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
 	rollback(ctx, tx)
-	return readRecord(ctx, s.e.q, k, fp)
+	return f(s.e.q)
 }
 
-func (s *plainStore) claimLease(ctx context.Context, p store.ClaimParams) (store.ClaimRow, error) {
-	return s.e.q.Claim(ctx, p)
-}
-
-func (s *plainStore) complete(ctx context.Context, tx pgx.Tx, p store.CompleteParams) (bool, error) {
-	n, err := store.New(tx).Complete(ctx, p)
-	if err == nil && n > 0 {
-		err = tx.Commit(ctx)
-	}
-	return n > 0, err
+func (s *plainSession) commitAlone(_ context.Context, f func(q *store.Queries) error) error {
+	return f(s.e.q) // one statement outside a transaction commits by itself
 }

@@ -242,15 +242,28 @@ func (o *options) wrap(fn http.HandlerFunc) http.Handler {
 
 // routes lists the operations' routes under the base path.
 func (h *handler) routes() []Route {
-	base := h.opts.basePath
-	return []Route{
-		{"listPayments", "GET", base + "/payments", h.opts.wrap(h.handleListPayments)},
-		{"createPayment", "POST", base + "/payments", h.opts.wrap(h.handleCreatePayment)},
-		{"quotePayment", "POST", base + "/payments/quote", h.opts.wrap(h.handleQuotePayment)},
-		{"getPayment", "GET", base + "/payments/{paymentId}", h.opts.wrap(h.handleGetPayment)},
-		{"capturePayment", "PATCH", base + "/payments/{paymentId}", h.opts.wrap(h.handleCapturePayment)},
-		{"createRefund", "POST", base + "/payments/{paymentId}/refunds", h.opts.wrap(h.handleCreateRefund)},
+	rs := make([]Route, len(routeTable))
+	for i, rt := range routeTable {
+		serve := rt.serve
+		rs[i] = Route{rt.id, rt.method, h.opts.basePath + rt.path, h.opts.wrap(func(w http.ResponseWriter, r *http.Request) { serve(h, w, r) })}
 	}
+	return rs
+}
+
+// routeTable lists the routes in the order they are registered. It is a
+// table of method expressions rather than one function literal per route:
+// the compiler initialises it statically, which keeps a large spec's
+// package quick to build.
+var routeTable = [...]struct {
+	id, method, path string
+	serve            func(*handler, http.ResponseWriter, *http.Request)
+}{
+	{"listPayments", "GET", "/payments", (*handler).handleListPayments},
+	{"createPayment", "POST", "/payments", (*handler).handleCreatePayment},
+	{"quotePayment", "POST", "/payments/quote", (*handler).handleQuotePayment},
+	{"getPayment", "GET", "/payments/{paymentId}", (*handler).handleGetPayment},
+	{"capturePayment", "PATCH", "/payments/{paymentId}", (*handler).handleCapturePayment},
+	{"createRefund", "POST", "/payments/{paymentId}/refunds", (*handler).handleCreateRefund},
 }
 
 // handleListPayments serves listPayments (GET /payments).

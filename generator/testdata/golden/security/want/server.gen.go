@@ -434,21 +434,34 @@ func (o *options) wrap(fn http.HandlerFunc) http.Handler {
 
 // routes lists the operations' routes under the base path.
 func (h *handler) routes() []Route {
-	base := h.opts.basePath
-	return []Route{
-		{"andOr", "POST", base + "/and-or", h.opts.wrap(h.handleAndOr)},
-		{"basic", "POST", base + "/basic", h.opts.wrap(h.handleBasic)},
-		{"cookieKey", "POST", base + "/cookie-key", h.opts.wrap(h.handleCookieKey)},
-		{"headerKey", "POST", base + "/header-key", h.opts.wrap(h.handleHeaderKey)},
-		{"oidc", "POST", base + "/oidc", h.opts.wrap(h.handleOidc)},
-		{"optional", "POST", base + "/optional", h.opts.wrap(h.handleOptional)},
-		{"listOrders", "GET", base + "/orders", h.opts.wrap(h.handleListOrders)},
-		{"createOrder", "POST", base + "/orders", h.opts.wrap(h.handleCreateOrder)},
-		{"public", "POST", base + "/public", h.opts.wrap(h.handlePublic)},
-		{"queryKey", "POST", base + "/query-key", h.opts.wrap(h.handleQueryKey)},
-		{"scoped", "POST", base + "/scoped", h.opts.wrap(h.handleScoped)},
-		{"undefinedScheme", "POST", base + "/undefined", h.opts.wrap(h.handleUndefinedScheme)},
+	rs := make([]Route, len(routeTable))
+	for i, rt := range routeTable {
+		serve := rt.serve
+		rs[i] = Route{rt.id, rt.method, h.opts.basePath + rt.path, h.opts.wrap(func(w http.ResponseWriter, r *http.Request) { serve(h, w, r) })}
 	}
+	return rs
+}
+
+// routeTable lists the routes in the order they are registered. It is a
+// table of method expressions rather than one function literal per route:
+// the compiler initialises it statically, which keeps a large spec's
+// package quick to build.
+var routeTable = [...]struct {
+	id, method, path string
+	serve            func(*handler, http.ResponseWriter, *http.Request)
+}{
+	{"andOr", "POST", "/and-or", (*handler).handleAndOr},
+	{"basic", "POST", "/basic", (*handler).handleBasic},
+	{"cookieKey", "POST", "/cookie-key", (*handler).handleCookieKey},
+	{"headerKey", "POST", "/header-key", (*handler).handleHeaderKey},
+	{"oidc", "POST", "/oidc", (*handler).handleOidc},
+	{"optional", "POST", "/optional", (*handler).handleOptional},
+	{"listOrders", "GET", "/orders", (*handler).handleListOrders},
+	{"createOrder", "POST", "/orders", (*handler).handleCreateOrder},
+	{"public", "POST", "/public", (*handler).handlePublic},
+	{"queryKey", "POST", "/query-key", (*handler).handleQueryKey},
+	{"scoped", "POST", "/scoped", (*handler).handleScoped},
+	{"undefinedScheme", "POST", "/undefined", (*handler).handleUndefinedScheme},
 }
 
 // handleAndOr serves andOr (POST /and-or) through the idempotency engine.

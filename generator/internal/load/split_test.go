@@ -1,7 +1,10 @@
-package generator
+package load
 
 import (
+	"bytes"
+	"compress/gzip"
 	"fmt"
+	"io"
 	"io/fs"
 	"net/url"
 	"os"
@@ -14,19 +17,43 @@ import (
 	"gopkg.in/yaml.v3"
 )
 
-// loadWhole loads a spec as loadSpec did before documents were split: whole,
-// by kin-openapi.
-func loadWhole(t testing.TB, cfg *Config, data []byte) *openapi3.T {
+// loadWhole loads a spec as Document did before documents were split:
+// whole, by kin-openapi.
+func loadWhole(t testing.TB, name string, data []byte) *openapi3.T {
 	t.Helper()
-	abs, err := filepath.Abs(cfg.Spec)
+	abs, err := filepath.Abs(name)
 	if err != nil {
 		t.Fatal(err)
 	}
-	doc, err := newLoader(cfg).LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(abs)})
+	doc, err := NewLoader(Options{}).LoadFromDataWithPath(data, &url.URL{Path: filepath.ToSlash(abs)})
 	if err != nil {
 		t.Fatal(err)
 	}
 	return doc
+}
+
+// testdata is the generator's, whose specs this package loads.
+var testdata = filepath.Join("..", "..", "testdata")
+
+// readSpec reads a spec of the generator's testdata/specs, unzipped.
+func readSpec(t testing.TB, file string) (name string, data []byte) {
+	t.Helper()
+	path := filepath.Join(testdata, "specs", file)
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if strings.HasSuffix(file, ".gz") {
+		zr, err := gzip.NewReader(bytes.NewReader(data))
+		if err != nil {
+			t.Fatal(err)
+		}
+		if data, err = io.ReadAll(zr); err != nil {
+			t.Fatal(err)
+		}
+		path = strings.TrimSuffix(path, ".gz")
+	}
+	return path, data
 }
 
 // TestSplitLoadsAlike loads every spec of testdata, YAML and JSON, in parts
@@ -38,7 +65,7 @@ func loadWhole(t testing.TB, cfg *Config, data []byte) *openapi3.T {
 // written as decoded floats.
 func TestSplitLoadsAlike(t *testing.T) {
 	var files []string
-	err := filepath.WalkDir("testdata", func(path string, e fs.DirEntry, err error) error {
+	err := filepath.WalkDir(testdata, func(path string, e fs.DirEntry, err error) error {
 		if err != nil {
 			return err
 		}
@@ -62,20 +89,19 @@ func TestSplitLoadsAlike(t *testing.T) {
 			}
 			name := path
 			if strings.HasSuffix(path, ".gz") {
-				name, data = readSpec(t, strings.TrimPrefix(path, filepath.Join("testdata", "specs")+string(filepath.Separator)))
+				name, data = readSpec(t, strings.TrimPrefix(path, filepath.Join(testdata, "specs")+string(filepath.Separator)))
 			}
-			cfg := &Config{Spec: name, SpecData: data}
-			whole, err := newLoader(cfg).LoadFromDataWithPath(data, &url.URL{Path: mustAbs(t, name)})
+			whole, err := NewLoader(Options{}).LoadFromDataWithPath(data, &url.URL{Path: mustAbs(t, name)})
 			if err != nil {
 				t.Skipf("not an OpenAPI document kin-openapi loads: %v", err)
 			}
-			nullTypes(whole) // as loadSpec does after either load
+			NullTypes(whole) // as Document does after either load
 			if _, ok := split(data); !ok {
 				t.Logf("not split")
 			} else {
 				nsplit++
 			}
-			got, err := loadSpec(cfg)
+			got, err := Document(data, name, Options{})
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -151,8 +177,7 @@ components:
 			if _, ok := split(data); ok != tc.split {
 				t.Errorf("split: %v, want %v", ok, tc.split)
 			}
-			cfg := &Config{Spec: "spec.yaml", SpecData: data}
-			got, err := loadSpec(cfg)
+			got, err := Document(data, "spec.yaml", Options{})
 			if tc.name == "infinity" { // JSON has no infinity
 				if err == nil || !strings.Contains(err.Error(), "unsupported value: +Inf") {
 					t.Errorf("error %v, want kin-openapi's", err)
@@ -162,7 +187,7 @@ components:
 			if err != nil {
 				t.Fatal(err)
 			}
-			whole := loadWhole(t, cfg, data)
+			whole := loadWhole(t, "spec.yaml", data)
 			if diff := deepDiff(reflect.ValueOf(got), reflect.ValueOf(whole), "doc", map[ptrKey]uintptr{}); diff != "" {
 				t.Errorf("split load differs from the whole load: %s", diff)
 			}
@@ -171,33 +196,26 @@ components:
 }
 
 // TestSplitErrors: a document the parts cannot be loaded from gets
-// kin-openapi's error for the whole document (or, for a $ref that points
-// nowhere, idemgen's naming the reference and where it is used), and a JSON
-// value followed by more is loaded whole, as kin-openapi loads it.
+// kin-openapi's error for the whole document, and a JSON value followed by
+// more is loaded whole, as kin-openapi loads it.
 func TestSplitErrors(t *testing.T) {
-	for _, tc := range []struct{ spec, want string }{
-		{spec: "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses: {'200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Nope'}}}}}\n",
-			want: `spec.yaml: line 6: #/paths/~1a/get/responses/200/content/application~1json/schema: $ref "#/components/schemas/Nope" does not resolve: # has no components`},
-		{spec: "openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\ncomponents: {schemas: {A: {type: string, maxLength: abc}}}\n"},
-		{spec: `{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"description": 5}}}}}}`},
-		{spec: `{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}} x`},
-		{spec: `{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}} {}`},
+	for _, spec := range []string{
+		"openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths:\n  /a:\n    get:\n      responses: {'200': {description: ok, content: {application/json: {schema: {$ref: '#/components/schemas/Nope'}}}}}\n",
+		"openapi: 3.0.3\ninfo: {title: t, version: '1'}\npaths: {}\ncomponents: {schemas: {A: {type: string, maxLength: abc}}}\n",
+		`{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {"/a": {"get": {"responses": {"200": {"description": 5}}}}}}`,
+		`{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}} x`,
+		`{"openapi": "3.0.3", "info": {"title": "t", "version": "1"}, "paths": {}} {}`,
 	} {
-		cfg := &Config{Spec: "spec.yaml", SpecData: []byte(tc.spec)}
-		got, err := loadSpec(cfg)
-		abs, _ := filepath.Abs(cfg.Spec)
-		doc, kinErr := newLoader(cfg).LoadFromDataWithPath(cfg.SpecData, &url.URL{Path: filepath.ToSlash(abs)})
-		want := tc.want
-		if want == "" && kinErr != nil {
-			want = "spec.yaml: " + kinErr.Error()
-		}
+		got, err := Document([]byte(spec), "spec.yaml", Options{})
+		abs, _ := filepath.Abs("spec.yaml")
+		doc, want := NewLoader(Options{}).LoadFromDataWithPath([]byte(spec), &url.URL{Path: filepath.ToSlash(abs)})
 		switch {
-		case want == "" && err == nil: // kin-openapi's YAML path reads a JSON value followed by more
+		case want == nil && err == nil: // kin-openapi's YAML path reads a JSON value followed by more
 			if diff := deepDiff(reflect.ValueOf(got), reflect.ValueOf(doc), "doc", map[ptrKey]uintptr{}); diff != "" {
-				t.Errorf("%s: %s", tc.spec, diff)
+				t.Errorf("%s: %s", spec, diff)
 			}
-		case err == nil || want == "" || err.Error() != want:
-			t.Errorf("error %v, want %s", err, want)
+		case err == nil || want == nil || err.Error() != want.Error():
+			t.Errorf("error %v, want %v", err, want)
 		}
 	}
 }

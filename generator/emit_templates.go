@@ -1,0 +1,319 @@
+package generator
+
+// The template emitter: the importer that records and names imports, the
+// func map templates print the model with, and the composite literals of
+// the runtime tables (request schemas, parameters, media types, security
+// schemes, path segments, limits) printed from the model's data with the
+// importer's qualifiers.
+
+import (
+	"bytes"
+	"fmt"
+	"go/token"
+	"io/fs"
+	"os"
+	"path/filepath"
+	"regexp"
+	"strconv"
+	"strings"
+	"text/template"
+	"time"
+	"unicode"
+
+	"github.com/idemgen/idemgen/templates"
+)
+
+// importer records the imports a template uses while it renders, and gives
+// each a unique, valid name the moment it is first printed (protobuf-go's
+// QualifiedGoIdent): gopkg.in/yaml.v3 is yaml, a second package named yaml
+// is yaml2, and no import takes a name the templates use for their own
+// identifiers.
+type importer struct {
+	paths map[string]string // import path -> name
+	names map[string]string // name -> import path
+}
+
+func newImporter() *importer {
+	return &importer{paths: map[string]string{}, names: map[string]string{}}
+}
+
+func (im *importer) reset() {
+	clear(im.paths)
+	clear(im.names)
+}
+
+func (im *importer) name(path string) string {
+	if n, ok := im.paths[path]; ok {
+		return n
+	}
+	base := cleanPackageName(pkgName(path))
+	n := base
+	for i := 2; im.names[n] != "" || templateIdents[n]; i++ {
+		n = base + strconv.Itoa(i)
+	}
+	im.paths[path], im.names[n] = n, path
+	return n
+}
+
+type importRef struct {
+	im   *importer
+	path string
+}
+
+// String records the import when the template prints the reference.
+func (r importRef) String() string { return r.im.name(r.path) }
+
+// pkgName guesses the package name of an import path: its last element, or
+// the one before a major version element (github.com/jackc/pgx/v5 is pgx).
+func pkgName(path string) string {
+	parts := strings.Split(path, "/")
+	last := parts[len(parts)-1]
+	if len(parts) > 1 && strings.HasPrefix(last, "v") {
+		if _, err := strconv.Atoi(last[1:]); err == nil {
+			last = parts[len(parts)-2]
+		}
+	}
+	return last
+}
+
+var gopkgVersion = regexp.MustCompile(`\.v[0-9]+$`)
+
+// cleanPackageName makes a Go identifier of a guessed package name:
+// yaml.v3 -> yaml, go-cmp -> go_cmp.
+func cleanPackageName(name string) string {
+	name = gopkgVersion.ReplaceAllString(name, "")
+	var b strings.Builder
+	for i, r := range name {
+		switch {
+		case r == '_' || unicode.IsLetter(r) || unicode.IsDigit(r) && i > 0:
+			b.WriteRune(r)
+		case unicode.IsDigit(r):
+			b.WriteString("_")
+			b.WriteRune(r)
+		default:
+			b.WriteString("_")
+		}
+	}
+	out := b.String()
+	if out == "" || token.IsKeyword(out) {
+		out += "_"
+	}
+	return out
+}
+
+func funcMap(im *importer) template.FuncMap {
+	return template.FuncMap{
+		"qual":  func(path string) importRef { return importRef{im, path} },
+		"quote": strconv.Quote,
+		// literal prints a runtime table entry of the model (see literal):
+		// {{literal .}} -> {In: "query", Name: "limit", ...}.
+		"literal": func(v any) (string, error) { return literal(im, v) },
+		// schemeParams and schemeArgs are a security scheme's parameters
+		// in its Security method after ctx and the arguments the hook
+		// passes from c, an *idemimpl.Credential.
+		"schemeParams": func(s *SecurityScheme) string { return schemeParams(im, s) },
+		"schemeArgs":   schemeArgs,
+		// headerParser is the idemimpl function that parses a response
+		// header's value: idemimpl.ParseInt64, idemimpl.ParseEnum[Status];
+		// types is the qualifier of the package's types ("" or "api.").
+		"headerParser": func(h *Header, types string) string {
+			s := importRef{im, implPkgPath}.String() + "." + h.Parse
+			if h.ParseEnumOf != nil {
+				s += "[" + types + h.ParseEnumOf.Name + "]"
+			}
+			return s
+		},
+		// describeSecurity says a list of security alternatives in words:
+		// "apiKey and bearerAuth, or basicAuth".
+		"describeSecurity": describeSecurity,
+		// goType prints a GoType, recording the imports it needs:
+		// {{goType .Payload}} -> []time.Time (imports time).
+		"goType": func(t GoType) string { return qualType(im, t) },
+		// idemConst names the runtime constant of a policy value:
+		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
+		"idemConst": func(kind, value string) (string, error) {
+			name, ok := idemConsts[kind+"/"+value]
+			if !ok {
+				return "", fmt.Errorf("idemConst: no constant for %s %q", kind, value)
+			}
+			return importRef{im, idemPkgPath}.String() + "." + name, nil
+		},
+		"duration": func(d time.Duration) string {
+			t := importRef{im, "time"}.String()
+			switch {
+			case d%time.Hour == 0:
+				return fmt.Sprintf("%d * %s.Hour", d/time.Hour, t)
+			case d%time.Minute == 0:
+				return fmt.Sprintf("%d * %s.Minute", d/time.Minute, t)
+			case d%time.Second == 0:
+				return fmt.Sprintf("%d * %s.Second", d/time.Second, t)
+			}
+			return fmt.Sprintf("%s.Duration(%d)", t, int64(d))
+		},
+		"stringSlice": func(s []string) string {
+			if s == nil {
+				return "nil"
+			}
+			q := make([]string, len(s))
+			for i, x := range s {
+				q[i] = strconv.Quote(x)
+			}
+			return "[]string{" + strings.Join(q, ", ") + "}"
+		},
+		"intSlice": func(s []int) string {
+			if s == nil {
+				return "nil"
+			}
+			q := make([]string, len(s))
+			for i, x := range s {
+				q[i] = strconv.Itoa(x)
+			}
+			return "[]int{" + strings.Join(q, ", ") + "}"
+		},
+	}
+}
+
+func qualType(im *importer, t GoType) string {
+	q := func(path, name string) string { return importRef{im, path}.String() + "." + name }
+	switch t.Kind {
+	case GoTime:
+		return q("time", "Time")
+	case GoUUID:
+		return q(uuidPkg, "UUID")
+	case GoDate:
+		return q(idemPkgPath, "Date")
+	case GoFile:
+		return q(idemPkgPath, "File")
+	case GoReader:
+		return q("io", "Reader")
+	case GoSlice:
+		return "[]" + qualType(im, *t.Elem)
+	case GoMap:
+		return "map[string]" + qualType(im, *t.Elem)
+	case GoPointer:
+		return "*" + qualType(im, *t.Elem)
+	case GoNullable:
+		return q(idemPkgPath, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
+	case GoOrEmpty:
+		return q(idemPkgPath, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
+	}
+	return t.String() // any, builtins, []byte, the package's own types
+}
+
+const idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
+
+var idemConsts = map[string]string{
+	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque",
+	"Mode/atomic": "ModeAtomic", "Mode/lease": "ModeLease",
+	"InFlight/reject": "InFlightReject", "InFlight/wait": "InFlightWait",
+	"OnSchemaChange/replay": "SchemaChangeReplay", "OnSchemaChange/reject": "SchemaChangeReject",
+	"OnExpired/execute": "ExpiredExecute", "OnExpired/reject": "ExpiredReject",
+	"Profile/default": "ProfileDefault", "Profile/ietf": "ProfileIETF",
+}
+
+// templateSet is a fresh set per run; the importer is swapped per file.
+type templateSet struct {
+	t  *template.Template
+	im *importer
+}
+
+// loadTemplates parses the embedded defaults, then the user's directory: a
+// file there replaces the default of the same name; any other name is an
+// error. A whole template replaced (not slots.tmpl) is a warning unless it
+// is a copy of today's built-in one (its eject header says which).
+func loadTemplates(dir string) (*templateSet, []Warning, error) {
+	im := newImporter()
+	set := template.New("idemgen").Funcs(funcMap(im))
+	known := map[string]bool{}
+	for _, tf := range templates.Files {
+		data, err := fs.ReadFile(templates.FS, tf.Template)
+		if err != nil {
+			return nil, nil, err
+		}
+		if _, err := set.New(tf.Template).Parse(string(data)); err != nil {
+			return nil, nil, fmt.Errorf("default template %s: %w", tf.Template, err)
+		}
+		known[tf.Template] = true
+	}
+	if dir == "" {
+		return &templateSet{set, im}, nil, nil
+	}
+	entries, err := os.ReadDir(dir)
+	if err != nil {
+		return nil, nil, fmt.Errorf("templates: %w", err)
+	}
+	var warnings []Warning
+	for _, e := range entries {
+		if e.IsDir() {
+			continue
+		}
+		path := filepath.Join(dir, e.Name())
+		if !known[e.Name()] {
+			names := sortedKeys(known)
+			return nil, nil, fmt.Errorf("templates: %s matches no default template (want one of %s)%s", path, strings.Join(names, ", "), didYouMean(e.Name(), names))
+		}
+		data, err := os.ReadFile(path)
+		if err != nil {
+			return nil, nil, fmt.Errorf("templates: %w", err)
+		}
+		if _, err := set.New(e.Name()).Parse(string(data)); err != nil {
+			return nil, nil, fmt.Errorf("templates: %w", err)
+		}
+		// A whole template replaced stops getting idemgen's fixes: say so
+		// unless it is a copy of today's built-in one.
+		if e.Name() != "slots.tmpl" {
+			switch sum, now := templates.EjectedSum(data), templates.Sum(e.Name()); {
+			case sum == "":
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name())})
+			case sum != now:
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now)})
+			}
+		}
+	}
+	return &templateSet{set, im}, warnings, nil
+}
+
+// renderTemplate renders a template into a Go file, not yet formatted; nil
+// when the template renders nothing.
+func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, error) {
+	set.im.reset()
+	var body bytes.Buffer
+	if err := set.t.ExecuteTemplate(&body, name, m); err != nil {
+		return nil, fmt.Errorf("render %s: %w", output, err)
+	}
+	if len(bytes.TrimSpace(body.Bytes())) == 0 {
+		return nil, nil
+	}
+	var src bytes.Buffer
+	src.WriteString("// " + headerLine(m.Version) + "\n")
+	fmt.Fprintf(&src, "// source: %s\n\npackage %s\n\n", m.Source, m.Package)
+	if len(set.im.paths) > 0 {
+		src.WriteString("import (\n")
+		var std, other []string
+		for _, p := range sortedKeys(set.im.paths) {
+			if strings.Contains(strings.Split(p, "/")[0], ".") {
+				other = append(other, p)
+			} else {
+				std = append(std, p)
+			}
+		}
+		spec := func(p string) string {
+			if n := set.im.paths[p]; n != pkgName(p) {
+				return n + " " + strconv.Quote(p)
+			}
+			return strconv.Quote(p)
+		}
+		for _, p := range std {
+			fmt.Fprintf(&src, "\t%s\n", spec(p))
+		}
+		if len(std) > 0 && len(other) > 0 {
+			src.WriteString("\n")
+		}
+		for _, p := range other {
+			fmt.Fprintf(&src, "\t%s\n", spec(p))
+		}
+		src.WriteString(")\n\n")
+	}
+	src.Write(body.Bytes())
+	return src.Bytes(), nil
+}

@@ -1,0 +1,42 @@
+package generator
+
+import (
+	"strings"
+	"testing"
+)
+
+// TestLiteralsQualifyThroughImporter: the runtime tables' literals name
+// idemimpl as the importer calls it, so a template whose other import took
+// the name idemimpl still compiles.
+func TestLiteralsQualifyThroughImporter(t *testing.T) {
+	im := newImporter()
+	if n := im.name("example.com/other/idemimpl"); n != "idemimpl" {
+		t.Fatalf("first import named %s", n)
+	}
+	for _, v := range []any{
+		&Param{In: "query", Name: "limit", Key: "limit", Style: "StyleForm"},
+		&BodyMedia{Type: "application/json", Decode: "AsJSON"},
+		&SecurityScheme{Name: "key", Kind: "SchemeAPIKeyHeader", Param: "X-Key"},
+		&ReqSchema{Types: []string{"TypeString", "TypeNull"}, Format: "FormatUUID", Has: []string{"HasMaxLength"}, MaxLength: 5,
+			Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalConst: "NoAdditional",
+			Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}},
+	} {
+		got, err := literal(im, v)
+		if err != nil {
+			t.Fatal(err)
+		}
+		if strings.Contains(strings.ReplaceAll(got, "idemimpl2.", ""), "idemimpl.") || !strings.Contains(got, "idemimpl2.") {
+			t.Errorf("literal(%T) = %s, want idemimpl2. for every runtime identifier", v, got)
+		}
+	}
+	want := `{Has: idemimpl2.HasMaxLength, Types: idemimpl2.TypeString|idemimpl2.TypeNull, Format: idemimpl2.FormatUUID, MaxLength: 5, ` +
+		`Props: []idemimpl2.Prop{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl2.NoAdditional, Discriminator: "kind", Mapping: []idemimpl2.Mapping{{Value: "a", Schema: 1}}}`
+	if got, _ := literal(im, &ReqSchema{Types: []string{"TypeString", "TypeNull"}, Format: "FormatUUID", Has: []string{"HasMaxLength"}, MaxLength: 5,
+		Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalConst: "NoAdditional",
+		Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}}); got != want {
+		t.Errorf("schema literal\n got %s\nwant %s", got, want)
+	}
+	if _, err := literal(im, 42); err == nil {
+		t.Error("literal of an int: no error")
+	}
+}

@@ -1,0 +1,50 @@
+package idem
+
+import (
+	"context"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// mode is how the requests of an operation claim their key, run the
+// handler and record the outcome: atomicMode (atomic.go) or leaseMode
+// (lease.go), chosen by Policy.Mode in one place (Engine.modes). Shared
+// code asks the mode; it never tests which one it is.
+type mode interface {
+	// serve serves a request with a key after the cache, if any, had
+	// nothing to say: the replay read, the claim, the handler and the
+	// outcome.
+	serve(rq *request, h Handler, st session) error
+	// claimsLive reports whether a live record of the same request (an
+	// IN_PROGRESS claim, an UNKNOWN outcome) may be claimed now rather than
+	// answered as in flight.
+	claimsLive(rec *store.GetRecordRow) bool
+}
+
+// recorder is how one execution of a mode records its outcome: the writes
+// that finish (outcome.go) makes, written once for both modes against this.
+// atomicRun and leaseRun implement it, each with its own statements.
+type recorder interface {
+	// keep stores a kept outcome, committing the business transaction
+	// with it when there is one. stored is false when the key was lost:
+	// to a duplicate that stored it first (atomic), or to a takeover of
+	// the claim (lease); nothing was stored then.
+	keep(ctx context.Context, x *execution, state State, body *storedResponse) (stored bool, err error)
+	// lost answers an execution whose keep found the key lost.
+	lost(bk context.Context, x *execution) error
+	// keepFailed deals with an outcome that could not be stored (the
+	// transaction is rolled back) and returns the state the record is
+	// left in.
+	keepFailed(bk context.Context, x *execution) State
+	// release frees the key after an outcome that is not kept.
+	release(bk context.Context, x *execution)
+	// retryable records that the execution failed and may run again with
+	// the same payload; false when another request's record stands.
+	retryable(bk context.Context, x *execution) bool
+	// adopt answers rq, whose execution kept no outcome, with an outcome a
+	// concurrent duplicate committed, if there is one (true: answered).
+	adopt(bk context.Context, rq *request) bool
+}
+
+// modeOf returns the mode of op's policy (validated: it is one of them).
+func (e *Engine) modeOf(op *Operation) mode { return e.modes[op.Policy.Mode] }
