@@ -142,6 +142,16 @@ func main() {
 		{name: "naive", path: "/naive", key: newKey, want: []int{201}},
 		{name: "fiber", path: "/fiber", fiber: true, key: newKey, want: []int{201}},
 	}
+	if os.Getenv("REDIS_URL") != "" {
+		// The server serves the same operations under /redis/ with the
+		// Redis fast path (benchserver); the replay keys are the same ones,
+		// cached by their first replay there.
+		scenarios = append(scenarios,
+			scenario{name: "atomic-redis", path: "/redis/atomic", key: newKey, want: []int{201}},
+			scenario{name: "replay-redis", path: "/redis/atomic", key: func(w *worker) string {
+				return w.keys[w.n%len(w.keys)]
+			}, want: []int{201}})
+	}
 	if len(want) > 0 {
 		var keep []scenario
 		for _, s := range scenarios {
@@ -370,7 +380,7 @@ func (b *bench) body() []byte {
 
 // post sends one request to url and checks its status.
 func (b *bench) post(url, key string, body []byte, want []int) (int, error) {
-	status, _, err := b.exchange(url, key, body)
+	status, got, err := b.exchange(url, key, body)
 	if err != nil {
 		return 0, err
 	}
@@ -379,7 +389,7 @@ func (b *bench) post(url, key string, body []byte, want []int) (int, error) {
 			return status, nil
 		}
 	}
-	return status, fmt.Errorf("POST %s: status %d, want %v", url, status, want)
+	return status, fmt.Errorf("POST %s: status %d, want %v: %.300s", url, status, want, got)
 }
 
 // exchange sends one request to url and returns the status and body.
@@ -502,7 +512,7 @@ func (b *bench) drive(s scenario, conc int, replayKeys []string, more func() boo
 					key = s.key(w)
 				}
 				body := b.body()
-				if s.name == "replay" {
+				if s.name == "replay" || s.name == "replay-redis" {
 					v, _ := replayBodies.Load(key)
 					body = v.([]byte)
 				}
