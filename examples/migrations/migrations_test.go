@@ -170,8 +170,10 @@ func TestGolangMigrate(t *testing.T) {
 	s.empty(t, "idem_migrate_version")
 }
 
+// TestAtlas runs alone (not t.Parallel): atlas's inspection of the schema
+// once failed naming a table of this schema that did not exist yet while
+// goose and golang-migrate created theirs in sibling schemas.
 func TestAtlas(t *testing.T) {
-	t.Parallel()
 	s := newSchema(t)
 	dir, err := migrate.NewLocalDir(export(t, "atlas"))
 	if err != nil {
