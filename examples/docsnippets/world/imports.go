@@ -12,6 +12,7 @@ import (
 	_ "log/slog"
 	_ "net/http"
 	_ "net/http/httptest"
+	_ "os"
 	_ "testing"
 	_ "time"
 
@@ -32,6 +33,7 @@ import (
 	_ "github.com/idemgen/idemgen/runtime/idemclient"
 	_ "github.com/idemgen/idemgen/runtime/idemotel"
 	_ "github.com/idemgen/idemgen/runtime/idemprom"
+	_ "github.com/idemgen/idemgen/runtime/idemredis"
 	_ "github.com/idemgen/idemgen/runtime/idemseal"
 	_ "github.com/idemgen/idemgen/runtime/pgtest"
 )
