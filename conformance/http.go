@@ -8,7 +8,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
@@ -16,6 +15,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
 )
@@ -162,8 +162,7 @@ type problem struct {
 
 // problemOf decodes the response as problem+json; ok is false when it is not.
 func (e *Exchange) problemOf() (p problem, ok bool) {
-	mt, _, _ := mime.ParseMediaType(e.header("Content-Type"))
-	if mt != "application/problem+json" {
+	if jsonkit.MediaType(e.header("Content-Type")) != "application/problem+json" {
 		return p, false
 	}
 	return p, json.Unmarshal(e.raw, &p) == nil

@@ -12,6 +12,7 @@ import (
 	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // A value generated from a schema is plain JSON data: map[string]any,
@@ -466,14 +467,14 @@ func variant(sr *openapi3.SchemaRef, body any, exclude []string) (any, bool) {
 		}
 		m, _ := at(body, obj)
 		for _, name := range optional(s.Value) {
-			if _, ok := m.(map[string]any)[name]; ok || excluded(obj+"/"+escape(name), exclude) {
+			if _, ok := m.(map[string]any)[name]; ok || excluded(obj+"/"+jsonkit.EscapeToken(name), exclude) {
 				continue
 			}
 			v, err := generate(s.Value.Properties[name], 0)
 			if err != nil {
 				continue
 			}
-			cand := replaceAt(body, obj+"/"+escape(name), v)
+			cand := replaceAt(body, obj+"/"+jsonkit.EscapeToken(name), v)
 			if try(cand) {
 				return cand, true
 			}
@@ -489,7 +490,7 @@ func leaves(v any, prefix string) []string {
 	case map[string]any:
 		var out []string
 		for _, k := range sortedMapKeys(v) {
-			out = append(out, leaves(v[k], prefix+"/"+escape(k))...)
+			out = append(out, leaves(v[k], prefix+"/"+jsonkit.EscapeToken(k))...)
 		}
 		return out
 	case []any:
@@ -508,7 +509,7 @@ func objects(v any, prefix string) []string {
 	case map[string]any:
 		out := []string{prefix}
 		for _, k := range sortedMapKeys(v) {
-			out = append(out, objects(v[k], prefix+"/"+escape(k))...)
+			out = append(out, objects(v[k], prefix+"/"+jsonkit.EscapeToken(k))...)
 		}
 		return out
 	case []any:
@@ -530,42 +531,15 @@ func sortedMapKeys[V any](m map[string]V) []string {
 	return keys
 }
 
-func escape(s string) string   { return strings.NewReplacer("~", "~0", "/", "~1").Replace(s) }
-func unescape(s string) string { return strings.NewReplacer("~1", "/", "~0", "~").Replace(s) }
-
+// split is the reference tokens of ptr; "" (the whole body) is none, and
+// so is a malformed pointer (which names nothing).
 func split(ptr string) []string {
-	if ptr == "" {
-		return nil
-	}
-	parts := strings.Split(ptr[1:], "/")
-	for i, p := range parts {
-		parts[i] = unescape(p)
-	}
-	return parts
+	toks, _ := jsonkit.ParsePointer(ptr)
+	return toks
 }
 
 // at returns the value at ptr.
-func at(v any, ptr string) (any, bool) {
-	for _, p := range split(ptr) {
-		switch c := v.(type) {
-		case map[string]any:
-			x, ok := c[p]
-			if !ok {
-				return nil, false
-			}
-			v = x
-		case []any:
-			var i int
-			if _, err := fmt.Sscanf(p, "%d", &i); err != nil || i < 0 || i >= len(c) {
-				return nil, false
-			}
-			v = c[i]
-		default:
-			return nil, false
-		}
-	}
-	return v, true
-}
+func at(v any, ptr string) (any, bool) { return jsonkit.Get(v, split(ptr)) }
 
 // replaceAt returns a deep copy of v with the value at ptr set to x (a
 // missing last member is added).
@@ -589,8 +563,7 @@ func replaceAt(v any, ptr string, x any) any {
 			return out
 		case []any:
 			out := append([]any(nil), c...)
-			var i int
-			if _, err := fmt.Sscanf(parts[0], "%d", &i); err == nil && i >= 0 && i < len(out) {
+			if i, ok := jsonkit.Index(parts[0], len(out)); ok {
 				out[i] = rec(out[i], parts[1:])
 			}
 			return out
@@ -647,40 +620,25 @@ func excluded(ptr string, exclude []string) bool {
 	return false
 }
 
-// canonical is v's JSON with the excluded pointers removed and members
-// sorted: equal for bodies the fingerprint cannot tell apart (for what
-// conformance generates).
+// canonical is v's RFC 8785 form with the excluded pointers removed:
+// equal for bodies the fingerprint cannot tell apart (for what conformance
+// generates, whose integers are doubles anyway).
 func canonical(v any, exclude []string) string {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return ""
+	}
+	toks := make([][]string, 0, len(exclude))
 	for _, e := range exclude {
-		v = removeAt(v, e)
-	}
-	b, _ := json.Marshal(v)
-	return string(b)
-}
-
-func removeAt(v any, ptr string) any {
-	parts := split(ptr)
-	if len(parts) == 0 {
-		return v
-	}
-	var rec func(v any, parts []string) any
-	rec = func(v any, parts []string) any {
-		m, ok := v.(map[string]any)
-		if !ok {
-			return v
+		if t := split(e); t != nil {
+			toks = append(toks, t)
 		}
-		out := make(map[string]any, len(m))
-		for k, y := range m {
-			out[k] = y
-		}
-		if len(parts) == 1 {
-			delete(out, parts[0])
-		} else if x, ok := m[parts[0]]; ok {
-			out[parts[0]] = rec(x, parts[1:])
-		}
-		return out
 	}
-	return rec(v, parts)
+	c, err := jsonkit.Canonical(b, toks)
+	if err != nil {
+		return string(b)
+	}
+	return string(c)
 }
 
 func equalJSON(a, b any) bool {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 type builder struct {
@@ -89,7 +90,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 			if _, ok := b.bySchema[sr.Value]; ok {
 				continue // a component that is only a $ref to another
 			}
-			loc := "#/components/schemas/" + pointerEscape(name)
+			loc := "#/components/schemas/" + jsonkit.EscapeToken(name)
 			t := b.newType(sr.Value, loc)
 			want := goName(name)
 			b.tb(t).ident = b.names.typeIdent(&t.Name, want, loc, rankComponent, closeness(name, want))

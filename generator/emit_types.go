@@ -488,7 +488,7 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			if r.Body.reachesWriteOnly() {
 				body = jen.Add(stripWriteOnly(body, r.Body))
 			}
-			args = append(args, jen.Lit(r.MediaType), body)
+			args = append(args, jen.Lit(responseContentType(r.MediaType)), body)
 		default:
 			call = "RawResponse"
 			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))

@@ -1,10 +1,10 @@
 package generator
 
 import (
-	"mime"
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // jsonParts lists the top-level properties of a multipart/form-data body
@@ -61,7 +61,7 @@ func formParts(media *openapi3.MediaType) []string {
 // media types) is application/x-www-form-urlencoded.
 func contentTypeForm(list string) bool {
 	for _, ct := range strings.Split(list, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
+		mt, _, err := jsonkit.ParseMediaType(strings.TrimSpace(ct))
 		if err == nil && mt == "application/x-www-form-urlencoded" {
 			return true
 		}
@@ -71,8 +71,8 @@ func contentTypeForm(list string) bool {
 
 func contentTypeJSON(list string) bool {
 	for _, ct := range strings.Split(list, ",") {
-		mt, _, err := mime.ParseMediaType(strings.TrimSpace(ct))
-		if err == nil && jsonMediaType(mt) {
+		mt, _, err := jsonkit.ParseMediaType(strings.TrimSpace(ct))
+		if err == nil && jsonkit.IsJSON(mt) {
 			return true
 		}
 	}

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 var idempotentByDefault = map[string]bool{http.MethodPost: true, http.MethodPatch: true}
@@ -19,7 +20,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		id = lowerName(strings.ToLower(method) + " " + path)
 	}
 	o := &Operation{ID: id, Method: method, Path: path, Summary: firstLine(op.Summary), Deprecated: op.Deprecated,
-		Location: "#/paths/" + pointerEscape(path) + "/" + strings.ToLower(method)}
+		Location: "#/paths/" + jsonkit.EscapeToken(path) + "/" + strings.ToLower(method)}
 	if o.Summary == "" {
 		o.Summary = firstLine(op.Description)
 	}
@@ -113,12 +114,6 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	return o
 }
 
-func pointerEscape(s string) string { return pointerEscaper.Replace(s) }
-
-// pointerEscaper is built once: building a strings.Replacer per call was 15 %
-// of what generating Stripe allocated.
-var pointerEscaper = strings.NewReplacer("~", "~0", "/", "~1")
-
 func muxWildcard(name string) string {
 	if isGoIdent(name) {
 		return name
@@ -142,16 +137,16 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 		} else if c, err := strconv.Atoi(status); err == nil {
 			r.Code = c
 		}
-		rloc := o.Location + "/responses/" + pointerEscape(status)
+		rloc := o.Location + "/responses/" + jsonkit.EscapeToken(status)
 		rid := b.names.derived(b.names.pkg, &r.TypeName, b.ob(o).ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
 		}
 		if mt, media := pickMedia(rr.Value.Content); media != nil {
 			r.MediaType = mt
-			r.JSON = isJSON(mt)
+			r.JSON = speaksJSON(mt)
 			if r.JSON {
-				r.Body = b.goType(media.Schema, nameHint{parent: rid, suffix: "Body", alone: true}, fmt.Sprintf("%s/content/%s/schema", rloc, pointerEscape(mt)))
+				r.Body = b.goType(media.Schema, nameHint{parent: rid, suffix: "Body", alone: true}, fmt.Sprintf("%s/content/%s/schema", rloc, jsonkit.EscapeToken(mt)))
 			} else {
 				r.Body = GoType{Kind: GoBytes}
 			}
@@ -162,7 +157,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 				continue
 			}
 			h := &Header{Name: http.CanonicalHeaderKey(name), Type: GoType{Kind: GoBuiltin, Name: "string"}}
-			hloc := rloc + "/headers/" + pointerEscape(name)
+			hloc := rloc + "/headers/" + jsonkit.EscapeToken(name)
 			b.names.fixed(fields, &h.Field, goName(name), hloc, "header", rankComponent, closeness(name, goName(name)), true)
 			if hr := rr.Value.Headers[name]; hr != nil && hr.Value != nil {
 				h.Required = hr.Value.Required
@@ -207,9 +202,26 @@ func statusOrder(s string) string {
 	return s
 }
 
-func isJSON(mt string) bool {
+// speaksJSON reports whether generated code reads and writes a body of the
+// declared media type mt as JSON: a JSON media type (jsonkit.IsJSON), or
+// a range that admits application/json (*/*, application/*). A schema under
+// a range describes a JSON value in practice (springdoc declares every
+// response */*), and JSON is a choice the range leaves to the server; what
+// is sent is then application/json (responseContentType), never the range.
+func speaksJSON(mt string) bool {
 	mt = strings.ToLower(mt)
-	return jsonMediaType(mt) || mt == "*/*" || mt == "application/*"
+	return jsonkit.IsJSON(mt) || jsonkit.IsRange(mt) && jsonkit.MatchRange(mt, "application/json") > 0
+}
+
+// responseContentType is the Content-Type a generated server sends for a
+// response declared as mt: mt, or application/json for a range it speaks
+// JSON for (a range is not a media type a body can have, RFC 9110 section
+// 8.3).
+func responseContentType(mt string) string {
+	if jsonkit.IsRange(mt) && speaksJSON(mt) {
+		return "application/json"
+	}
+	return mt
 }
 
 // pickMedia chooses the media type a generated handler speaks: JSON when
@@ -220,7 +232,7 @@ func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
 	}
 	keys := sortedKeys(c)
 	for _, k := range keys {
-		if isJSON(k) && k != "*/*" {
+		if speaksJSON(k) && k != "*/*" {
 			return k, c[k]
 		}
 	}

@@ -10,6 +10,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -182,7 +183,7 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 		for _, name := range names {
 			idx := 0
 			if ps, ok := s.Properties[name]; ok {
-				idx = t.index(ps, loc+"/properties/"+pointerEscape(name), noValidate)
+				idx = t.index(ps, loc+"/properties/"+jsonkit.EscapeToken(name), noValidate)
 			}
 			e.Props = append(e.Props, ReqProp{Name: name, Schema: idx, Required: required[name]})
 		}

@@ -9,6 +9,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // params builds the operation's parameters, the path item's overridden by
@@ -62,7 +63,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			continue
 		}
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
-		ploc := o.Location + "/parameters/" + p.In + "/" + pointerEscape(p.Name)
+		ploc := o.Location + "/parameters/" + p.In + "/" + jsonkit.EscapeToken(p.Name)
 		want := goName(p.Name)
 		b.names.fixed(b.ob(o).requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
 		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)) &&
@@ -76,8 +77,8 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			mt, media := pickMedia(p.Content)
 			if media != nil {
 				sr, style = media.Schema, "StyleJSON"
-				schemaLoc = ploc + "/content/" + pointerEscape(mt) + "/schema"
-				if !isJSON(mt) {
+				schemaLoc = ploc + "/content/" + jsonkit.EscapeToken(mt) + "/schema"
+				if !speaksJSON(mt) {
 					b.warnf(strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
 				}
 			}
@@ -147,7 +148,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 	for _, mt := range keys {
 		media := rb.Content[mt]
 		dec := decoding(mt)
-		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, pointerEscape(mt))
+		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, jsonkit.EscapeToken(mt))
 		var sr *openapi3.SchemaRef
 		if media != nil {
 			sr = media.Schema
@@ -209,7 +210,7 @@ func decoding(mt string) string {
 	switch {
 	case mt == "application/merge-patch+json":
 		return "AsMergePatch"
-	case jsonMediaType(mt):
+	case jsonkit.IsJSON(mt):
 		return "AsJSON"
 	case mt == "application/x-www-form-urlencoded":
 		return "AsForm"
@@ -219,14 +220,6 @@ func decoding(mt string) string {
 		return "AsBinary"
 	}
 	return "AsBytes"
-}
-
-// jsonMediaType reports whether a media type (lower case, without
-// parameters) is JSON: application/json, a structured syntax suffix +json,
-// and the text/json and application/x-json that older APIs declare.
-func jsonMediaType(mt string) bool {
-	_, sub, _ := strings.Cut(mt, "/")
-	return sub == "json" || sub == "x-json" || strings.HasSuffix(sub, "+json")
 }
 
 // isBinarySchema reports whether a body's schema declares binary content
@@ -276,7 +269,7 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 		return
 	}
 	for i, ptr := range o.Policy.FingerprintExclude {
-		toks, err := parsePointer(ptr)
+		toks, err := jsonkit.ParsePointer(ptr)
 		if err != nil {
 			continue // the policy check reports it
 		}
@@ -322,17 +315,6 @@ func (bd *Body) mediaList() string {
 		out = append(out, m.Type)
 	}
 	return strings.Join(out, ", ")
-}
-
-func parsePointer(p string) ([]string, error) {
-	if p == "" || p[0] != '/' {
-		return nil, fmt.Errorf("JSON pointer %q must start with /", p)
-	}
-	toks := strings.Split(p[1:], "/")
-	for i, t := range toks {
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
 }
 
 // skipOperation reports whether the config turns validation off for the

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // typesOf splits a schema's type list into the non-null types and whether
@@ -706,7 +707,7 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 	}
 	for _, pname := range sortedKeys(s.Properties) {
 		pr := s.Properties[pname]
-		ploc := loc + "/properties/" + pointerEscape(pname)
+		ploc := loc + "/properties/" + jsonkit.EscapeToken(pname)
 		if prev, ok := seen[pname]; ok {
 			// allOf restating a property: keep the first, merge required.
 			if required[pname] && !prev.Required {

@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // security resolves the operation's security requirements: its own
@@ -23,7 +24,7 @@ func (b *builder) security(o *Operation, op *openapi3.Operation) {
 	for i, req := range reqs {
 		alt := SecurityRequirement{}
 		for _, name := range sortedKeys(req) {
-			s := b.scheme(name, fmt.Sprintf("%s/%d/%s", where, i, pointerEscape(name)))
+			s := b.scheme(name, fmt.Sprintf("%s/%d/%s", where, i, jsonkit.EscapeToken(name)))
 			alt = append(alt, SecurityUse{Scheme: s, Scopes: req[name]})
 		}
 		o.Security = append(o.Security, alt)
@@ -80,7 +81,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 			ss = r.Value
 		}
 	}
-	loc := "#/components/securitySchemes/" + pointerEscape(name)
+	loc := "#/components/securitySchemes/" + jsonkit.EscapeToken(name)
 	undefined := func(why string) {
 		s.Kind, s.What = "SchemeUndefined", "undefined"
 		if why != "" {

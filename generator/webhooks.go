@@ -7,6 +7,7 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // webhooks models doc.Webhooks, sorted by name. Webhooks inherit nothing
@@ -45,7 +46,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		}
 		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
-			Location: "#/webhooks/" + pointerEscape(name) + "/" + method}
+			Location: "#/webhooks/" + jsonkit.EscapeToken(name) + "/" + method}
 		if w.Summary == "" {
 			w.Summary = firstLine(op.Description)
 		}
@@ -54,7 +55,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			continue
 		}
 		mt, media := pickMedia(op.RequestBody.Value.Content)
-		if media == nil || !isJSON(mt) {
+		if media == nil || !speaksJSON(mt) {
 			b.warnf(where, "request body is not JSON (%s); skipped", mt)
 			continue
 		}
@@ -64,7 +65,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		b.names.affixed(b.names.pkg, &w.SenderName, wid, "Send", "", w.Location, "webhook sender")
 		b.names.affixed(b.names.pkg, &w.TypeConstName, wid, "WebhookType", "", w.Location, "webhook type")
 		b.names.affixed(handlers, &w.HandlerName, wid, "handleWebhook", "", w.Location, "webhook handler")
-		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, pointerEscape(mt)))
+		w.Payload = b.goType(media.Schema, nameHint{parent: wid, suffix: "Payload", alone: true}, fmt.Sprintf("%s/requestBody/content/%s/schema", w.Location, jsonkit.EscapeToken(mt)))
 		if op.Security != nil {
 			seen := map[string]bool{}
 			for _, req := range *op.Security {

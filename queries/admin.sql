@@ -5,7 +5,9 @@
 
 -- name: FindRecords :many
 -- The records a key names (one per operation, unless -operation is given).
--- The stored body's size, not the body.
+-- The stored body's size, not the body. With the operation, one primary-key
+-- lookup (the record's id); without it, a walk of the table: only the id
+-- is indexed.
 SELECT tenant, operation, idempotency_key, state, schema_version, attempts, fence,
     lease_expires_at, taken_over, recovery_point, created_at, updated_at, completed_at, expires_at,
     response_status,
@@ -15,8 +17,8 @@ SELECT tenant, operation, idempotency_key, state, schema_version, attempts, fenc
     (expires_at <= now())::boolean AS expired,
     now()::timestamptz AS db_now
 FROM idem_records
-WHERE tenant = @tenant AND idempotency_key = @idempotency_key
-  AND (sqlc.narg(operation)::text IS NULL OR operation = sqlc.narg(operation))
+WHERE (sqlc.narg(operation)::text IS NULL AND tenant = @tenant AND idempotency_key = @idempotency_key)
+   OR id = idem_record_id(@tenant, sqlc.narg(operation)::text, @idempotency_key)
 ORDER BY operation;
 
 -- name: GetStored :one
@@ -24,19 +26,19 @@ ORDER BY operation;
 -- resolve and reseal, which rewrite them.
 SELECT state, fence, updated_at, response_status, response_headers, response_body, recovery_data
 FROM idem_records
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key;
+WHERE id = idem_record_id(@tenant, @operation, @idempotency_key);
 
 -- name: ListRecords :many
 -- Records by filter, what needs a person first: UNKNOWN, then claims whose
 -- lease lapsed (abandoned), then live claims, then the rest, oldest first.
--- key_hash is idem.Key.Hash computed by the database, so a hash from a log
--- line finds its record. Walks the table: bounded by LIMIT, not by an index.
+-- key_hash is idem.Key.Hash (the first 8 bytes of the record's id, in hex),
+-- so a hash from a log line finds its record: a range of the primary key.
+-- Otherwise walks the table, bounded by LIMIT, not by an index.
 SELECT tenant, operation, idempotency_key, state, attempts, fence, lease_expires_at,
     created_at, updated_at, expires_at, response_status,
     coalesce(octet_length(response_body), 0)::bigint AS body_bytes,
     coalesce(lease_expires_at > now(), false)::boolean AS lease_live,
-    substr(encode(sha256(convert_to(tenant, 'UTF8') || '\x00'::bytea || convert_to(operation, 'UTF8')
-        || '\x00'::bytea || convert_to(idempotency_key, 'UTF8')), 'hex'), 1, 16)::text AS key_hash
+    substr(replace(id::text, '-', ''), 1, 16)::text AS key_hash
 FROM idem_records
 WHERE (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (sqlc.narg(operation)::text IS NULL OR operation = sqlc.narg(operation))
@@ -44,8 +46,7 @@ WHERE (sqlc.narg(state)::text IS NULL OR state = sqlc.narg(state))
   AND (sqlc.narg(older_than_ms)::bigint IS NULL
        OR created_at <= now() - sqlc.narg(older_than_ms)::bigint * interval '1 millisecond')
   AND (sqlc.narg(key_hash)::text IS NULL
-       OR substr(encode(sha256(convert_to(tenant, 'UTF8') || '\x00'::bytea || convert_to(operation, 'UTF8')
-           || '\x00'::bytea || convert_to(idempotency_key, 'UTF8')), 'hex'), 1, 16) = sqlc.narg(key_hash))
+       OR (id >= rpad(sqlc.narg(key_hash)::text, 32, '0')::uuid AND id <= rpad(sqlc.narg(key_hash)::text, 32, 'f')::uuid))
 ORDER BY CASE
         WHEN state = 'UNKNOWN' THEN 0
         WHEN state = 'IN_PROGRESS' AND coalesce(lease_expires_at <= now(), true) THEN 1
@@ -86,7 +87,7 @@ UPDATE idem_records SET
     taken_over       = false,
     fence            = fence + 1,
     updated_at       = now()
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
+WHERE id = idem_record_id(@tenant, @operation, @idempotency_key)
   AND state = @from_state AND fence = @fence
 RETURNING fence;
 
@@ -106,12 +107,12 @@ ORDER BY id;
 -- name: SealedPage :many
 -- Reseal walks every record holding a stored response or recovery data, in
 -- primary-key order, a page at a time.
-SELECT tenant, operation, idempotency_key, state, fence, updated_at,
+SELECT id, tenant, operation, idempotency_key, state, fence, updated_at,
     response_headers, response_body, recovery_data
 FROM idem_records
-WHERE (tenant, operation, idempotency_key) > (@after_tenant::text, @after_operation::text, @after_key::text)
+WHERE (sqlc.narg(after_id)::uuid IS NULL OR id > sqlc.narg(after_id)::uuid)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)
-ORDER BY tenant, operation, idempotency_key
+ORDER BY id
 LIMIT @row_limit;
 
 -- name: Reseal :execrows
@@ -121,5 +122,5 @@ UPDATE idem_records SET
     response_headers = sqlc.narg(response_headers),
     response_body    = sqlc.narg(response_body),
     recovery_data    = sqlc.narg(recovery_data)
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
+WHERE id = @id
   AND state = @state AND fence = @fence AND updated_at = @updated_at;

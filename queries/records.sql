@@ -7,60 +7,104 @@
 -- name: GetRecord :one
 -- Reads what a request needs to decide about an existing record: replay it,
 -- refuse it (another payload, in flight, expired) or claim it. The stored
--- response comes back only when it is about to be replayed (same request,
--- final, not expired); a conflict or an in-flight answer never reads it.
--- A read, never followed by an INSERT decision: the writes below are the
--- only check-and-set.
-SELECT state,
-    (fingerprint = @fingerprint)::boolean AS same_request,
-    schema_version,
-    attempts,
-    fence,
-    created_at,
-    completed_at,
-    (expires_at <= now())::boolean AS expired,
-    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed,
+-- response comes back only when it is about to be replayed (same key, same
+-- request, final, not expired); a conflict or an in-flight answer never
+-- reads it. A read, never followed by an INSERT decision: the writes below
+-- are the only check-and-set.
+--
+-- The record is found by its id; same_key says whether the row is the
+-- key's own (false: another key whose id collides, which the engine
+-- refuses rather than answer for).
+SELECT (r.same_key IS TRUE)::boolean AS same_key,
+    r.state,
+    r.same_request,
+    r.schema_version,
+    r.attempts,
+    r.fence,
+    r.created_at,
+    r.completed_at,
+    r.expired,
+    coalesce(r.lease_expires_at <= now(), false)::boolean AS lease_lapsed,
     -- Milliseconds left of a live lease, for Retry-After.
-    coalesce(ceil(extract(epoch FROM lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
+    coalesce(ceil(extract(epoch FROM r.lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
+    -- Milliseconds the record has left, for how long a cache may keep it.
+    greatest(floor(extract(epoch FROM r.expires_at - now()) * 1000), 0)::bigint AS expires_left_ms,
     -- The stored response, or 0 / {} / empty when it is not to be replayed.
-    coalesce(CASE WHEN fingerprint = @fingerprint AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_status END, 0)::integer AS response_status,
-    coalesce(CASE WHEN fingerprint = @fingerprint AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_headers END, '{}')::jsonb AS response_headers,
-    coalesce(CASE WHEN fingerprint = @fingerprint AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_body END, '')::bytea AS response_body
-FROM idem_records
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key;
+    coalesce(CASE WHEN r.replayable THEN r.response_status END, 0)::integer AS response_status,
+    coalesce(CASE WHEN r.replayable THEN r.response_headers END, '{}')::jsonb AS response_headers,
+    coalesce(CASE WHEN r.replayable THEN r.response_body END, '')::bytea AS response_body
+FROM (
+    SELECT k.*,
+        k.same_key AND k.same_request AND k.state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND NOT k.expired AS replayable
+    FROM (
+        SELECT s.*,
+            (s.tenant = @tenant::text AND s.operation = @operation::text AND s.idempotency_key = @idempotency_key::text) AS same_key,
+            (s.fingerprint = @fingerprint::bytea) AS same_request,
+            (s.expires_at <= now()) AS expired
+        FROM idem_records s
+        WHERE s.id = @id
+    ) k
+) r;
 
--- name: InsertOutcome :exec
+-- name: ImportLegacy :execrows
+-- While a v2 table is left from the upgrade (migration 0005): moves the
+-- key's v2 record, if there is one, into idem_records before the engine
+-- decides about the key, in one statement. Moved, not copied: a record
+-- the engine later deletes (a released claim, a released retryable
+-- record) must not come back from the v2 table. Two requests (or a
+-- request and the sweeper) moving it at once: the second's DELETE waits
+-- for the first to commit and then finds nothing, and the record is in
+-- idem_records by then.
+WITH taken AS (
+    DELETE FROM idem_records_v2 v
+    WHERE v.tenant = @tenant AND v.operation = @operation AND v.idempotency_key = @idempotency_key
+    RETURNING *
+)
+INSERT INTO idem_records (
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over,
+    recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at)
+SELECT idem_record_id(t.tenant, t.operation, t.idempotency_key), t.tenant, t.operation, t.idempotency_key,
+    t.state, t.fingerprint, t.schema_version, t.response_status, t.response_headers, t.response_body,
+    t.attempts, t.fence, t.lease_expires_at, t.taken_over, t.recovery_point, t.recovery_data,
+    t.created_at, t.updated_at, t.completed_at, t.expires_at
+FROM taken t
+ON CONFLICT (id) DO NOTHING;
+
+-- name: InsertOutcome :one
 -- Atomic mode, a key with no record: the outcome is the record's one write,
 -- inserted in the business transaction just before COMMIT. A concurrent
 -- duplicate that got there first makes it fail with unique_violation
 -- (23505), after waiting for that duplicate's transaction to end; the
 -- COMMIT queued behind it is then skipped and the business writes roll back.
+-- (A record of another key whose id collides fails it the same way; the
+-- read that follows tells the two apart.)
 INSERT INTO idem_records (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
     response_status, response_headers, response_body, created_at, completed_at, expires_at)
 VALUES (
-    @tenant, @operation, @idempotency_key, @state, @fingerprint, @schema_version,
+    @id, @tenant, @operation, @idempotency_key, @state, @fingerprint, @schema_version,
     @response_status, @response_headers, @response_body, @created_at, now(),
-    now() + (@ttl_ms::bigint) * interval '1 millisecond');
+    now() + (@ttl_ms::bigint) * interval '1 millisecond')
+RETURNING completed_at;
 
 -- name: ReplaceOutcome :one
 -- Atomic mode, a key whose record may be run again (FAILED_RETRYABLE with
 -- the same fingerprint, or expired when onExpired is execute): the outcome
 -- replaces it in the business transaction. When the record is no longer
--- replaceable (a concurrent duplicate completed it) the statement fails with
--- division by zero (22012), so the COMMIT queued behind it is skipped.
+-- replaceable (a concurrent duplicate completed it, or it is another key's
+-- whose id collides) the statement fails with division by zero (22012), so
+-- the COMMIT queued behind it is skipped. left_ms is how long the record
+-- has left.
 WITH done AS (
     INSERT INTO idem_records AS r (
-        tenant, operation, idempotency_key, state, fingerprint, schema_version,
+        id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
         response_status, response_headers, response_body, created_at, completed_at, expires_at)
     VALUES (
-        @tenant, @operation, @idempotency_key, @state, @fingerprint, @schema_version,
+        @id, @tenant, @operation, @idempotency_key, @state, @fingerprint, @schema_version,
         @response_status, @response_headers, @response_body, @created_at, now(),
         now() + (@ttl_ms::bigint) * interval '1 millisecond')
-    ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+    ON CONFLICT (id) DO UPDATE SET
         state            = EXCLUDED.state,
         fingerprint      = EXCLUDED.fingerprint,
         schema_version   = EXCLUDED.schema_version,
@@ -77,12 +121,14 @@ WITH done AS (
         created_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at ELSE r.created_at END,
         expires_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.expires_at ELSE r.expires_at END,
         updated_at       = now()
-    WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
-       OR (@take_expired::boolean
-           AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
-           AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
-    RETURNING 1)
-SELECT (1 / count(*))::integer AS stored FROM done;
+    WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+      AND ((r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
+        OR (@take_expired::boolean
+            AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+            AND (r.expires_at <= now() OR r.state = 'EXPIRED')))
+    RETURNING floor(extract(epoch FROM r.expires_at - now()) * 1000)::bigint AS left_ms, r.completed_at)
+SELECT (1 / count(*))::integer AS stored, coalesce(min(left_ms), 0)::bigint AS left_ms,
+    max(completed_at)::timestamptz AS completed_at FROM done;
 
 -- name: Claim :one
 -- Lease mode: claims a key in one statement, in a transaction of its own
@@ -92,16 +138,17 @@ SELECT (1 / count(*))::integer AS stored FROM done;
 --   * an expired final record when onExpired is execute (any fingerprint);
 --   * an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one, with the
 --     same fingerprint (taken_over tells the caller to recover).
--- Returns no row when the key is held otherwise; the caller then reads the
--- record to classify (replay, conflict, in flight, expired).
+-- Returns no row when the key is held otherwise (or the row is another
+-- key's whose id collides); the caller then reads the record to classify
+-- (replay, conflict, in flight, expired, collision).
 INSERT INTO idem_records AS r (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
     lease_expires_at, expires_at)
 VALUES (
-    @tenant, @operation, @idempotency_key, 'IN_PROGRESS', @fingerprint, @schema_version,
+    @id, @tenant, @operation, @idempotency_key, 'IN_PROGRESS', @fingerprint, @schema_version,
     now() + (@lease_ms::bigint) * interval '1 millisecond',
     now() + (@ttl_ms::bigint) * interval '1 millisecond')
-ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+ON CONFLICT (id) DO UPDATE SET
     state            = 'IN_PROGRESS',
     fingerprint      = EXCLUDED.fingerprint,
     schema_version   = EXCLUDED.schema_version,
@@ -118,17 +165,19 @@ ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
     created_at       = CASE WHEN r.expires_at <= now() THEN now() ELSE r.created_at END,
     expires_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.expires_at ELSE r.expires_at END,
     updated_at       = now()
-WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
-   OR (@take_expired::boolean
-       AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
-       AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
-   OR (r.fingerprint = EXCLUDED.fingerprint
-       AND ((r.state = 'IN_PROGRESS' AND r.lease_expires_at <= now()) OR r.state = 'UNKNOWN'))
-RETURNING fence, attempts, taken_over, recovery_point, recovery_data, created_at;
+WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+  AND ((r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
+    OR (@take_expired::boolean
+        AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+        AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
+    OR (r.fingerprint = EXCLUDED.fingerprint
+        AND ((r.state = 'IN_PROGRESS' AND r.lease_expires_at <= now()) OR r.state = 'UNKNOWN')))
+RETURNING fence, attempts, taken_over, recovery_point, recovery_data, created_at,
+    floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_left_ms;
 
--- name: Complete :execrows
+-- name: Complete :one
 -- Lease mode: stores the outcome (COMPLETED or FAILED_REPLAYABLE) if the
--- caller still holds the claim. Zero rows: the claim was taken over (a zombie
+-- caller still holds the claim. No row: the claim was taken over (a zombie
 -- holder) and the caller must roll its business transaction back. Changes no
 -- indexed column, so the row can be updated in place (HOT).
 UPDATE idem_records SET
@@ -140,8 +189,8 @@ UPDATE idem_records SET
     lease_expires_at = NULL,
     taken_over       = false,
     updated_at       = now()
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-  AND fence = @fence AND state = 'IN_PROGRESS';
+WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS'
+RETURNING completed_at;
 
 -- name: CompleteOrAbort :one
 -- Complete for a batch that sends COMMIT right behind it: a claim that no
@@ -157,18 +206,16 @@ WITH done AS (
         lease_expires_at = NULL,
         taken_over       = false,
         updated_at       = now()
-    WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-      AND fence = @fence AND state = 'IN_PROGRESS'
-    RETURNING 1)
-SELECT (1 / count(*))::integer AS stored FROM done;
+    WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS'
+    RETURNING completed_at)
+SELECT (1 / count(*))::integer AS stored, max(completed_at)::timestamptz AS completed_at FROM done;
 
 -- name: FailRetryable :execrows
 -- Lease mode: the handler failed and its writes were rolled back; a retry
 -- with the same payload may run again.
 UPDATE idem_records SET
     state = 'FAILED_RETRYABLE', lease_expires_at = NULL, taken_over = false, updated_at = now()
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-  AND fence = @fence AND state = 'IN_PROGRESS';
+WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS';
 
 -- name: RecordRetryable :execrows
 -- Atomic mode: the business transaction rolled back; remember the key as
@@ -176,31 +223,35 @@ WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempot
 -- record another request has since completed: zero rows then, and the
 -- caller reads what that request stored.
 INSERT INTO idem_records AS r (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
 VALUES (
-    @tenant, @operation, @idempotency_key, 'FAILED_RETRYABLE', @fingerprint, @schema_version,
+    @id, @tenant, @operation, @idempotency_key, 'FAILED_RETRYABLE', @fingerprint, @schema_version,
     now() + (@ttl_ms::bigint) * interval '1 millisecond')
-ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+ON CONFLICT (id) DO UPDATE SET
     attempts = r.attempts + 1, updated_at = now()
-WHERE r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint;
+WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+  AND r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint;
 
--- name: Release :execrows
--- The outcome is not kept (400, 401, 403, 429, ...): free the key so a
--- corrected request runs. Lease mode passes its fence; atomic mode, whose
--- write rolled back with the transaction, drops a FAILED_RETRYABLE record of
--- the same payload (fence 0 matches any).
+-- name: ReleaseClaim :execrows
+-- Lease mode: the outcome is not kept (400, 401, 403, 429, ...): free the
+-- key, if the claim still holds, so a corrected request runs.
 DELETE FROM idem_records
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-  AND ((@fence::bigint > 0 AND fence = @fence::bigint AND state = 'IN_PROGRESS')
-    OR (@fence::bigint = 0 AND state = 'FAILED_RETRYABLE' AND fingerprint = @fingerprint));
+WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS';
+
+-- name: ReleaseRetryable :execrows
+-- Atomic mode: the outcome of a re-run of a FAILED_RETRYABLE record is not
+-- kept; its writes rolled back with the transaction, and the record of the
+-- same payload goes, so a corrected request runs.
+DELETE FROM idem_records
+WHERE id = @id AND tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
+  AND state = 'FAILED_RETRYABLE' AND fingerprint = @fingerprint;
 
 -- name: MarkUnknown :execrows
 -- Lease mode: a recovery hook could not tell whether a taken-over claim's
 -- external effect happened. The next retry takes the claim over again.
 UPDATE idem_records SET
     state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-  AND fence = @fence AND state = 'IN_PROGRESS';
+WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS';
 
 -- name: SaveRecoveryPoint :execrows
 -- Lease mode: records how far a multi-step handler got and renews its lease,
@@ -210,8 +261,7 @@ UPDATE idem_records SET
     recovery_data    = @recovery_data,
     lease_expires_at = now() + (@lease_ms::bigint) * interval '1 millisecond',
     updated_at       = now()
-WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempotency_key
-  AND fence = @fence AND state = 'IN_PROGRESS';
+WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS';
 
 -- name: RenewLeases :many
 -- Lease mode: renews every live claim of one engine in one statement (the
@@ -220,55 +270,22 @@ WHERE tenant = @tenant AND operation = @operation AND idempotency_key = @idempot
 UPDATE idem_records AS r SET
     lease_expires_at = now() + v.lease_ms * interval '1 millisecond',
     updated_at       = now()
-FROM (SELECT unnest(@tenants::text[]) AS tenant, unnest(@operations::text[]) AS operation,
-             unnest(@idempotency_keys::text[]) AS idempotency_key, unnest(@fences::bigint[]) AS fence,
+FROM (SELECT unnest(@ids::uuid[]) AS id, unnest(@fences::bigint[]) AS fence,
              unnest(@lease_ms::bigint[]) AS lease_ms) AS v
-WHERE r.tenant = v.tenant AND r.operation = v.operation AND r.idempotency_key = v.idempotency_key
+WHERE r.id = v.id
   AND r.fence = v.fence AND r.state = 'IN_PROGRESS'
-RETURNING r.tenant, r.operation, r.idempotency_key, r.fence;
+RETURNING r.id, r.fence;
 
--- name: ExpireRecords :one
--- Sweeper, phase one: final records past their expiry become EXPIRED
--- tombstones (response dropped, fingerprint kept, so onExpired=reject still
--- recognises the key). Bounded batch; IN_PROGRESS and UNKNOWN are never touched.
--- The tombstones keep their place in the expiry index, ahead of the records
--- still to expire, so a batch that started at the beginning of the index
--- would walk over every tombstone made before it (a pass over a million
--- records: hours). Within a pass the sweeper starts each batch at the last
--- expiry of the one before (@after, returned as last_expiry).
-WITH expired AS (
-    UPDATE idem_records SET
-        state = 'EXPIRED', response_status = NULL, response_headers = NULL, response_body = NULL,
-        recovery_point = NULL, recovery_data = NULL, updated_at = now()
-    WHERE (tenant, operation, idempotency_key) IN (
-        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-        WHERE s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE')
-          AND s.expires_at <= now() AND s.expires_at >= @after::timestamptz
-        ORDER BY s.expires_at
-        LIMIT @batch_size
-        FOR UPDATE SKIP LOCKED)
-    RETURNING expires_at
-)
-SELECT count(*)::bigint AS expired, coalesce(max(expires_at), @after::timestamptz)::timestamptz AS last_expiry
-FROM expired;
+-- The sweeper walks the table in physical order, a range of pages
+-- [@first_page, @end_page) per statement, instead of keeping an index on
+-- expires_at up to date on every insert: each statement reads its pages
+-- (a TID range scan) and changes at most @batch_size rows of them
+-- (docs/design.md, "Expiry"). Rows it finds locked are skipped: the next
+-- pass takes them.
 
--- name: DeleteExpired :one
--- Sweeper, phase two: tombstones older than the grace period are deleted,
--- each batch starting at the last expiry of the one before (as above: the
--- index entries of deleted rows stay until vacuum).
-WITH deleted AS (
-    DELETE FROM idem_records
-    WHERE (tenant, operation, idempotency_key) IN (
-        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-        WHERE s.state = 'EXPIRED' AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
-          AND s.expires_at >= @after::timestamptz
-        ORDER BY s.expires_at
-        LIMIT @batch_size
-        FOR UPDATE SKIP LOCKED)
-    RETURNING expires_at
-)
-SELECT count(*)::bigint AS deleted, coalesce(max(expires_at), @after::timestamptz)::timestamptz AS last_expiry
-FROM deleted;
+-- name: TablePages :one
+-- How many pages idem_records has: where a pass of the sweeper ends.
+SELECT (pg_relation_size('idem_records') / current_setting('block_size')::bigint)::bigint AS pages;
 
 -- name: AbandonClaims :many
 -- Sweeper: a lease claim past its key's expiry whose lease lapsed was
@@ -277,27 +294,85 @@ FROM deleted;
 -- returned so the sweeper can report them.
 UPDATE idem_records SET
     state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state = 'IN_PROGRESS' AND s.expires_at <= now()
+WHERE ctid = ANY(ARRAY(
+    SELECT s.ctid FROM idem_records s
+    WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
+      AND s.state = 'IN_PROGRESS' AND s.expires_at <= now()
       AND (s.lease_expires_at IS NULL OR s.lease_expires_at <= now())
-    ORDER BY s.expires_at
     LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED)
-  AND state = 'IN_PROGRESS'
+    FOR UPDATE SKIP LOCKED))
 RETURNING tenant, operation, idempotency_key, attempts, recovery_point, created_at, expires_at;
 
--- name: CountUnknown :one
--- Sweeper: UNKNOWN records past their expiry, waiting for a resolution.
-SELECT count(*) FROM idem_records WHERE state = 'UNKNOWN' AND expires_at <= now();
+-- name: SweepPages :one
+-- Sweeper: deletes the final records (and EXPIRED ones, resolved so by
+-- hand) whose expiry plus the grace has passed, and, when
+-- @unknown_grace_ms > 0, the UNKNOWN records that long past their expiry;
+-- IN_PROGRESS is never touched. Until the grace ends, an expired record
+-- stays so that onExpired=reject still recognises its key (no request
+-- replays it: expiry is judged by expires_at). It also counts the live
+-- records of the pages, as they were before this statement.
+WITH deleted AS (
+    DELETE FROM idem_records
+    WHERE ctid = ANY(ARRAY(
+        SELECT s.ctid FROM idem_records s
+        WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
+          AND s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+          AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
+        LIMIT @batch_size
+        FOR UPDATE SKIP LOCKED))
+    RETURNING 1
+), unknown_deleted AS (
+    DELETE FROM idem_records
+    WHERE ctid = ANY(ARRAY(
+        SELECT s.ctid FROM idem_records s
+        WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
+          AND @unknown_grace_ms::bigint > 0
+          AND s.state = 'UNKNOWN' AND s.expires_at <= now() - (@unknown_grace_ms::bigint) * interval '1 millisecond'
+        LIMIT @batch_size
+        FOR UPDATE SKIP LOCKED))
+    RETURNING 1
+), live AS (
+    SELECT
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS') AS in_progress,
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND coalesce(s.lease_expires_at <= now(), true)) AS abandoned,
+        count(*) FILTER (WHERE s.state = 'UNKNOWN') AS unknown,
+        count(*) FILTER (WHERE s.state = 'UNKNOWN' AND s.expires_at <= now()) AS unknown_expired,
+        min(s.created_at) AS oldest
+    FROM idem_records s
+    WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
+      AND s.state IN ('IN_PROGRESS', 'UNKNOWN')
+)
+SELECT (SELECT count(*) FROM deleted)::bigint AS deleted,
+    (SELECT count(*) FROM unknown_deleted)::bigint AS unknown_deleted,
+    live.in_progress::bigint AS in_progress, live.abandoned::bigint AS abandoned,
+    live.unknown::bigint AS unknown, live.unknown_expired::bigint AS unknown_expired,
+    coalesce(extract(epoch FROM now() - live.oldest), 0)::float8 AS oldest_seconds
+FROM live;
 
--- name: DeleteUnknown :execrows
--- Sweeper, only when a grace for unresolved records is configured: UNKNOWN
--- records that stayed unresolved that long after their expiry are deleted.
-DELETE FROM idem_records
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state = 'UNKNOWN' AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
-    ORDER BY s.expires_at
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED);
+-- name: LegacyTable :one
+-- Whether the v2 table left by migration 0005 is still there.
+SELECT (to_regclass('idem_records_v2') IS NOT NULL)::boolean AS present;
+
+-- name: MoveLegacy :one
+-- Sweeper, while idem_records_v2 exists: moves up to @batch_size of its
+-- records into idem_records in one statement (those past their expiry and
+-- the grace are only deleted). taken below @batch_size: it is empty now.
+WITH taken AS (
+    DELETE FROM idem_records_v2
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM idem_records_v2 LIMIT @batch_size FOR UPDATE SKIP LOCKED))
+    RETURNING *
+), moved AS (
+    INSERT INTO idem_records (
+        id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
+        response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over,
+        recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at)
+    SELECT idem_record_id(t.tenant, t.operation, t.idempotency_key), t.tenant, t.operation, t.idempotency_key,
+        t.state, t.fingerprint, t.schema_version, t.response_status, t.response_headers, t.response_body,
+        t.attempts, t.fence, t.lease_expires_at, t.taken_over, t.recovery_point, t.recovery_data,
+        t.created_at, t.updated_at, t.completed_at, t.expires_at
+    FROM taken t
+    WHERE t.state IN ('IN_PROGRESS', 'UNKNOWN') OR t.expires_at > now() - (@grace_ms::bigint) * interval '1 millisecond'
+    ON CONFLICT (id) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM taken)::bigint AS taken, (SELECT count(*) FROM moved)::bigint AS moved;

@@ -154,8 +154,7 @@ func (c *recordsCmd) reseal(args []string) error {
 					out.Plaintext++
 				}
 				k := keyOf(r.Tenant, r.Operation, r.IdempotencyKey)
-				p := admindb.ResealParams{Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.IdempotencyKey,
-					State: r.State, Fence: r.Fence, UpdatedAt: r.UpdatedAt,
+				p := admindb.ResealParams{ID: r.ID, State: r.State, Fence: r.Fence, UpdatedAt: r.UpdatedAt,
 					ResponseHeaders: r.ResponseHeaders, ResponseBody: r.ResponseBody, RecoveryData: r.RecoveryData}
 				if err := reencode(ctx, s, k, &p, needs); err != nil {
 					out.Failed = append(out.Failed, fmt.Sprintf("%s %q (hash %s): %v", r.Operation, r.IdempotencyKey, k.Hash(), err))
@@ -179,7 +178,7 @@ func (c *recordsCmd) reseal(args []string) error {
 				break
 			}
 			last := page[len(page)-1]
-			after.AfterTenant, after.AfterOperation, after.AfterKey = last.Tenant, last.Operation, last.IdempotencyKey
+			after.AfterID = last.ID
 		}
 		if c.asJSON {
 			if err := c.printJSON(out); err != nil {

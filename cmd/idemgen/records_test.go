@@ -34,9 +34,9 @@ func recordsDB(t *testing.T) *pgtest.DB {
 		}
 	}
 	fp := make([]byte, 32)
-	ins := `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version,
+	ins := `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
 		response_status, response_headers, response_body, attempts, fence, lease_expires_at, created_at, completed_at, expires_at)
-		VALUES ($1, $2, $3, $4, $5, 'v1', $6, $7, $8, $9, $10, now() + $11::interval, now() - $12::interval,
+		VALUES (idem_record_id($1, $2, $3), $1, $2, $3, $4, $5, 'v1', $6, $7, $8, $9, $10, now() + $11::interval, now() - $12::interval,
 		CASE WHEN $13::boolean THEN now() END, now() + interval '1 day')`
 	exec(ins, "", "createPayment", "done-1", "COMPLETED", fp, 201, `{"Content-Type":["application/json"]}`, []byte(`{"id":"pay_1"}`), 1, 1, nil, "1 hour", true)
 	exec(ins, "", "createPayment", "stuck-1", "IN_PROGRESS", fp, nil, nil, nil, 2, 2, "-1 minute", "10 minutes", false)
@@ -239,9 +239,9 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version,
+	if _, err := db.Exec(ctx, `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
 		response_status, response_headers, response_body, completed_at, expires_at)
-		VALUES ('', 'createPayment', 'sealed-1', 'COMPLETED', $1, 'v1', 201, $2, $3, now(), now() + interval '1 day')`, make([]byte, 32), hj, body); err != nil {
+		VALUES (idem_record_id('', 'createPayment', 'sealed-1'), '', 'createPayment', 'sealed-1', 'COMPLETED', $1, 'v1', 201, $2, $3, now(), now() + interval '1 day')`, make([]byte, 32), hj, body); err != nil {
 		t.Fatal(err)
 	}
 

@@ -43,12 +43,17 @@ func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	epoch := e.flights.epoch(rq.key)
-	prev, inFlight, answered, err := e.preRead(ctx, rq, st)
-	if answered {
-		return err
-	}
-	if inFlight != nil {
-		return inFlight
+	var prev *store.GetRecordRow
+	var inFlight error
+	var answered bool
+	var err error
+	if !rq.skipRead {
+		if prev, inFlight, answered, err = e.preRead(ctx, rq, st); answered {
+			return err
+		}
+		if inFlight != nil {
+			return inFlight
+		}
 	}
 	// One execution of a key at a time in this process (see flights). A
 	// duplicate waits for the one running, then reads again: without
@@ -103,6 +108,7 @@ func (m atomicMode) execute(rq *request, h Handler, st session, prev *store.GetR
 		if !errors.Is(err, errLost) {
 			return err
 		}
+		rq.raced = true
 		var act action
 		var aerr error
 		if found {
@@ -159,7 +165,7 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 		var rec store.GetRecordRow
 		var found bool
 		rerr := st.rollbackThen(ctx, tx, func(q *store.Queries) (err error) {
-			rec, found, err = readRecord(ctx, q, rq.key, rq.fp)
+			rec, found, err = readRecord(ctx, q, rq.ref, rq.fp)
 			return err
 		})
 		if rerr != nil {
@@ -187,25 +193,32 @@ func (a *atomicRun) keep(ctx context.Context, x *execution, state State, body *s
 	rq := x.rq
 	pol := &rq.op.Policy
 	p := store.InsertOutcomeParams{
-		Tenant: rq.key.Tenant, Operation: rq.key.Operation, IdempotencyKey: rq.key.Value,
+		ID: rq.ref.id, Tenant: rq.ref.Tenant, Operation: rq.ref.Operation, IdempotencyKey: rq.ref.Value,
 		State: string(state), Fingerprint: rq.fp, SchemaVersion: pol.SchemaVersion,
 		ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
 		CreatedAt: pgtype.Timestamptz{Time: a.since, Valid: true}, TtlMs: pol.TTL.Milliseconds(),
 	}
-	err := a.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
+	left, sent := pol.TTL, time.Now()
+	var completed pgtype.Timestamptz
+	err := a.st.commitWith(ctx, x.tx, func(q *store.Queries) (err error) {
 		if a.prev == nil {
-			return q.InsertOutcome(ctx, p)
+			completed, err = q.InsertOutcome(ctx, p)
+			return err
 		}
-		_, err := q.ReplaceOutcome(ctx, store.ReplaceOutcomeParams{
-			Tenant: p.Tenant, Operation: p.Operation, IdempotencyKey: p.IdempotencyKey,
+		r, err := q.ReplaceOutcome(ctx, store.ReplaceOutcomeParams{
+			ID: p.ID, Tenant: p.Tenant, Operation: p.Operation, IdempotencyKey: p.IdempotencyKey,
 			State: p.State, Fingerprint: p.Fingerprint, SchemaVersion: p.SchemaVersion,
 			ResponseStatus: p.ResponseStatus, ResponseHeaders: p.ResponseHeaders, ResponseBody: p.ResponseBody,
 			CreatedAt: p.CreatedAt, TtlMs: p.TtlMs, TakeExpired: pol.OnExpired == ExpiredExecute,
 		})
+		completed, left = r.CompletedAt, time.Duration(r.LeftMs)*time.Millisecond
 		return err
 	})
 	if lostRace(err) {
 		return false, nil
+	}
+	if err == nil {
+		rq.kept(state, body, completed.Time, left, sent)
 	}
 	return true, err
 }
@@ -238,9 +251,9 @@ func (a *atomicRun) release(bk context.Context, x *execution) {
 	if a.prev == nil || State(a.prev.State) != StateFailedRetryable {
 		return
 	}
-	k := x.rq.key
-	_, err := a.e.q.Release(bk, store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
-		Fingerprint: x.rq.fp})
+	r := x.rq.ref
+	_, err := a.e.q.ReleaseRetryable(bk, store.ReleaseRetryableParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
+		IdempotencyKey: r.Value, Fingerprint: x.rq.fp})
 	if err != nil {
 		a.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
 	}
@@ -249,9 +262,9 @@ func (a *atomicRun) release(bk context.Context, x *execution) {
 // retryable writes the record anew as FAILED_RETRYABLE (nothing of the
 // execution committed), unless another request's record stands.
 func (a *atomicRun) retryable(bk context.Context, x *execution) bool {
-	k, pol := x.rq.key, &x.rq.op.Policy
+	r, pol := x.rq.ref, &x.rq.op.Policy
 	n, err := a.e.q.RecordRetryable(bk, store.RecordRetryableParams{
-		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
+		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
 		Fingerprint: x.rq.fp, SchemaVersion: pol.SchemaVersion, TtlMs: pol.TTL.Milliseconds(),
 	})
 	if err != nil {
@@ -264,7 +277,7 @@ func (a *atomicRun) retryable(bk context.Context, x *execution) bool {
 // the outcome a concurrent duplicate stored, if there is one: the key's
 // outcome is the one that committed.
 func (a *atomicRun) adopt(bk context.Context, rq *request) bool {
-	rec, found, err := readRecord(bk, a.e.q, rq.key, rq.fp)
+	rec, found, err := readRecord(bk, a.e.q, rq.ref, rq.fp)
 	if err != nil || !found {
 		return false
 	}

@@ -91,6 +91,17 @@ type Config struct {
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with
 	// rotating keys); nil stores plaintext.
 	Sealer Sealer
+	// Cache, when set, is a fast path in front of PostgreSQL: replays are
+	// answered from it, a first execution skips the read before its
+	// transaction, and duplicates of a request in flight wait there for
+	// its outcome. PostgreSQL stays the authority: the cache only holds
+	// outcomes PostgreSQL committed (sealed as stored), and whatever it
+	// does, requests are answered as without it (see Cache).
+	// runtime/idemredis implements it with Redis; nil: no cache.
+	Cache Cache
+	// CacheTTL is how long a committed outcome stays cached, never longer
+	// than its record lives; zero means DefaultCacheTTL.
+	CacheTTL time.Duration
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine
@@ -128,6 +139,7 @@ type Engine struct {
 	obs       observer
 	flights   *flights
 	modes     map[Mode]mode
+	legacy    atomic.Int32 // is the v2 table still there (legacy.go)
 	renewer   *renewer
 	stored    map[string]bool
 	validated sync.Map // *Operation -> error
@@ -165,6 +177,12 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxStoredResponseBytes == 0 {
 		cfg.MaxStoredResponseBytes = DefaultMaxStoredResponseBytes
+	}
+	if cfg.CacheTTL < 0 {
+		return nil, fmt.Errorf("idem: CacheTTL %v is negative", cfg.CacheTTL)
+	}
+	if cfg.CacheTTL == 0 {
+		cfg.CacheTTL = DefaultCacheTTL
 	}
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
 		flights: newFlights()}

@@ -1,23 +1,18 @@
 package idem
 
 import (
-	"bytes"
 	"crypto/sha256"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
-	"fmt"
-	"mime"
 	"net/http"
 	"net/url"
-	"strconv"
 	"strings"
 
-	"github.com/gowebpki/jcs"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // ErrInvalidJSON is wrapped by Fingerprint when a JSON body does not parse.
-var ErrInvalidJSON = errors.New("body is not valid JSON")
+var ErrInvalidJSON = jsonkit.ErrInvalidJSON
 
 // PathParam is one path parameter of a request, by name.
 type PathParam struct {
@@ -50,7 +45,10 @@ type FingerprintInput struct {
 func Fingerprint(in FingerprintInput) ([32]byte, error) {
 	mediaType := canonicalMediaType(in.ContentType)
 	body := in.Body
-	if len(body) > 0 && isJSON(mediaType) {
+	// The set of JSON media types is part of format v1: the aliases
+	// jsonkit.IsJSON also knows (text/json) have always been hashed as
+	// bytes here.
+	if len(body) > 0 && jsonkit.IsStandardJSON(mediaType) {
 		var err error
 		body, err = canonicalJSON(body, in.Exclude)
 		if err != nil {
@@ -135,13 +133,11 @@ func canonicalQuery(raw string) string {
 	return v.Encode() // sorted by key
 }
 
-// canonicalMediaType lower-cases the media type and keeps only the charset
-// parameter, which changes what the bytes mean.
+// canonicalMediaType is the media type as format v1 records it: the
+// essence and the charset parameter (which changes what the bytes mean),
+// both lower-cased; one that does not parse is kept as sent, marked.
 func canonicalMediaType(ct string) string {
-	if strings.TrimSpace(ct) == "" {
-		return ""
-	}
-	mt, params, err := mime.ParseMediaType(ct)
+	mt, params, err := jsonkit.ParseMediaType(ct)
 	if err != nil {
 		return "\x00raw\x00" + strings.ToLower(strings.TrimSpace(ct))
 	}
@@ -151,139 +147,15 @@ func canonicalMediaType(ct string) string {
 	return mt
 }
 
-func isJSON(mediaType string) bool {
-	mt, _, _ := strings.Cut(mediaType, ";")
-	return mt == "application/json" || strings.HasSuffix(mt, "+json")
-}
-
+// canonicalJSON is the body as format v1 hashes it: RFC 8785 after the
+// exclusions are removed.
 func canonicalJSON(body []byte, exclude []string) ([]byte, error) {
-	// jcs validates (UTF-8, duplicate members, nesting depth) and canonicalises.
-	canon, err := jcs.Transform(body)
-	if err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	if len(exclude) == 0 {
-		return canon, nil
-	}
-	dec := json.NewDecoder(bytes.NewReader(canon))
-	dec.UseNumber() // keep numbers as jcs wrote them
-	var doc any
-	if err := dec.Decode(&doc); err != nil {
-		return nil, fmt.Errorf("%w: %v", ErrInvalidJSON, err)
-	}
-	for _, p := range exclude {
-		doc, err = removePointer(doc, p)
-		if err != nil {
+	toks := make([][]string, len(exclude))
+	for i, p := range exclude {
+		var err error
+		if toks[i], err = jsonkit.ParsePointer(p); err != nil {
 			return nil, err
 		}
 	}
-	var buf bytes.Buffer
-	enc := json.NewEncoder(&buf)
-	enc.SetEscapeHTML(false)
-	if err := enc.Encode(doc); err != nil {
-		return nil, err
-	}
-	return jcs.Transform(bytes.TrimRight(buf.Bytes(), "\n"))
-}
-
-// parsePointer splits an RFC 6901 JSON pointer into its unescaped reference
-// tokens. The empty pointer (the whole document) is refused: excluding the
-// whole body is never what a policy means.
-func parsePointer(p string) ([]string, error) {
-	if p == "" || p[0] != '/' {
-		return nil, fmt.Errorf("JSON pointer %q must start with /", p)
-	}
-	toks := strings.Split(p[1:], "/")
-	for i, t := range toks {
-		for j := 0; j < len(t); j++ {
-			if t[j] == '~' && (j+1 >= len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-				return nil, fmt.Errorf("JSON pointer %q: ~ must be followed by 0 or 1", p)
-			}
-		}
-		toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
-	}
-	return toks, nil
-}
-
-// removePointer removes the value p points at from doc, which is a decoded
-// JSON value. A pointer to nothing is not an error: the member is optional.
-func removePointer(doc any, p string) (any, error) {
-	toks, err := parsePointer(p)
-	if err != nil {
-		return nil, err
-	}
-	parent := doc
-	for _, t := range toks[:len(toks)-1] {
-		next, ok := child(parent, t)
-		if !ok {
-			return doc, nil
-		}
-		parent = next
-	}
-	last := toks[len(toks)-1]
-	switch c := parent.(type) {
-	case map[string]any:
-		delete(c, last)
-	case []any:
-		i, ok := arrayIndex(last, len(c))
-		if !ok {
-			return doc, nil
-		}
-		removed := append(c[:i:i], c[i+1:]...)
-		// The slice header lives in its parent; write it back.
-		return replaceAt(doc, toks[:len(toks)-1], removed), nil
-	}
-	return doc, nil
-}
-
-func child(v any, tok string) (any, bool) {
-	switch c := v.(type) {
-	case map[string]any:
-		x, ok := c[tok]
-		return x, ok
-	case []any:
-		i, ok := arrayIndex(tok, len(c))
-		if !ok {
-			return nil, false
-		}
-		return c[i], true
-	}
-	return nil, false
-}
-
-// replaceAt sets the value at toks (which exists) to v and returns the document.
-func replaceAt(doc any, toks []string, v any) any {
-	if len(toks) == 0 {
-		return v
-	}
-	parent := doc
-	for _, t := range toks[:len(toks)-1] {
-		parent, _ = child(parent, t)
-	}
-	last := toks[len(toks)-1]
-	switch c := parent.(type) {
-	case map[string]any:
-		c[last] = v
-	case []any:
-		i, _ := arrayIndex(last, len(c))
-		c[i] = v
-	}
-	return doc
-}
-
-// arrayIndex parses an RFC 6901 array index: 0, or digits without a leading zero.
-func arrayIndex(tok string, n int) (int, bool) {
-	if tok == "" || (len(tok) > 1 && tok[0] == '0') {
-		return 0, false
-	}
-	for i := 0; i < len(tok); i++ {
-		if tok[i] < '0' || tok[i] > '9' {
-			return 0, false
-		}
-	}
-	i, err := strconv.Atoi(tok)
-	if err != nil || i >= n {
-		return 0, false
-	}
-	return i, true
+	return jsonkit.Canonical(body, toks)
 }

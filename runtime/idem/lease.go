@@ -8,6 +8,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
@@ -25,10 +26,12 @@ func (leaseMode) claimsLive(rec *store.GetRecordRow) bool {
 
 func (m leaseMode) serve(rq *request, h Handler, st session) error {
 	// The replay read answers replays and refusals; a request in flight is
-	// decided after the claim, which may wait.
-	_, _, answered, err := m.e.preRead(rq.r.Context(), rq, st)
-	if answered {
-		return err
+	// decided after the claim, which may wait. With nothing in the cache
+	// the claim comes first: it reads only when the key is held.
+	if !rq.skipRead {
+		if _, _, answered, err := m.e.preRead(rq.r.Context(), rq, st); answered {
+			return err
+		}
 	}
 	return m.e.serveLease(rq, h, st)
 }
@@ -36,9 +39,10 @@ func (m leaseMode) serve(rq *request, h Handler, st session) error {
 func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
 	pol := &rq.op.Policy
 	return store.ClaimParams{
-		Tenant:         rq.key.Tenant,
-		Operation:      rq.key.Operation,
-		IdempotencyKey: rq.key.Value,
+		ID:             rq.ref.id,
+		Tenant:         rq.ref.Tenant,
+		Operation:      rq.ref.Operation,
+		IdempotencyKey: rq.ref.Value,
 		Fingerprint:    rq.fp,
 		SchemaVersion:  pol.SchemaVersion,
 		LeaseMs:        leaseMs,
@@ -74,7 +78,7 @@ func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
 		}
-		rec, found, err := read(ctx, st, rq.key, rq.fp)
+		rec, found, err := read(ctx, st, rq.ref, rq.fp)
 		if err != nil {
 			return fmt.Errorf("idem: read record: %w", err)
 		}
@@ -119,7 +123,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	pol := &rq.op.Policy
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
-	rs := &runState{e: e, key: key, fence: claim.Fence, lease: pol.Lease, renewed: claimed}
+	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed}
 	data, err := DecodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
 	if err != nil {
 		// The earlier attempt's recovery data is what tells a takeover what
@@ -134,7 +138,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	// not cut it off between an external effect and the record of it (the
 	// retry would find the effect ambiguous). Only a lost lease cancels it.
 	hctx := context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs)
-	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim}, takenOver: claim.TakenOver}
+	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim, claimed: claimed}, takenOver: claim.TakenOver}
 
 	if claim.TakenOver {
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
@@ -168,30 +172,39 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 // leaseRun records the outcome of one lease-mode execution under its
 // claim's fencing token.
 type leaseRun struct {
-	e     *Engine
-	st    session
-	claim store.ClaimRow
+	e       *Engine
+	st      session
+	claim   store.ClaimRow
+	claimed time.Time // when the claim was sent (its expires_left_ms is from then)
 }
 
 // keep completes the claim: in the business transaction, committing it, or
 // on its own for a recovery decision (no transaction). stored is false when
 // the claim was taken over (fenced out).
 func (l *leaseRun) keep(ctx context.Context, x *execution, state State, body *storedResponse) (bool, error) {
-	k := x.rq.key
 	p := store.CompleteParams{
 		State: string(state), ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
-		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: l.claim.Fence,
+		ID: x.rq.ref.id, Fence: l.claim.Fence,
 	}
+	var completed pgtype.Timestamptz
+	var err error
 	if x.tx == nil {
-		n, err := l.e.q.Complete(ctx, p)
-		return n > 0, err
+		completed, err = l.e.q.Complete(ctx, p)
+		if errors.Is(err, pgx.ErrNoRows) {
+			return false, nil
+		}
+	} else {
+		err = l.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
+			r, err := q.CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
+			completed = r.CompletedAt
+			return err
+		})
+		if isFencedOut(err) {
+			return false, nil
+		}
 	}
-	err := l.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
-		_, err := q.CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
-		return err
-	})
-	if isFencedOut(err) {
-		return false, nil
+	if err == nil {
+		x.rq.kept(state, body, completed.Time, time.Duration(l.claim.ExpiresLeftMs)*time.Millisecond, l.claimed)
 	}
 	return true, err
 }
@@ -218,9 +231,7 @@ func (l *leaseRun) keepFailed(context.Context, *execution) State { return StateI
 
 // release frees the key, if the claim still holds.
 func (l *leaseRun) release(bk context.Context, x *execution) {
-	k := x.rq.key
-	_, err := l.e.q.Release(bk, store.ReleaseParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value,
-		Fence: l.claim.Fence})
+	_, err := l.e.q.ReleaseClaim(bk, store.ReleaseClaimParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
 	if err != nil {
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
 	}
@@ -228,10 +239,7 @@ func (l *leaseRun) release(bk context.Context, x *execution) {
 
 // retryable marks the claim FAILED_RETRYABLE, if it still holds.
 func (l *leaseRun) retryable(bk context.Context, x *execution) bool {
-	k := x.rq.key
-	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{
-		Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fence: l.claim.Fence,
-	})
+	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
 	if err != nil {
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}

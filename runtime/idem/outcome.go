@@ -71,6 +71,14 @@ type Outcome struct {
 	// Bytes is the size of the response body written, unless the answer
 	// was a problem.
 	Bytes int
+	// Cache is what Config.Cache did for the request; "" without a cache
+	// or a key.
+	Cache CacheResult
+	// Raced: the request's record write lost to a concurrent duplicate on
+	// PostgreSQL's primary key (its handler ran and rolled back; it
+	// answered with the duplicate's outcome): a duplicate that neither the
+	// cache nor this process's own bookkeeping held back.
+	Raced bool
 }
 
 // Label names the outcome in one word, the same in metrics, logs and
@@ -159,6 +167,17 @@ type execution struct {
 	// recovered: the response is a recovery hook's Completed decision, not
 	// the handler's; it is answered as a replay.
 	recovered bool
+}
+
+// kept notes an outcome rq's execution stored, for the cache: completed
+// is its completion time, left the record's remaining life as measured at
+// measured.
+func (rq *request) kept(state State, body *storedResponse, completed time.Time, left time.Duration, measured time.Time) {
+	if rq.cacheKey == "" {
+		return // no cache
+	}
+	rq.toCache = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status.Int32,
+		schema: rq.op.Policy.SchemaVersion, headers: body.headers, body: body.body, left: left, leftAt: measured}
 }
 
 func (x *execution) rollback(ctx context.Context) {

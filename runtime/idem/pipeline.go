@@ -142,6 +142,15 @@ func (s *pipelinedSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *
 func (s *pipelinedSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
 	ct := tx.(*connTx)
 	err := f(store.New(&batchDB{c: ct.p.c, pre: rollbackBefore}))
+	var pe *pgconn.PgError
+	if errors.As(err, &pe) && pe.Code == "25P02" {
+		// pgx prepares a statement the connection has not run yet before
+		// it sends the batch, and the failed transaction refuses that:
+		// roll back first, then run f (once per connection).
+		if _, err = ct.p.c.Exec(ctx, "rollback"); err == nil {
+			err = f(store.New(ct.p.c))
+		}
+	}
 	ct.closed = true
 	ct.p.release()
 	return err

@@ -7,6 +7,8 @@ import (
 	"slices"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // Bounds of Policy.TTL.
@@ -102,7 +104,7 @@ func (p Policy) Validate() error {
 		seen[s] = true
 	}
 	for i, ptr := range p.FingerprintExclude {
-		if _, err := parsePointer(ptr); err != nil {
+		if _, err := jsonkit.ParsePointer(ptr); err != nil {
 			bad(fmt.Sprintf("fingerprint.exclude[%d]", i), "%v", err)
 		}
 	}

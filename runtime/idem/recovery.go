@@ -67,7 +67,8 @@ type runCtx struct{}
 type runState struct {
 	e     *Engine
 	key   Key
-	fence int64 // the lease claim's token; 0 in atomic mode, which has none
+	id    pgtype.UUID // the record's (lease mode)
+	fence int64       // the lease claim's token; 0 in atomic mode, which has none
 	lease time.Duration
 
 	mu    sync.Mutex
@@ -122,9 +123,7 @@ func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, claim store
 		rx.tx, rx.recovered = nil, true
 		return true, e.finish(bk, bk, &rx, resp, nil)
 	default: // Unknown
-		k := rq.key
-		n, err := e.q.MarkUnknown(bk, store.MarkUnknownParams{Tenant: k.Tenant, Operation: k.Operation,
-			IdempotencyKey: k.Value, Fence: claim.Fence})
+		n, err := e.q.MarkUnknown(bk, store.MarkUnknownParams{ID: rq.ref.id, Fence: claim.Fence})
 		if err != nil {
 			return true, fmt.Errorf("idem: mark outcome unknown: %w", err)
 		}
@@ -172,8 +171,7 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	start := time.Now()
 	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
 		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: stored,
-		LeaseMs: max(rs.lease.Milliseconds(), 1), Tenant: rs.key.Tenant,
-		Operation: rs.key.Operation, IdempotencyKey: rs.key.Value, Fence: rs.fence,
+		LeaseMs: max(rs.lease.Milliseconds(), 1), ID: rs.id, Fence: rs.fence,
 	})
 	if err != nil {
 		return fmt.Errorf("idem: save recovery point: %w", err)

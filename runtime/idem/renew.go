@@ -8,6 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
@@ -157,9 +158,7 @@ func (r *renewer) round() error {
 			continue
 		}
 		batch = append(batch, rs)
-		p.Tenants = append(p.Tenants, rs.key.Tenant)
-		p.Operations = append(p.Operations, rs.key.Operation)
-		p.IdempotencyKeys = append(p.IdempotencyKeys, rs.key.Value)
+		p.Ids = append(p.Ids, rs.id)
 		p.Fences = append(p.Fences, rs.fence)
 		p.LeaseMs = append(p.LeaseMs, max(rs.lease.Milliseconds(), 1))
 	}
@@ -188,13 +187,13 @@ func (r *renewer) round() error {
 	}
 	held := make(map[claimID]bool, len(rows))
 	for _, row := range rows {
-		held[claimID{row.Tenant, row.Operation, row.IdempotencyKey, row.Fence}] = true
+		held[claimID{row.ID, row.Fence}] = true
 	}
 	for _, rs := range batch {
 		if _, live := r.claims[rs]; !live {
 			continue // finished meanwhile: its outcome decides
 		}
-		if held[claimID{rs.key.Tenant, rs.key.Operation, rs.key.Value, rs.fence}] {
+		if held[claimID{rs.id, rs.fence}] {
 			rs.renewed = now
 		} else {
 			rs.lost = true
@@ -216,8 +215,8 @@ func (r *renewer) report(err error) {
 }
 
 type claimID struct {
-	tenant, operation, key string
-	fence                  int64
+	id    pgtype.UUID
+	fence int64
 }
 
 // renew runs RenewLeases on the renewer's own connection, opening it (again)

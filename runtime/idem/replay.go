@@ -22,6 +22,9 @@ const (
 // leases and the Retry-After of a request in flight are judged by the
 // database clock: GetRecord computes them.
 func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) {
+	if !rec.SameKey {
+		return actError, errIDCollision
+	}
 	pol := &rq.op.Policy
 	state := State(rec.State)
 	live := state == StateInProgress || state == StateUnknown
@@ -68,6 +71,12 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 		}
 	}
 	rq.outcome = Outcome{Result: ResultReplayed, State: State(rec.State), Status: resp.Status, Replayed: true}
+	if rq.cacheKey != "" && rq.cache != CacheHit && rec.ExpiresLeftMs > 0 {
+		// Read from PostgreSQL: the cache may answer the next retry.
+		rq.toCache = &cached{state: State(rec.State), fingerprint: rq.fp, completedAt: rec.CompletedAt.Time,
+			status: rec.ResponseStatus, schema: rec.SchemaVersion, headers: rec.ResponseHeaders, body: rec.ResponseBody,
+			left: time.Duration(rec.ExpiresLeftMs) * time.Millisecond, leftAt: time.Now()}
+	}
 	rq.storedAt = rec.CompletedAt.Time
 	_, done := e.obs.enter(rq.r.Context(), rq, phaseReplay)
 	e.writeResponse(rq, resp, &replayInfo{completedAt: rec.CompletedAt.Time})

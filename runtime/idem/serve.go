@@ -19,8 +19,20 @@ import (
 
 // request is one Serve call's state.
 type request struct {
-	op      *Operation
-	mode    mode
+	op   *Operation
+	mode mode
+	ref  ref // the record's id and key
+	// The cache (cache.go): the request's key there, what the cache did,
+	// whether the mode may skip the replay read (nothing was cached), the
+	// marker it placed, and the committed outcome to cache once answered.
+	cacheKey string
+	cache    CacheResult
+	skipRead bool
+	marker   []byte
+	toCache  *cached
+	// raced: the record write lost to a concurrent duplicate on the
+	// primary key (Outcome.Raced).
+	raced   bool
 	r       *http.Request
 	w       http.ResponseWriter
 	key     Key
@@ -217,6 +229,7 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return e.serveWithoutKey(rq, handler)
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
+	rq.ref = rq.key.ref()
 	rq.mode = e.modeOf(op)
 
 	fp, err := requestFingerprint(r, op, body, prep.Canonical)
@@ -231,8 +244,17 @@ func (e *Engine) serve(rq *request, read readBody) error {
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
+	if e.cfg.Cache != nil {
+		if answered, err := e.cacheLookup(rq); answered {
+			return err
+		}
+		defer e.cacheAfter(rq)
+	}
 	st := e.newSession()
 	defer st.release()
+	if err := e.importLegacy(rq.r.Context(), rq, st); err != nil {
+		return err
+	}
 	return rq.mode.serve(rq, h, st)
 }
 
@@ -244,7 +266,7 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 // mode treats in its own way.
 func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *store.GetRecordRow, inFlight error, answered bool, err error) {
 	ctx, done := e.obs.enter(ctx, rq, phaseRead)
-	rec, found, err := read(ctx, st, rq.key, rq.fp)
+	rec, found, err := read(ctx, st, rq.ref, rq.fp)
 	done(err)
 	if err != nil {
 		return nil, nil, true, fmt.Errorf("idem: read record: %w", err)

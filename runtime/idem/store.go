@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgtype"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
@@ -50,24 +51,35 @@ func (e *Engine) newSession() session {
 	return &plainSession{e: e}
 }
 
-// recordParams is the one place a Key becomes the primary key of a read.
-func recordParams(k Key, fp []byte) store.GetRecordParams {
-	return store.GetRecordParams{Tenant: k.Tenant, Operation: k.Operation, IdempotencyKey: k.Value, Fingerprint: fp}
+// ref is how every statement names a key's record: its id, the primary
+// key, and the readable tenant, operation and key, which statements that
+// write a new row store and statements that act on a row they do not hold
+// a claim on compare (see Key.recordID). Made once per request
+// (Key.ref); every statement's parameters are built from it.
+type ref struct {
+	id pgtype.UUID
+	Key
+}
+
+// ref returns k's ref.
+func (k Key) ref() ref {
+	return ref{id: k.recordID(), Key: Key{Tenant: k.Tenant, Operation: k.Operation, Value: k.Value}}
 }
 
 // readRecord runs GetRecord through q; found is false for no record.
-func readRecord(ctx context.Context, q *store.Queries, k Key, fp []byte) (store.GetRecordRow, bool, error) {
-	rec, err := q.GetRecord(ctx, recordParams(k, fp))
+func readRecord(ctx context.Context, q *store.Queries, r ref, fp []byte) (store.GetRecordRow, bool, error) {
+	rec, err := q.GetRecord(ctx, store.GetRecordParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
+		IdempotencyKey: r.Value, Fingerprint: fp})
 	if errors.Is(err, pgx.ErrNoRows) {
 		return rec, false, nil
 	}
 	return rec, err == nil, err
 }
 
-// read reads k's record through st, outside any transaction.
-func read(ctx context.Context, st session, k Key, fp []byte) (rec store.GetRecordRow, found bool, err error) {
+// read reads r's record through st, outside any transaction.
+func read(ctx context.Context, st session, r ref, fp []byte) (rec store.GetRecordRow, found bool, err error) {
 	err = st.do(ctx, func(q *store.Queries) error {
-		rec, found, err = readRecord(ctx, q, k, fp)
+		rec, found, err = readRecord(ctx, q, r, fp)
 		return err
 	})
 	return rec, found, err

@@ -8,19 +8,29 @@ import (
 	"sync/atomic"
 	"time"
 
-	"github.com/jackc/pgx/v5/pgtype"
+	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // SweeperConfig configures a Sweeper. The zero value is usable.
 type SweeperConfig struct {
-	// BatchSize bounds each statement; zero means 1000.
+	// BatchSize bounds the rows one statement changes; zero means 1000.
 	BatchSize int
-	// Interval is the pause between runs of Run; zero means one minute.
+	// Pages is how many pages of the table one statement walks (8 KiB
+	// each); zero means 128 (1 MiB).
+	Pages int
+	// Budget is the share of a pass's time spent running statements: after
+	// each one the sweeper pauses so long that the statements take at most
+	// this share, so that traffic keeps the database (docs/design.md,
+	// "Expiry"). Zero means 0.1; 1 never pauses.
+	Budget float64
+	// Interval is the pause between passes of Run; zero means one minute.
 	Interval time.Duration
-	// Grace is how long EXPIRED tombstones are kept after expiry, so
-	// onExpired=reject still recognises a key; zero means one hour.
+	// Grace is how long records are kept after their expiry, so that
+	// onExpired=reject still recognises a key (no request replays them:
+	// expiry is judged by expires_at); zero means one hour.
 	Grace time.Duration
 	// UnknownGrace is how long an UNKNOWN record nobody resolved is kept
 	// after its expiry before it is deleted. Zero keeps it until someone
@@ -34,10 +44,9 @@ type SweeperConfig struct {
 	OnPass func(ctx context.Context, r SweepResult)
 	// OnError receives Run's failed passes; nil logs them with Logger.
 	OnError func(ctx context.Context, err error)
-	// LiveInterval is how often a pass also counts live records
-	// (SweepResult.Live): zero means every pass, a negative value never.
-	// Counting walks the table (about 0.35 s per million records on two
-	// cores): with tens of millions of records, count every few minutes.
+	// LiveInterval is how often a pass reports the live records it counted
+	// on its walk (SweepResult.Live): zero means every pass, a negative
+	// value never.
 	LiveInterval time.Duration
 	// Logger receives failed passes when OnError is nil, and a Debug line
 	// per pass; nil means slog.Default().
@@ -46,8 +55,8 @@ type SweeperConfig struct {
 
 // SweepResult counts what one RunOnce did.
 type SweepResult struct {
-	Expired int64 // final records turned into EXPIRED tombstones
-	Deleted int64 // tombstones deleted
+	// Deleted counts records deleted past their expiry and the grace.
+	Deleted int64
 	// Abandoned counts lease claims found abandoned past their expiry and
 	// made UNKNOWN by this pass.
 	Abandoned int64
@@ -57,9 +66,14 @@ type SweepResult struct {
 	Unknown int64
 	// UnknownDeleted counts UNKNOWN records deleted after UnknownGrace.
 	UnknownDeleted int64
-	// Duration is how long the pass took.
+	// Moved counts records moved over from the v2 table that migration
+	// 0005 left (see Migrate), while it exists.
+	Moved int64
+	// Pages counts the table pages the pass walked.
+	Pages int64
+	// Duration is how long the pass took, pauses included.
 	Duration time.Duration
-	// Live counts every live record, when this pass took the count (see
+	// Live counts every live record, when this pass reports them (see
 	// SweeperConfig.LiveInterval).
 	Live *LiveRecords
 }
@@ -81,11 +95,14 @@ type AbandonedClaim struct {
 	ExpiresAt time.Time
 }
 
-// Sweeper retires idempotency records, in bounded batches:
+// Sweeper retires idempotency records. A pass walks the table in physical
+// order, SweeperConfig.Pages pages per statement (no index on the expiry
+// is kept up to date on every insert for it), pausing between statements
+// to stay within SweeperConfig.Budget:
 //
-//   - final records (COMPLETED, FAILED_REPLAYABLE, FAILED_RETRYABLE) past
-//     their expiry become EXPIRED tombstones without a stored response, and
-//     tombstones past Grace are deleted;
+//   - final records (COMPLETED, FAILED_REPLAYABLE, FAILED_RETRYABLE, and
+//     EXPIRED ones, resolved so by hand) past their expiry and the grace
+//     are deleted;
 //   - a lease-mode claim (IN_PROGRESS) past its key's expiry whose lease
 //     lapsed was abandoned: its process died and no client retried. What it
 //     did outside the database is unknown, so it becomes UNKNOWN, counted
@@ -97,11 +114,16 @@ type AbandonedClaim struct {
 //
 // A live claim (its lease held, or not yet expired) is never touched.
 // Atomic mode leaves no claims: its record is written once, with the
-// outcome. Several sweepers may run at once (batches skip locked rows).
+// outcome. Several sweepers may run at once (rows one has locked, the
+// others skip), though each walks the whole table.
+//
+// While the v2 table that migration 0005 renamed exists, a pass first
+// moves its records over, in batches, and drops it once it is empty.
 type Sweeper struct {
+	db       DB
 	q        *store.Queries
 	cfg      SweeperConfig
-	lastLive atomic.Int64 // unix nanoseconds of the last count of live records
+	lastLive atomic.Int64 // unix nanoseconds of the last report of live records
 }
 
 // NewSweeper returns a sweeper over db.
@@ -109,17 +131,22 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
 	}
+	if cfg.Pages <= 0 {
+		cfg.Pages = 128
+	}
+	if cfg.Budget <= 0 || cfg.Budget > 1 {
+		cfg.Budget = 0.1
+	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = time.Hour
 	}
-	return &Sweeper{q: store.New(db), cfg: cfg}
+	return &Sweeper{db: db, q: store.New(db), cfg: cfg}
 }
 
-// RunOnce sweeps until a batch comes back short: abandoned claims, then
-// expiry, then deletion.
+// RunOnce makes one pass: the v2 table's records, if any, then the walk.
 func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 	start := time.Now()
 	res, err := s.runOnce(ctx)
@@ -130,78 +157,123 @@ func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 	return res, err
 }
 
+// pace pauses after a statement that took d, so that statements take at
+// most the budget's share of the pass.
+func (s *Sweeper) pace(ctx context.Context, d time.Duration) error {
+	if s.cfg.Budget >= 1 {
+		return ctx.Err()
+	}
+	t := time.NewTimer(time.Duration(float64(d) * (1 - s.cfg.Budget) / s.cfg.Budget))
+	defer t.Stop()
+	select {
+	case <-ctx.Done():
+		return ctx.Err()
+	case <-t.C:
+		return nil
+	}
+}
+
 func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
 	var res SweepResult
 	batch := int32(min(s.cfg.BatchSize, 1<<30))
-	for {
-		rows, err := s.q.AbandonClaims(ctx, batch)
-		if err != nil {
-			return res, fmt.Errorf("idem: sweep: abandoned claims: %w", err)
-		}
-		res.Abandoned += int64(len(rows))
-		if s.cfg.OnAbandoned != nil {
-			for _, r := range rows {
-				s.cfg.OnAbandoned(ctx, AbandonedClaim{
-					Key:      Key{Tenant: r.Tenant, Operation: r.Operation, Value: r.IdempotencyKey, Since: r.CreatedAt.Time},
-					Attempts: int(r.Attempts), Recovery: r.RecoveryPoint.String, ExpiresAt: r.ExpiresAt.Time,
-				})
+	if err := s.moveLegacy(ctx, batch, &res); err != nil {
+		return res, err
+	}
+	pages, err := s.q.TablePages(ctx)
+	if err != nil {
+		return res, fmt.Errorf("idem: sweep: table size: %w", err)
+	}
+	var live LiveRecords
+	oldest := 0.0
+	step := int64(s.cfg.Pages)
+	for first := int64(0); first < pages; first += step {
+		for {
+			t0 := time.Now()
+			rows, err := s.q.AbandonClaims(ctx, store.AbandonClaimsParams{FirstPage: first, EndPage: first + step, BatchSize: batch})
+			if err != nil {
+				return res, fmt.Errorf("idem: sweep: abandoned claims: %w", err)
+			}
+			res.Abandoned += int64(len(rows))
+			if s.cfg.OnAbandoned != nil {
+				for _, r := range rows {
+					s.cfg.OnAbandoned(ctx, AbandonedClaim{
+						Key:      Key{Tenant: r.Tenant, Operation: r.Operation, Value: r.IdempotencyKey, Since: r.CreatedAt.Time},
+						Attempts: int(r.Attempts), Recovery: r.RecoveryPoint.String, ExpiresAt: r.ExpiresAt.Time,
+					})
+				}
+			}
+			sw, err := s.q.SweepPages(ctx, store.SweepPagesParams{FirstPage: first, EndPage: first + step, BatchSize: batch,
+				GraceMs: s.cfg.Grace.Milliseconds(), UnknownGraceMs: s.cfg.UnknownGrace.Milliseconds()})
+			if err != nil {
+				return res, fmt.Errorf("idem: sweep: delete expired: %w", err)
+			}
+			res.Deleted += sw.Deleted
+			res.UnknownDeleted += sw.UnknownDeleted
+			if err := s.pace(ctx, time.Since(t0)); err != nil {
+				return res, err
+			}
+			if len(rows) < int(batch) && sw.Deleted < int64(batch) && sw.UnknownDeleted < int64(batch) {
+				// The pages are done: count what lives in them (the counts
+				// are from before this statement's deletions).
+				live.InProgress += sw.InProgress
+				live.Abandoned += sw.Abandoned
+				live.Unknown += sw.Unknown - sw.UnknownDeleted
+				res.Unknown += sw.UnknownExpired - sw.UnknownDeleted
+				oldest = max(oldest, sw.OldestSeconds)
+				break
 			}
 		}
-		if len(rows) < int(batch) {
-			break
-		}
+		res.Pages = min(first+step, pages)
 	}
-	// Each batch of the two phases starts where the one before ended in the
-	// expiry index (see ExpireRecords in queries/records.sql).
-	after := pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	for {
-		r, err := s.q.ExpireRecords(ctx, store.ExpireRecordsParams{After: after, BatchSize: batch})
-		if err != nil {
-			return res, fmt.Errorf("idem: sweep: expire records: %w", err)
-		}
-		res.Expired += r.Expired
-		if r.Expired < int64(batch) {
-			break
-		}
-		after = r.LastExpiry
-	}
-	after = pgtype.Timestamptz{InfinityModifier: pgtype.NegativeInfinity, Valid: true}
-	for {
-		r, err := s.q.DeleteExpired(ctx, store.DeleteExpiredParams{After: after, GraceMs: s.cfg.Grace.Milliseconds(), BatchSize: batch})
-		if err != nil {
-			return res, fmt.Errorf("idem: sweep: delete expired: %w", err)
-		}
-		res.Deleted += r.Deleted
-		if r.Deleted < int64(batch) {
-			break
-		}
-		after = r.LastExpiry
-	}
-	for s.cfg.UnknownGrace > 0 {
-		n, err := s.q.DeleteUnknown(ctx, store.DeleteUnknownParams{GraceMs: s.cfg.UnknownGrace.Milliseconds(), BatchSize: batch})
-		if err != nil {
-			return res, fmt.Errorf("idem: sweep: delete unresolved: %w", err)
-		}
-		res.UnknownDeleted += n
-		if n < int64(batch) {
-			break
-		}
-	}
-	n, err := s.q.CountUnknown(ctx)
-	if err != nil {
-		return res, fmt.Errorf("idem: sweep: count unresolved: %w", err)
-	}
-	res.Unknown = n
+	live.Oldest = time.Duration(oldest * float64(time.Second))
 	if last := s.lastLive.Load(); s.cfg.LiveInterval >= 0 && (last == 0 || time.Since(time.Unix(0, last)) >= s.cfg.LiveInterval) {
-		c, err := s.q.CountLive(ctx)
-		if err != nil {
-			return res, fmt.Errorf("idem: sweep: count live records: %w", err)
-		}
 		s.lastLive.Store(time.Now().UnixNano())
-		res.Live = &LiveRecords{InProgress: c.InProgress, Abandoned: c.Abandoned, Unknown: c.Unknown,
-			Oldest: time.Duration(c.OldestSeconds * float64(time.Second))}
+		res.Live = &live
 	}
 	return res, nil
+}
+
+// dropLegacy drops the v2 table once it is empty, waiting at most a second
+// for the requests that read it (it is tried again on the next pass).
+const dropLegacy = `SET LOCAL lock_timeout = '1s'; DROP TABLE IF EXISTS idem_records_v2`
+
+// moveLegacy moves the records of the v2 table that migration 0005 left
+// into idem_records, and drops it once it is empty.
+func (s *Sweeper) moveLegacy(ctx context.Context, batch int32, res *SweepResult) error {
+	present, err := s.q.LegacyTable(ctx)
+	if err != nil || !present {
+		return err
+	}
+	for {
+		t0 := time.Now()
+		m, err := s.q.MoveLegacy(ctx, store.MoveLegacyParams{BatchSize: batch, GraceMs: s.cfg.Grace.Milliseconds()})
+		if err != nil {
+			return fmt.Errorf("idem: sweep: move v2 records: %w", err)
+		}
+		res.Moved += m.Moved
+		if err := s.pace(ctx, time.Since(t0)); err != nil {
+			return err
+		}
+		if m.Taken < int64(batch) {
+			break
+		}
+	}
+	tx, err := s.db.BeginTx(ctx, pgx.TxOptions{})
+	if err != nil {
+		return fmt.Errorf("idem: sweep: drop the v2 table: %w", err)
+	}
+	defer rollback(ctx, tx)
+	if _, err := tx.Exec(ctx, dropLegacy); err != nil {
+		var pe *pgconn.PgError
+		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: requests read it
+			return nil
+		}
+		return fmt.Errorf("idem: sweep: drop the v2 table: %w", err)
+	}
+	if err := tx.Commit(ctx); err != nil {
+		return fmt.Errorf("idem: sweep: drop the v2 table: %w", err)
+	}
+	return nil
 }
 
 func (s *Sweeper) logger() *slog.Logger {
@@ -227,8 +299,8 @@ func (s *Sweeper) Run(ctx context.Context) error {
 				s.logger().ErrorContext(ctx, "idem: sweeper", "error", err)
 			}
 		case err == nil:
-			s.logger().DebugContext(ctx, "idem: sweep", "expired", res.Expired, "deleted", res.Deleted,
-				"abandoned", res.Abandoned, "unknown", res.Unknown, "duration", res.Duration)
+			s.logger().DebugContext(ctx, "idem: sweep", "deleted", res.Deleted, "abandoned", res.Abandoned,
+				"unknown", res.Unknown, "moved", res.Moved, "pages", res.Pages, "duration", res.Duration)
 		}
 		select {
 		case <-ctx.Done():

@@ -17,9 +17,9 @@ func TestSweeperCountsLiveRecords(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{})
 	ctx := context.Background()
 	_, err := db.Exec(ctx, `
-		INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version,
+		INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
 			response_status, response_body, completed_at, lease_expires_at, created_at, expires_at)
-		SELECT '', 'op', 'k' || g, s.state, sha256(g::text::bytea), 'v1',
+		SELECT idem_record_id('', 'op', 'k' || g), '', 'op', 'k' || g, s.state, sha256(g::text::bytea), 'v1',
 			CASE WHEN s.state = 'COMPLETED' THEN 201 END, CASE WHEN s.state = 'COMPLETED' THEN '\x00'::bytea END,
 			CASE WHEN s.state = 'COMPLETED' THEN now() END,
 			now() + s.lease, now() - s.age, now() + interval '1 day'

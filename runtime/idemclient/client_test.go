@@ -497,6 +497,10 @@ func TestDeclared(t *testing.T) {
 		{"application/problem+json", "application/problem+json", true, false},
 		{"text/html", "application/json", false, false},
 		{"application/pdf", "application/*", true, true},
+		{"application/problem+json", "*/*", false, false},
+		{"image/png", "*/*", true, true},
+		// text/json is JSON to the server's decoder, so to the client too.
+		{"text/json", "application/json", true, true},
 	} {
 		r := resp(tc.ct, "{}")
 		if r.Declared(tc.declared) != tc.want || r.DeclaredOther(tc.declared) != tc.other {
@@ -578,6 +582,11 @@ func TestEncode(t *testing.T) {
 	}
 	if err := NewRequest("/").Encode("application/xml", form{}); err == nil {
 		t.Error("a struct encoded as XML")
+	}
+	// A body declared text/json is JSON, as the generated server reads it.
+	j := NewRequest("/")
+	if err := j.Encode("text/json", item{"p_1", 2}); err != nil || string(j.Body) != `{"price":"p_1","quantity":2}` || j.ContentType != "text/json" {
+		t.Errorf("text/json: %s (%s), %v", j.Body, j.ContentType, err)
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // The helpers below encode a generated request's parameters the way the
@@ -164,13 +166,13 @@ func (r *Request) Encode(mediaType string, v any, jsonParts ...string) error {
 	if rv := reflect.ValueOf(v); rv.Kind() == reflect.Pointer && rv.IsNil() {
 		return nil
 	}
-	switch essence(mediaType) {
+	switch jsonkit.MediaType(mediaType) {
 	case "application/x-www-form-urlencoded":
 		return r.Form(mediaType, v)
 	case "multipart/form-data":
 		return r.Multipart(mediaType, v, jsonParts...)
 	}
-	if isJSON(essence(mediaType)) {
+	if jsonkit.IsJSON(mediaType) {
 		return r.JSON(mediaType, v)
 	}
 	return fmt.Errorf("encoding the request body: no encoding of %T as %s", v, mediaType)
@@ -240,22 +242,18 @@ func addForm(form url.Values, name string, v any, top bool) {
 // problem+json answer to a status declared with another media type is an
 // undeclared response, so that the contract's errors stay errors.
 func (r *Response) Declared(mediaType string) bool {
-	got := essence(r.Header.Get("Content-Type"))
+	got := jsonkit.MediaType(r.Header.Get("Content-Type"))
 	if mediaType == "" {
 		return got != "application/problem+json" || len(r.Body) == 0
 	}
-	want := essence(mediaType)
+	want := jsonkit.MediaType(mediaType)
 	switch {
-	case got == want:
-		return true
-	case got == "application/problem+json":
+	case got == "application/problem+json" && want != got:
 		return false
-	case want == "*/*" || got == "" && len(r.Body) == 0:
+	case got == "" && len(r.Body) == 0:
 		return true
-	case strings.HasSuffix(want, "/*"):
-		return strings.HasPrefix(got, strings.TrimSuffix(want, "*"))
 	}
-	return isJSON(want) && isJSON(got)
+	return jsonkit.MatchRange(want, got) > 0 || jsonkit.IsJSON(want) && jsonkit.IsJSON(got)
 }
 
 // DeclaredOther is Declared for a range (4XX) or default response: a
@@ -263,10 +261,8 @@ func (r *Response) Declared(mediaType string) bool {
 // conflict, 400 malformed key, ...) stay *Error values with their
 // predicates unless the spec declares their status.
 func (r *Response) DeclaredOther(mediaType string) bool {
-	return essence(r.Header.Get("Content-Type")) != "application/problem+json" && r.Declared(mediaType)
+	return jsonkit.MediaType(r.Header.Get("Content-Type")) != "application/problem+json" && r.Declared(mediaType)
 }
-
-func isJSON(mt string) bool { return mt == "application/json" || strings.HasSuffix(mt, "+json") }
 
 // DecodeJSON decodes the response body into v.
 func (r *Response) DecodeJSON(v any) error {

@@ -4,10 +4,11 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
-	"mime"
 	"net/http"
 	"strings"
 	"time"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // The contract's problem reasons a client acts on (the members "reason" of
@@ -96,7 +97,7 @@ func (r *Response) Error() error {
 }
 
 func problemOf(r *Response) *Problem {
-	if essence(r.Header.Get("Content-Type")) != "application/problem+json" {
+	if jsonkit.MediaType(r.Header.Get("Content-Type")) != "application/problem+json" {
 		return nil
 	}
 	var p Problem
@@ -104,14 +105,6 @@ func problemOf(r *Response) *Problem {
 		return nil
 	}
 	return &p
-}
-
-func essence(contentType string) string {
-	mt, _, err := mime.ParseMediaType(contentType)
-	if err != nil {
-		return strings.ToLower(strings.TrimSpace(contentType))
-	}
-	return mt
 }
 
 // TransportError is a call that ended without a final response: the

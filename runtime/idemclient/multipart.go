@@ -11,6 +11,8 @@ import (
 	"reflect"
 	"sort"
 	"strings"
+
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // FilePart is a file of a multipart/form-data request body: the generated
@@ -149,7 +151,7 @@ func (r *Request) Multipart(mediaType string, v any, jsonParts ...string) error 
 		return err
 	}
 	ct := mw.FormDataContentType()
-	if mt := essence(mediaType); mt != "multipart/form-data" {
+	if mt := jsonkit.MediaType(mediaType); mt != "multipart/form-data" {
 		ct = mediaType
 	}
 	r.Body, r.ContentType = buf.Bytes(), ct

@@ -15,6 +15,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -30,7 +31,7 @@ import (
 // "media": <media type>, "path": {...}, "query": {...}}, with every
 // fingerprinted parameter the request carries (absent ones left out, header
 // names lower-cased) and the body's media type reduced to what changes its
-// meaning (MediaType).
+// meaning (canonicalMedia).
 type Request struct {
 	r       *http.Request
 	t       *Schemas
@@ -489,7 +490,7 @@ func (q *Request) setBody(v Value, media string) {
 
 // pickMedia matches a Content-Type against the declared media types:
 // exactly, then type/*, then */*. It returns the media type as the
-// canonical form records it (MediaType).
+// canonical form records it (canonicalMedia).
 func pickMedia(b *Body, ct string) (*Media, string, error) {
 	if strings.TrimSpace(ct) == "" {
 		switch {
@@ -500,7 +501,7 @@ func pickMedia(b *Body, ct string) (*Media, string, error) {
 		}
 		return nil, "", fmt.Errorf("%w: the request has no Content-Type; send one of %s", idem.ErrUnsupportedMediaType, declared(b))
 	}
-	essence, params, err := mime.ParseMediaType(ct)
+	essence, params, err := jsonkit.ParseMediaType(ct)
 	if err != nil {
 		return nil, "", fmt.Errorf("%w: Content-Type %q does not parse", idem.ErrUnsupportedMediaType, ct)
 	}
@@ -508,16 +509,7 @@ func pickMedia(b *Body, ct string) (*Media, string, error) {
 	rank := 0
 	for i := range b.Media {
 		m := &b.Media[i]
-		r := 0
-		switch {
-		case m.Type == essence:
-			r = 3
-		case strings.HasSuffix(m.Type, "/*") && strings.HasPrefix(essence, strings.TrimSuffix(m.Type, "*")):
-			r = 2
-		case m.Type == "*/*":
-			r = 1
-		}
-		if r > rank {
+		if r := jsonkit.MatchRange(m.Type, essence); r > rank {
 			best, rank = m, r
 		}
 	}
@@ -561,20 +553,6 @@ func lowerValues(params map[string]string) map[string]string {
 		out[k] = v
 	}
 	return out
-}
-
-// MediaType returns the lower-cased type/subtype of a Content-Type header
-// value, without parameters; "" when there is none.
-func MediaType(ct string) string {
-	if strings.TrimSpace(ct) == "" {
-		return ""
-	}
-	mt, _, err := mime.ParseMediaType(ct)
-	if err != nil {
-		mt, _, _ = strings.Cut(ct, ";")
-		mt = strings.ToLower(strings.TrimSpace(mt))
-	}
-	return mt
 }
 
 // handlerView makes v what the typed request will hold: undeclared

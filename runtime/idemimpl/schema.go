@@ -10,6 +10,7 @@ import (
 	"strings"
 	"sync"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -264,7 +265,7 @@ func (vd *validator) pointer() string {
 	b.WriteByte('#')
 	for _, t := range vd.path {
 		b.WriteByte('/')
-		b.WriteString(strings.NewReplacer("~", "~0", "/", "~1").Replace(t))
+		b.WriteString(jsonkit.EscapeToken(t))
 	}
 	return b.String()
 }

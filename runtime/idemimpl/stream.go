@@ -14,9 +14,9 @@ import (
 	"reflect"
 	"slices"
 	"sort"
-	"strings"
 	"unicode/utf8"
 
+	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -358,14 +358,10 @@ func partJSONError(name string, err error) idem.Violation {
 		}
 	}
 	if se != nil && se.Rule != "" {
-		return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
+		return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
 	}
-	return idem.Violation{In: "body", Pointer: "#/" + pointerToken(name), Rule: "syntax",
+	return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: "syntax",
 		Detail: fmt.Sprintf("part %q is not valid JSON: %s", name, msg)}
-}
-
-func pointerToken(s string) string {
-	return strings.ReplaceAll(strings.ReplaceAll(s, "~", "~0"), "/", "~1")
 }
 
 // addJSONParts adds the parts parsed as JSON to v, the object the other

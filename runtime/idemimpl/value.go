@@ -14,6 +14,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/go-json-experiment/json/jsontext"
+	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
 // Kind is the JSON kind of a Value.
@@ -404,6 +405,14 @@ func utf16First(r rune) rune {
 // space, members sorted, strings in RFC 8785's minimal form, numbers as
 // Number.Text. Members at the RFC 6901 pointers in exclude (parsed by
 // ParsePointers) are left out.
+//
+// It is RFC 8785 (the module's one canonicaliser of JSON text is
+// internal/jsonkit.Canonical, github.com/gowebpki/jcs) but for integers
+// an int64 holds, which stay exact where RFC 8785 rounds them to a double
+// past 2^53: the handler reads them exactly, so the fingerprint must too.
+// It encodes the tree it is given rather than a text, so no library
+// serves; the fuzz target FuzzParseJSON holds the two equal wherever
+// every number is a double.
 func AppendJSON(dst []byte, v *Value, exclude [][]string) []byte {
 	return appendJSON(dst, v, exclude, 0)
 }
@@ -478,17 +487,9 @@ func descend(exclude [][]string, depth int, tok string) ([][]string, bool) {
 func ParsePointers(ps ...string) ([][]string, error) {
 	out := make([][]string, 0, len(ps))
 	for _, p := range ps {
-		if p == "" || p[0] != '/' {
-			return nil, fmt.Errorf("JSON pointer %q must start with /", p)
-		}
-		toks := strings.Split(p[1:], "/")
-		for i, t := range toks {
-			for j := 0; j < len(t); j++ {
-				if t[j] == '~' && (j+1 >= len(t) || (t[j+1] != '0' && t[j+1] != '1')) {
-					return nil, fmt.Errorf("JSON pointer %q: ~ must be followed by 0 or 1", p)
-				}
-			}
-			toks[i] = strings.ReplaceAll(strings.ReplaceAll(t, "~1", "/"), "~0", "~")
+		toks, err := jsonkit.ParsePointer(p)
+		if err != nil {
+			return nil, err
 		}
 		out = append(out, toks)
 	}

@@ -21,22 +21,29 @@
 //	idem_records{state}                               gauge: live IN_PROGRESS and UNKNOWN records, per sweep
 //	idem_records_abandoned                            gauge: IN_PROGRESS claims whose lease lapsed, per sweep
 //	idem_oldest_live_record_seconds                   gauge: age of the oldest of them, per sweep
-//	idem_sweeper_rows_total{action}                   counter: records expired and deleted
+//	idem_sweeper_rows_total{action}                   counter: records deleted, unresolved ones deleted, v2 records moved
 //	idem_abandoned_claims_total                       counter: claims past their expiry made UNKNOWN
 //	idem_records_unresolved                           gauge: UNKNOWN records past their expiry, per sweep
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
+//	idem_cache_requests_total{operation,result}       counter: what Config.Cache did (hit, miss, fallback)
+//	idem_cache_hit_ratio                              gauge: hits / keyed requests that asked the cache, since start
+//	idem_cache_errors_total{operation}                counter: cache calls that failed (the engine went on without)
+//	idem_db_violations_total{operation}               counter: record writes that lost to a duplicate on the primary key
 //	idem_outbox_pending, idem_outbox_dead             gauges, read at scrape (OutboxCollector)
 //	idem_outbox_lag_seconds                           gauge: age of the oldest pending event
 //
 // Label values are bounded: operations come from the operation table, and
 // outcomes from a closed set. Keys are never labels; tenants only when asked
 // for, and then at most Options.MaxTenants distinct values (the rest count
-// under "_other").
+// under "_other"). With Namespace "idempotency" the cache metrics are named
+// as operators of the founding design know them (idempotency_cache_hit_ratio,
+// idempotency_db_violations_total).
 package idemprom
 
 import (
 	"context"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
@@ -76,6 +83,12 @@ type Metrics struct {
 	madeUnknown prometheus.Counter
 	unresolved  prometheus.Gauge
 	sweepDur    prometheus.Histogram
+	cache       *prometheus.CounterVec
+	cacheRatio  prometheus.GaugeFunc
+	cacheErrs   *prometheus.CounterVec
+	violations  *prometheus.CounterVec
+
+	cacheHits, cacheAsked atomic.Int64
 
 	mu      sync.Mutex
 	tenants sync.Map // tenant -> struct{}, at most MaxTenants
@@ -84,6 +97,7 @@ type Metrics struct {
 
 var (
 	_ idem.Observer        = (*Metrics)(nil)
+	_ idem.CacheObserver   = (*Metrics)(nil)
 	_ prometheus.Collector = (*Metrics)(nil)
 )
 
@@ -105,7 +119,7 @@ func New(opts Options) *Metrics {
 	if opts.TenantLabel {
 		abuse = append(abuse, "tenant")
 	}
-	return &Metrics{
+	m := &Metrics{
 		opts: opts,
 		requests: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "requests_total",
 			Help: "Idempotent requests by operation and outcome (executed, replayed, conflict, in_flight, expired_executed, lease_lost, released, failed_retryable, unknown, ...)."},
@@ -136,19 +150,39 @@ func New(opts Options) *Metrics {
 		oldest: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "oldest_live_record_seconds",
 			Help: "Age of the oldest IN_PROGRESS or UNKNOWN record, by the sweeper's last pass."}),
 		swept: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "sweeper_rows_total",
-			Help: "Records the sweeper expired (response dropped), deleted, and deleted unresolved after UnknownGrace."}, []string{"action"}),
+			Help: "Records the sweeper deleted past their expiry and grace (deleted), deleted unresolved after UnknownGrace (unknown_deleted), and moved from the v2 table (moved)."}, []string{"action"}),
 		madeUnknown: prometheus.NewCounter(prometheus.CounterOpts{Namespace: ns, Name: "abandoned_claims_total",
 			Help: "Lease claims the sweeper found abandoned past their key's expiry and made UNKNOWN."}),
 		unresolved: prometheus.NewGauge(prometheus.GaugeOpts{Namespace: ns, Name: "records_unresolved",
 			Help: "UNKNOWN records past their expiry, waiting for a resolution (idemgen records resolve)."}),
 		sweepDur: prometheus.NewHistogram(prometheus.HistogramOpts{Namespace: ns, Name: "sweeper_pass_duration_seconds",
 			Help: "Duration of one sweeper pass.", Buckets: []float64{.01, .05, .1, .5, 1, 5, 10, 30, 60, 300}}),
+		cache: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_requests_total",
+			Help: "Keyed requests by what the cache (idem.Config.Cache) did: hit (answered, or the outcome of a duplicate waited for), miss (PostgreSQL served), fallback (the cache failed; PostgreSQL served)."},
+			[]string{"operation", "result"}),
+		cacheErrs: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "cache_errors_total",
+			Help: "Cache calls that failed or returned what the engine did not write; the engine went on without the cache."},
+			[]string{"operation"}),
+		violations: prometheus.NewCounterVec(prometheus.CounterOpts{Namespace: ns, Name: "db_violations_total",
+			Help: "Record writes that lost to a concurrent duplicate on PostgreSQL's primary key: duplicates neither the cache nor the process held back (their handler ran and rolled back)."},
+			[]string{"operation"}),
 	}
+	m.cacheRatio = prometheus.NewGaugeFunc(prometheus.GaugeOpts{Namespace: ns, Name: "cache_hit_ratio",
+		Help: "Cache hits over keyed requests that asked the cache, since the process started (0 before any)."},
+		func() float64 {
+			asked := m.cacheAsked.Load()
+			if asked == 0 {
+				return 0
+			}
+			return float64(m.cacheHits.Load()) / float64(asked)
+		})
+	return m
 }
 
 func (m *Metrics) collectors() []prometheus.Collector {
 	return []prometheus.Collector{m.requests, m.inFlight, m.phases, m.duration, m.stored, m.replayAge, m.newKeys,
-		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.madeUnknown, m.unresolved, m.sweepDur}
+		m.conflicts, m.live, m.abandoned, m.oldest, m.swept, m.madeUnknown, m.unresolved, m.sweepDur,
+		m.cache, m.cacheRatio, m.cacheErrs, m.violations}
 }
 
 // Describe implements prometheus.Collector.
@@ -197,6 +231,21 @@ func (m *Metrics) ObserveOutcome(op *idem.Operation, o idem.Outcome) {
 	if o.Attempt == 1 || (o.Expired && o.Attempt > 0) {
 		m.newKeys.WithLabelValues(m.abuseLabels(op, o)...).Inc()
 	}
+	if o.Cache != "" {
+		m.cache.WithLabelValues(op.ID, string(o.Cache)).Inc()
+		m.cacheAsked.Add(1)
+		if o.Cache == idem.CacheHit {
+			m.cacheHits.Add(1)
+		}
+	}
+	if o.Raced {
+		m.violations.WithLabelValues(op.ID).Inc()
+	}
+}
+
+// CacheError implements idem.CacheObserver: it counts a failed cache call.
+func (m *Metrics) CacheError(_ context.Context, op *idem.Operation, _ error) {
+	m.cacheErrs.WithLabelValues(op.ID).Inc()
 }
 
 func (m *Metrics) abuseLabels(op *idem.Operation, o idem.Outcome) []string {
@@ -234,7 +283,7 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 // ObserveSweep records one sweeper pass: pass it as
 // idem.SweeperConfig.OnPass.
 func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
-	m.swept.WithLabelValues("expired").Add(float64(r.Expired))
+	m.swept.WithLabelValues("moved").Add(float64(r.Moved))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
 	m.swept.WithLabelValues("unknown_deleted").Add(float64(r.UnknownDeleted))
 	m.madeUnknown.Add(float64(r.Abandoned))

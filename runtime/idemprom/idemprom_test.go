@@ -22,6 +22,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemprom"
+	"github.com/idemgen/idemgen/runtime/idemredis"
+	"github.com/idemgen/idemgen/runtime/internal/redistest"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -38,6 +40,11 @@ type service struct {
 }
 
 func newService(t *testing.T, opts idemprom.Options) (*service, *idemprom.Metrics) {
+	return newServiceWith(t, opts, idem.Config{})
+}
+
+// newServiceWith is newService with cfg's Cache.
+func newServiceWith(t *testing.T, opts idemprom.Options, cfg idem.Config) (*service, *idemprom.Metrics) {
 	db := pgtest.New(t, pgtest.Options{Migrations: schema})
 	pol := idem.DefaultPolicy()
 	pol.Mode, pol.Lease, pol.SchemaVersion = idem.ModeLease, 5*time.Second, "v1"
@@ -49,6 +56,7 @@ func newService(t *testing.T, opts idemprom.Options) (*service, *idemprom.Metric
 		Operations: []*idem.Operation{op},
 		Observers:  []idem.Observer{m},
 		Scope:      func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
+		Cache:      cfg.Cache,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -146,8 +154,8 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 	}
 
 	// A sweeper pass, with one claim whose lease lapsed.
-	if _, err := s.db.Exec(ctx, `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version, lease_expires_at, expires_at)
-		VALUES ('', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
+	if _, err := s.db.Exec(ctx, `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, lease_expires_at, expires_at)
+		VALUES (idem_record_id('', 'createThing', 'stuck'), '', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
 		t.Fatal(err)
 	}
 	if _, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx); err != nil {
@@ -205,4 +213,57 @@ func grep(s, prefix string) string {
 		}
 	}
 	return b.String()
+}
+
+// TestCacheMetrics: with a Redis cache, a first execution is a miss and its
+// replay a hit (ratio 0.5); with Redis killed, a request falls back to
+// PostgreSQL, the failed call is counted and the ratio falls to 1/3. Named
+// as the founding design names them under Namespace "idempotency". A
+// record write that lost on the primary key counts as a violation.
+func TestCacheMetrics(t *testing.T) {
+	srv := redistest.Start(t)
+	cache, err := idemredis.New(srv.URL, idemredis.Options{Prefix: "m" + uuid.NewString()[:8] + ":"})
+	if err != nil {
+		t.Fatal(err)
+	}
+	t.Cleanup(cache.Close)
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(10 * time.Millisecond) {
+		if _, err := cache.Get(context.Background(), "warm-up"); err == nil {
+			break
+		}
+		if time.Now().After(deadline) {
+			t.Fatal("the cache did not connect")
+		}
+	}
+	s, m := newServiceWith(t, idemprom.Options{Namespace: "idempotency"}, idem.Config{Cache: cache})
+	k := uuid.NewString()
+	for i, want := range []int{201, 201} {
+		if st := s.post(k, "", `{"n":1}`); st != want {
+			t.Fatalf("request %d: %d", i, st)
+		}
+	}
+	want := `idempotency_cache_hit_ratio 0.5
+idempotency_cache_requests_total{operation="createThing",result="hit"} 1
+idempotency_cache_requests_total{operation="createThing",result="miss"} 1
+`
+	if got := grep(s.scrape(), "idempotency_cache_"); got != want {
+		t.Fatalf("after a miss and a hit:\n%s\nwant\n%s", got, want)
+	}
+	srv.Kill()
+	if st := s.post(uuid.NewString(), "", `{"n":2}`); st != 201 {
+		t.Fatalf("with Redis killed: %d", st)
+	}
+	got := s.scrape()
+	if !strings.Contains(got, "idempotency_cache_hit_ratio 0.3333333333333333\n") ||
+		!strings.Contains(got, `idempotency_cache_requests_total{operation="createThing",result="fallback"} 1`+"\n") ||
+		!strings.Contains(got, `idempotency_cache_errors_total{operation="createThing"}`) {
+		t.Fatalf("after a fallback:\n%s", grep(got, "idempotency_cache_"))
+	}
+	m.ObserveOutcome(&idem.Operation{ID: "createThing"}, idem.Outcome{Raced: true})
+	if got := grep(s.scrape(), "idempotency_db_violations_total"); got != `idempotency_db_violations_total{operation="createThing"} 1`+"\n" {
+		t.Fatalf("violations: %q", got)
+	}
+	if problems, err := testutil.CollectAndLint(m); err != nil || len(problems) > 0 {
+		t.Errorf("lint: %v %v", problems, err)
+	}
 }

@@ -165,10 +165,10 @@ func readRow(t *testing.T, db *pgtest.DB, tenant, op, key string) row {
 // record's stored response to another key's retries.
 func copyRecord(t *testing.T, db *pgtest.DB, from, to [3]string) {
 	t.Helper()
-	if _, err := db.Exec(context.Background(), `INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version,
+	if _, err := db.Exec(context.Background(), `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
 			response_status, response_headers, response_body, attempts, fence, lease_expires_at, recovery_point, recovery_data,
 			created_at, completed_at, expires_at)
-		SELECT $4, $5, $6, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence,
+		SELECT idem_record_id($4, $5, $6), $4, $5, $6, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence,
 			lease_expires_at, recovery_point, recovery_data, created_at, completed_at, expires_at
 		FROM idem_records WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3`,
 		from[0], from[1], from[2], to[0], to[1], to[2]); err != nil {

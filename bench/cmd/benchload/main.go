@@ -142,6 +142,16 @@ func main() {
 		{name: "naive", path: "/naive", key: newKey, want: []int{201}},
 		{name: "fiber", path: "/fiber", fiber: true, key: newKey, want: []int{201}},
 	}
+	if os.Getenv("REDIS_URL") != "" {
+		// The server serves the same operations under /redis/ with the
+		// Redis fast path (benchserver); the replay keys are the same ones,
+		// cached by their first replay there.
+		scenarios = append(scenarios,
+			scenario{name: "atomic-redis", path: "/redis/atomic", key: newKey, want: []int{201}},
+			scenario{name: "replay-redis", path: "/redis/atomic", key: func(w *worker) string {
+				return w.keys[w.n%len(w.keys)]
+			}, want: []int{201}})
+	}
 	if len(want) > 0 {
 		var keep []scenario
 		for _, s := range scenarios {

@@ -115,8 +115,7 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 			fmt.Fprintf(w, "| %s | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, n, took.Seconds(),
 				float64(n)/took.Seconds(), tr.rps(), ms(tr.pct(99)), float64(tr.pct(99))/float64(sw.alone.pct(99)))
 		}
-		row("phase 1: expire (drop responses)", sw.expired, sw.expireTime, sw.expiring)
-		row("phase 2: delete tombstones", sw.deleted, sw.deleteTime, sw.deleting)
+		row("delete expired records", sw.deleted, sw.deleteTime, sw.deleting)
 	}
 }
 

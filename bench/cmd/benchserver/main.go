@@ -7,7 +7,9 @@
 // none when empty), POOL_SIZE and PPROF (non-empty: serve net/http/pprof
 // under /debug/pprof/), applies the runtime's migrations and its own
 // tables, and serves until SIGINT or SIGTERM. It also serves the peers
-// (peers.go): POST /naive here, POST /fiber on FIBER_ADDR.
+// (peers.go): POST /naive here, POST /fiber on FIBER_ADDR. With REDIS_URL
+// set, the same operations are served under /redis/ too, by an engine with
+// the Redis fast path (idem.Config.Cache, runtime/idemredis).
 // GET /_stats reports the process's allocation count, so the load tool can
 // attribute allocations per request to the server alone, and how often each
 // operation's handler ran.
@@ -34,6 +36,7 @@ import (
 
 	"github.com/idemgen/idemgen/bench/api"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemredis"
 )
 
 const schema = `CREATE TABLE IF NOT EXISTS bench_payments (
@@ -138,6 +141,18 @@ func run() error {
 	mux := http.NewServeMux()
 	mux.Handle("/", api.NewHandler(service{pool: pool}, engine))
 	mux.HandleFunc("POST /naive", naive(pool))
+	if url := os.Getenv("REDIS_URL"); url != "" {
+		cache, err := idemredis.New(url, idemredis.Options{Prefix: "bench:"})
+		if err != nil {
+			return fmt.Errorf("REDIS_URL: %w", err)
+		}
+		defer cache.Close()
+		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: cache})
+		if err != nil {
+			return err
+		}
+		mux.Handle("/redis/", http.StripPrefix("/redis", api.NewHandler(service{pool: pool}, cached)))
+	}
 	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)

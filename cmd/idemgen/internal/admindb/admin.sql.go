@@ -62,15 +62,15 @@ SELECT tenant, operation, idempotency_key, state, schema_version, attempts, fenc
     (expires_at <= now())::boolean AS expired,
     now()::timestamptz AS db_now
 FROM idem_records
-WHERE tenant = $1 AND idempotency_key = $2
-  AND ($3::text IS NULL OR operation = $3)
+WHERE ($1::text IS NULL AND tenant = $2 AND idempotency_key = $3)
+   OR id = idem_record_id($2, $1::text, $3)
 ORDER BY operation
 `
 
 type FindRecordsParams struct {
+	Operation      pgtype.Text
 	Tenant         string
 	IdempotencyKey string
-	Operation      pgtype.Text
 }
 
 type FindRecordsRow struct {
@@ -101,9 +101,11 @@ type FindRecordsRow struct {
 // They read idem_records as the engine writes it and change a record only
 // by a fenced UPDATE, like the engine.
 // The records a key names (one per operation, unless -operation is given).
-// The stored body's size, not the body.
+// The stored body's size, not the body. With the operation, one primary-key
+// lookup (the record's id); without it, a walk of the table: only the id
+// is indexed.
 func (q *Queries) FindRecords(ctx context.Context, arg FindRecordsParams) ([]FindRecordsRow, error) {
-	rows, err := q.db.Query(ctx, findRecords, arg.Tenant, arg.IdempotencyKey, arg.Operation)
+	rows, err := q.db.Query(ctx, findRecords, arg.Operation, arg.Tenant, arg.IdempotencyKey)
 	if err != nil {
 		return nil, err
 	}
@@ -146,7 +148,7 @@ func (q *Queries) FindRecords(ctx context.Context, arg FindRecordsParams) ([]Fin
 const getStored = `-- name: GetStored :one
 SELECT state, fence, updated_at, response_status, response_headers, response_body, recovery_data
 FROM idem_records
-WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
+WHERE id = idem_record_id($1, $2, $3)
 `
 
 type GetStoredParams struct {
@@ -187,8 +189,7 @@ SELECT tenant, operation, idempotency_key, state, attempts, fence, lease_expires
     created_at, updated_at, expires_at, response_status,
     coalesce(octet_length(response_body), 0)::bigint AS body_bytes,
     coalesce(lease_expires_at > now(), false)::boolean AS lease_live,
-    substr(encode(sha256(convert_to(tenant, 'UTF8') || '\x00'::bytea || convert_to(operation, 'UTF8')
-        || '\x00'::bytea || convert_to(idempotency_key, 'UTF8')), 'hex'), 1, 16)::text AS key_hash
+    substr(replace(id::text, '-', ''), 1, 16)::text AS key_hash
 FROM idem_records
 WHERE ($1::text IS NULL OR state = $1)
   AND ($2::text IS NULL OR operation = $2)
@@ -196,8 +197,7 @@ WHERE ($1::text IS NULL OR state = $1)
   AND ($4::bigint IS NULL
        OR created_at <= now() - $4::bigint * interval '1 millisecond')
   AND ($5::text IS NULL
-       OR substr(encode(sha256(convert_to(tenant, 'UTF8') || '\x00'::bytea || convert_to(operation, 'UTF8')
-           || '\x00'::bytea || convert_to(idempotency_key, 'UTF8')), 'hex'), 1, 16) = $5)
+       OR (id >= rpad($5::text, 32, '0')::uuid AND id <= rpad($5::text, 32, 'f')::uuid))
 ORDER BY CASE
         WHEN state = 'UNKNOWN' THEN 0
         WHEN state = 'IN_PROGRESS' AND coalesce(lease_expires_at <= now(), true) THEN 1
@@ -235,8 +235,9 @@ type ListRecordsRow struct {
 
 // Records by filter, what needs a person first: UNKNOWN, then claims whose
 // lease lapsed (abandoned), then live claims, then the rest, oldest first.
-// key_hash is idem.Key.Hash computed by the database, so a hash from a log
-// line finds its record. Walks the table: bounded by LIMIT, not by an index.
+// key_hash is idem.Key.Hash (the first 8 bytes of the record's id, in hex),
+// so a hash from a log line finds its record: a range of the primary key.
+// Otherwise walks the table, bounded by LIMIT, not by an index.
 func (q *Queries) ListRecords(ctx context.Context, arg ListRecordsParams) ([]ListRecordsRow, error) {
 	rows, err := q.db.Query(ctx, listRecords,
 		arg.State,
@@ -321,17 +322,15 @@ UPDATE idem_records SET
     response_headers = $1,
     response_body    = $2,
     recovery_data    = $3
-WHERE tenant = $4 AND operation = $5 AND idempotency_key = $6
-  AND state = $7 AND fence = $8 AND updated_at = $9
+WHERE id = $4
+  AND state = $5 AND fence = $6 AND updated_at = $7
 `
 
 type ResealParams struct {
 	ResponseHeaders []byte
 	ResponseBody    []byte
 	RecoveryData    []byte
-	Tenant          string
-	Operation       string
-	IdempotencyKey  string
+	ID              pgtype.UUID
 	State           string
 	Fence           int64
 	UpdatedAt       pgtype.Timestamptz
@@ -344,9 +343,7 @@ func (q *Queries) Reseal(ctx context.Context, arg ResealParams) (int64, error) {
 		arg.ResponseHeaders,
 		arg.ResponseBody,
 		arg.RecoveryData,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
+		arg.ID,
 		arg.State,
 		arg.Fence,
 		arg.UpdatedAt,
@@ -422,7 +419,7 @@ UPDATE idem_records SET
     taken_over       = false,
     fence            = fence + 1,
     updated_at       = now()
-WHERE tenant = $5 AND operation = $6 AND idempotency_key = $7
+WHERE id = idem_record_id($5, $6, $7)
   AND state = $8 AND fence = $9
 RETURNING fence
 `
@@ -462,23 +459,22 @@ func (q *Queries) Resolve(ctx context.Context, arg ResolveParams) (int64, error)
 }
 
 const sealedPage = `-- name: SealedPage :many
-SELECT tenant, operation, idempotency_key, state, fence, updated_at,
+SELECT id, tenant, operation, idempotency_key, state, fence, updated_at,
     response_headers, response_body, recovery_data
 FROM idem_records
-WHERE (tenant, operation, idempotency_key) > ($1::text, $2::text, $3::text)
+WHERE ($1::uuid IS NULL OR id > $1::uuid)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)
-ORDER BY tenant, operation, idempotency_key
-LIMIT $4
+ORDER BY id
+LIMIT $2
 `
 
 type SealedPageParams struct {
-	AfterTenant    string
-	AfterOperation string
-	AfterKey       string
-	RowLimit       int32
+	AfterID  pgtype.UUID
+	RowLimit int32
 }
 
 type SealedPageRow struct {
+	ID              pgtype.UUID
 	Tenant          string
 	Operation       string
 	IdempotencyKey  string
@@ -493,12 +489,7 @@ type SealedPageRow struct {
 // Reseal walks every record holding a stored response or recovery data, in
 // primary-key order, a page at a time.
 func (q *Queries) SealedPage(ctx context.Context, arg SealedPageParams) ([]SealedPageRow, error) {
-	rows, err := q.db.Query(ctx, sealedPage,
-		arg.AfterTenant,
-		arg.AfterOperation,
-		arg.AfterKey,
-		arg.RowLimit,
-	)
+	rows, err := q.db.Query(ctx, sealedPage, arg.AfterID, arg.RowLimit)
 	if err != nil {
 		return nil, err
 	}
@@ -507,6 +498,7 @@ func (q *Queries) SealedPage(ctx context.Context, arg SealedPageParams) ([]Seale
 	for rows.Next() {
 		var i SealedPageRow
 		if err := rows.Scan(
+			&i.ID,
 			&i.Tenant,
 			&i.Operation,
 			&i.IdempotencyKey,

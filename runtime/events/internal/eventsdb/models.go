@@ -34,6 +34,29 @@ type IdemOutbox struct {
 }
 
 type IdemRecord struct {
+	ID              pgtype.UUID
+	Tenant          string
+	Operation       string
+	IdempotencyKey  string
+	State           string
+	Fingerprint     []byte
+	SchemaVersion   string
+	ResponseStatus  pgtype.Int4
+	ResponseHeaders []byte
+	ResponseBody    []byte
+	Attempts        int32
+	Fence           int64
+	LeaseExpiresAt  pgtype.Timestamptz
+	TakenOver       bool
+	RecoveryPoint   pgtype.Text
+	RecoveryData    []byte
+	CreatedAt       pgtype.Timestamptz
+	UpdatedAt       pgtype.Timestamptz
+	CompletedAt     pgtype.Timestamptz
+	ExpiresAt       pgtype.Timestamptz
+}
+
+type IdemRecordsV2 struct {
 	Tenant          string
 	Operation       string
 	IdempotencyKey  string

@@ -14,16 +14,21 @@ import (
 const abandonClaims = `-- name: AbandonClaims :many
 UPDATE idem_records SET
     state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state = 'IN_PROGRESS' AND s.expires_at <= now()
+WHERE ctid = ANY(ARRAY(
+    SELECT s.ctid FROM idem_records s
+    WHERE s.ctid >= ('(' || $1::bigint || ',0)')::tid AND s.ctid < ('(' || $2::bigint || ',0)')::tid
+      AND s.state = 'IN_PROGRESS' AND s.expires_at <= now()
       AND (s.lease_expires_at IS NULL OR s.lease_expires_at <= now())
-    ORDER BY s.expires_at
-    LIMIT $1
-    FOR UPDATE SKIP LOCKED)
-  AND state = 'IN_PROGRESS'
+    LIMIT $3
+    FOR UPDATE SKIP LOCKED))
 RETURNING tenant, operation, idempotency_key, attempts, recovery_point, created_at, expires_at
 `
+
+type AbandonClaimsParams struct {
+	FirstPage int64
+	EndPage   int64
+	BatchSize int32
+}
 
 type AbandonClaimsRow struct {
 	Tenant         string
@@ -39,8 +44,8 @@ type AbandonClaimsRow struct {
 // abandoned (its holder died and no client retried). What it did is not
 // known, so it becomes UNKNOWN, never deleted on the spot; the rows are
 // returned so the sweeper can report them.
-func (q *Queries) AbandonClaims(ctx context.Context, batchSize int32) ([]AbandonClaimsRow, error) {
-	rows, err := q.db.Query(ctx, abandonClaims, batchSize)
+func (q *Queries) AbandonClaims(ctx context.Context, arg AbandonClaimsParams) ([]AbandonClaimsRow, error) {
+	rows, err := q.db.Query(ctx, abandonClaims, arg.FirstPage, arg.EndPage, arg.BatchSize)
 	if err != nil {
 		return nil, err
 	}
@@ -69,13 +74,13 @@ func (q *Queries) AbandonClaims(ctx context.Context, batchSize int32) ([]Abandon
 
 const claim = `-- name: Claim :one
 INSERT INTO idem_records AS r (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
     lease_expires_at, expires_at)
 VALUES (
-    $1, $2, $3, 'IN_PROGRESS', $4, $5,
-    now() + ($6::bigint) * interval '1 millisecond',
-    now() + ($7::bigint) * interval '1 millisecond')
-ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+    $1, $2, $3, $4, 'IN_PROGRESS', $5, $6,
+    now() + ($7::bigint) * interval '1 millisecond',
+    now() + ($8::bigint) * interval '1 millisecond')
+ON CONFLICT (id) DO UPDATE SET
     state            = 'IN_PROGRESS',
     fingerprint      = EXCLUDED.fingerprint,
     schema_version   = EXCLUDED.schema_version,
@@ -92,16 +97,19 @@ ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
     created_at       = CASE WHEN r.expires_at <= now() THEN now() ELSE r.created_at END,
     expires_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.expires_at ELSE r.expires_at END,
     updated_at       = now()
-WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
-   OR ($8::boolean
-       AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
-       AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
-   OR (r.fingerprint = EXCLUDED.fingerprint
-       AND ((r.state = 'IN_PROGRESS' AND r.lease_expires_at <= now()) OR r.state = 'UNKNOWN'))
-RETURNING fence, attempts, taken_over, recovery_point, recovery_data, created_at
+WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+  AND ((r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
+    OR ($9::boolean
+        AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+        AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
+    OR (r.fingerprint = EXCLUDED.fingerprint
+        AND ((r.state = 'IN_PROGRESS' AND r.lease_expires_at <= now()) OR r.state = 'UNKNOWN')))
+RETURNING fence, attempts, taken_over, recovery_point, recovery_data, created_at,
+    floor(extract(epoch FROM expires_at - now()) * 1000)::bigint AS expires_left_ms
 `
 
 type ClaimParams struct {
+	ID             pgtype.UUID
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
@@ -119,6 +127,7 @@ type ClaimRow struct {
 	RecoveryPoint pgtype.Text
 	RecoveryData  []byte
 	CreatedAt     pgtype.Timestamptz
+	ExpiresLeftMs int64
 }
 
 // Lease mode: claims a key in one statement, in a transaction of its own
@@ -129,10 +138,12 @@ type ClaimRow struct {
 //   - an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one, with the
 //     same fingerprint (taken_over tells the caller to recover).
 //
-// Returns no row when the key is held otherwise; the caller then reads the
-// record to classify (replay, conflict, in flight, expired).
+// Returns no row when the key is held otherwise (or the row is another
+// key's whose id collides); the caller then reads the record to classify
+// (replay, conflict, in flight, expired, collision).
 func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) {
 	row := q.db.QueryRow(ctx, claim,
+		arg.ID,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
@@ -150,11 +161,12 @@ func (q *Queries) Claim(ctx context.Context, arg ClaimParams) (ClaimRow, error) 
 		&i.RecoveryPoint,
 		&i.RecoveryData,
 		&i.CreatedAt,
+		&i.ExpiresLeftMs,
 	)
 	return i, err
 }
 
-const complete = `-- name: Complete :execrows
+const complete = `-- name: Complete :one
 UPDATE idem_records SET
     state            = $1,
     response_status  = $2,
@@ -164,8 +176,8 @@ UPDATE idem_records SET
     lease_expires_at = NULL,
     taken_over       = false,
     updated_at       = now()
-WHERE tenant = $5 AND operation = $6 AND idempotency_key = $7
-  AND fence = $8 AND state = 'IN_PROGRESS'
+WHERE id = $5 AND fence = $6 AND state = 'IN_PROGRESS'
+RETURNING completed_at
 `
 
 type CompleteParams struct {
@@ -173,31 +185,26 @@ type CompleteParams struct {
 	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
-	Tenant          string
-	Operation       string
-	IdempotencyKey  string
+	ID              pgtype.UUID
 	Fence           int64
 }
 
 // Lease mode: stores the outcome (COMPLETED or FAILED_REPLAYABLE) if the
-// caller still holds the claim. Zero rows: the claim was taken over (a zombie
+// caller still holds the claim. No row: the claim was taken over (a zombie
 // holder) and the caller must roll its business transaction back. Changes no
 // indexed column, so the row can be updated in place (HOT).
-func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (int64, error) {
-	result, err := q.db.Exec(ctx, complete,
+func (q *Queries) Complete(ctx context.Context, arg CompleteParams) (pgtype.Timestamptz, error) {
+	row := q.db.QueryRow(ctx, complete,
 		arg.State,
 		arg.ResponseStatus,
 		arg.ResponseHeaders,
 		arg.ResponseBody,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
+		arg.ID,
 		arg.Fence,
 	)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
+	var completed_at pgtype.Timestamptz
+	err := row.Scan(&completed_at)
+	return completed_at, err
 }
 
 const completeOrAbort = `-- name: CompleteOrAbort :one
@@ -211,10 +218,9 @@ WITH done AS (
         lease_expires_at = NULL,
         taken_over       = false,
         updated_at       = now()
-    WHERE tenant = $5 AND operation = $6 AND idempotency_key = $7
-      AND fence = $8 AND state = 'IN_PROGRESS'
-    RETURNING 1)
-SELECT (1 / count(*))::integer AS stored FROM done
+    WHERE id = $5 AND fence = $6 AND state = 'IN_PROGRESS'
+    RETURNING completed_at)
+SELECT (1 / count(*))::integer AS stored, max(completed_at)::timestamptz AS completed_at FROM done
 `
 
 type CompleteOrAbortParams struct {
@@ -222,171 +228,47 @@ type CompleteOrAbortParams struct {
 	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
-	Tenant          string
-	Operation       string
-	IdempotencyKey  string
+	ID              pgtype.UUID
 	Fence           int64
+}
+
+type CompleteOrAbortRow struct {
+	Stored      int32
+	CompletedAt pgtype.Timestamptz
 }
 
 // Complete for a batch that sends COMMIT right behind it: a claim that no
 // longer holds (zero rows) is an error, division by zero (SQLSTATE 22012),
 // so PostgreSQL skips the COMMIT and the business writes never commit.
-func (q *Queries) CompleteOrAbort(ctx context.Context, arg CompleteOrAbortParams) (int32, error) {
+func (q *Queries) CompleteOrAbort(ctx context.Context, arg CompleteOrAbortParams) (CompleteOrAbortRow, error) {
 	row := q.db.QueryRow(ctx, completeOrAbort,
 		arg.State,
 		arg.ResponseStatus,
 		arg.ResponseHeaders,
 		arg.ResponseBody,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
+		arg.ID,
 		arg.Fence,
 	)
-	var stored int32
-	err := row.Scan(&stored)
-	return stored, err
-}
-
-const countUnknown = `-- name: CountUnknown :one
-SELECT count(*) FROM idem_records WHERE state = 'UNKNOWN' AND expires_at <= now()
-`
-
-// Sweeper: UNKNOWN records past their expiry, waiting for a resolution.
-func (q *Queries) CountUnknown(ctx context.Context) (int64, error) {
-	row := q.db.QueryRow(ctx, countUnknown)
-	var count int64
-	err := row.Scan(&count)
-	return count, err
-}
-
-const deleteExpired = `-- name: DeleteExpired :one
-WITH deleted AS (
-    DELETE FROM idem_records
-    WHERE (tenant, operation, idempotency_key) IN (
-        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-        WHERE s.state = 'EXPIRED' AND s.expires_at <= now() - ($2::bigint) * interval '1 millisecond'
-          AND s.expires_at >= $1::timestamptz
-        ORDER BY s.expires_at
-        LIMIT $3
-        FOR UPDATE SKIP LOCKED)
-    RETURNING expires_at
-)
-SELECT count(*)::bigint AS deleted, coalesce(max(expires_at), $1::timestamptz)::timestamptz AS last_expiry
-FROM deleted
-`
-
-type DeleteExpiredParams struct {
-	After     pgtype.Timestamptz
-	GraceMs   int64
-	BatchSize int32
-}
-
-type DeleteExpiredRow struct {
-	Deleted    int64
-	LastExpiry pgtype.Timestamptz
-}
-
-// Sweeper, phase two: tombstones older than the grace period are deleted,
-// each batch starting at the last expiry of the one before (as above: the
-// index entries of deleted rows stay until vacuum).
-func (q *Queries) DeleteExpired(ctx context.Context, arg DeleteExpiredParams) (DeleteExpiredRow, error) {
-	row := q.db.QueryRow(ctx, deleteExpired, arg.After, arg.GraceMs, arg.BatchSize)
-	var i DeleteExpiredRow
-	err := row.Scan(&i.Deleted, &i.LastExpiry)
-	return i, err
-}
-
-const deleteUnknown = `-- name: DeleteUnknown :execrows
-DELETE FROM idem_records
-WHERE (tenant, operation, idempotency_key) IN (
-    SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-    WHERE s.state = 'UNKNOWN' AND s.expires_at <= now() - ($1::bigint) * interval '1 millisecond'
-    ORDER BY s.expires_at
-    LIMIT $2
-    FOR UPDATE SKIP LOCKED)
-`
-
-type DeleteUnknownParams struct {
-	GraceMs   int64
-	BatchSize int32
-}
-
-// Sweeper, only when a grace for unresolved records is configured: UNKNOWN
-// records that stayed unresolved that long after their expiry are deleted.
-func (q *Queries) DeleteUnknown(ctx context.Context, arg DeleteUnknownParams) (int64, error) {
-	result, err := q.db.Exec(ctx, deleteUnknown, arg.GraceMs, arg.BatchSize)
-	if err != nil {
-		return 0, err
-	}
-	return result.RowsAffected(), nil
-}
-
-const expireRecords = `-- name: ExpireRecords :one
-WITH expired AS (
-    UPDATE idem_records SET
-        state = 'EXPIRED', response_status = NULL, response_headers = NULL, response_body = NULL,
-        recovery_point = NULL, recovery_data = NULL, updated_at = now()
-    WHERE (tenant, operation, idempotency_key) IN (
-        SELECT s.tenant, s.operation, s.idempotency_key FROM idem_records s
-        WHERE s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE')
-          AND s.expires_at <= now() AND s.expires_at >= $1::timestamptz
-        ORDER BY s.expires_at
-        LIMIT $2
-        FOR UPDATE SKIP LOCKED)
-    RETURNING expires_at
-)
-SELECT count(*)::bigint AS expired, coalesce(max(expires_at), $1::timestamptz)::timestamptz AS last_expiry
-FROM expired
-`
-
-type ExpireRecordsParams struct {
-	After     pgtype.Timestamptz
-	BatchSize int32
-}
-
-type ExpireRecordsRow struct {
-	Expired    int64
-	LastExpiry pgtype.Timestamptz
-}
-
-// Sweeper, phase one: final records past their expiry become EXPIRED
-// tombstones (response dropped, fingerprint kept, so onExpired=reject still
-// recognises the key). Bounded batch; IN_PROGRESS and UNKNOWN are never touched.
-// The tombstones keep their place in the expiry index, ahead of the records
-// still to expire, so a batch that started at the beginning of the index
-// would walk over every tombstone made before it (a pass over a million
-// records: hours). Within a pass the sweeper starts each batch at the last
-// expiry of the one before (@after, returned as last_expiry).
-func (q *Queries) ExpireRecords(ctx context.Context, arg ExpireRecordsParams) (ExpireRecordsRow, error) {
-	row := q.db.QueryRow(ctx, expireRecords, arg.After, arg.BatchSize)
-	var i ExpireRecordsRow
-	err := row.Scan(&i.Expired, &i.LastExpiry)
+	var i CompleteOrAbortRow
+	err := row.Scan(&i.Stored, &i.CompletedAt)
 	return i, err
 }
 
 const failRetryable = `-- name: FailRetryable :execrows
 UPDATE idem_records SET
     state = 'FAILED_RETRYABLE', lease_expires_at = NULL, taken_over = false, updated_at = now()
-WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
-  AND fence = $4 AND state = 'IN_PROGRESS'
+WHERE id = $1 AND fence = $2 AND state = 'IN_PROGRESS'
 `
 
 type FailRetryableParams struct {
-	Tenant         string
-	Operation      string
-	IdempotencyKey string
-	Fence          int64
+	ID    pgtype.UUID
+	Fence int64
 }
 
 // Lease mode: the handler failed and its writes were rolled back; a retry
 // with the same payload may run again.
 func (q *Queries) FailRetryable(ctx context.Context, arg FailRetryableParams) (int64, error) {
-	result, err := q.db.Exec(ctx, failRetryable,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
-		arg.Fence,
-	)
+	result, err := q.db.Exec(ctx, failRetryable, arg.ID, arg.Fence)
 	if err != nil {
 		return 0, err
 	}
@@ -395,36 +277,48 @@ func (q *Queries) FailRetryable(ctx context.Context, arg FailRetryableParams) (i
 
 const getRecord = `-- name: GetRecord :one
 
-SELECT state,
-    (fingerprint = $1)::boolean AS same_request,
-    schema_version,
-    attempts,
-    fence,
-    created_at,
-    completed_at,
-    (expires_at <= now())::boolean AS expired,
-    coalesce(lease_expires_at <= now(), false)::boolean AS lease_lapsed,
+SELECT (r.same_key IS TRUE)::boolean AS same_key,
+    r.state,
+    r.same_request,
+    r.schema_version,
+    r.attempts,
+    r.fence,
+    r.created_at,
+    r.completed_at,
+    r.expired,
+    coalesce(r.lease_expires_at <= now(), false)::boolean AS lease_lapsed,
     -- Milliseconds left of a live lease, for Retry-After.
-    coalesce(ceil(extract(epoch FROM lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
+    coalesce(ceil(extract(epoch FROM r.lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
+    -- Milliseconds the record has left, for how long a cache may keep it.
+    greatest(floor(extract(epoch FROM r.expires_at - now()) * 1000), 0)::bigint AS expires_left_ms,
     -- The stored response, or 0 / {} / empty when it is not to be replayed.
-    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_status END, 0)::integer AS response_status,
-    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_headers END, '{}')::jsonb AS response_headers,
-    coalesce(CASE WHEN fingerprint = $1 AND state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND expires_at > now()
-        THEN response_body END, '')::bytea AS response_body
-FROM idem_records
-WHERE tenant = $2 AND operation = $3 AND idempotency_key = $4
+    coalesce(CASE WHEN r.replayable THEN r.response_status END, 0)::integer AS response_status,
+    coalesce(CASE WHEN r.replayable THEN r.response_headers END, '{}')::jsonb AS response_headers,
+    coalesce(CASE WHEN r.replayable THEN r.response_body END, '')::bytea AS response_body
+FROM (
+    SELECT k.id, k.tenant, k.operation, k.idempotency_key, k.state, k.fingerprint, k.schema_version, k.response_status, k.response_headers, k.response_body, k.attempts, k.fence, k.lease_expires_at, k.taken_over, k.recovery_point, k.recovery_data, k.created_at, k.updated_at, k.completed_at, k.expires_at, k.same_key, k.same_request, k.expired,
+        k.same_key AND k.same_request AND k.state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND NOT k.expired AS replayable
+    FROM (
+        SELECT s.id, s.tenant, s.operation, s.idempotency_key, s.state, s.fingerprint, s.schema_version, s.response_status, s.response_headers, s.response_body, s.attempts, s.fence, s.lease_expires_at, s.taken_over, s.recovery_point, s.recovery_data, s.created_at, s.updated_at, s.completed_at, s.expires_at,
+            (s.tenant = $1::text AND s.operation = $2::text AND s.idempotency_key = $3::text) AS same_key,
+            (s.fingerprint = $4::bytea) AS same_request,
+            (s.expires_at <= now()) AS expired
+        FROM idem_records s
+        WHERE s.id = $5
+    ) k
+) r
 `
 
 type GetRecordParams struct {
-	Fingerprint    []byte
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
+	Fingerprint    []byte
+	ID             pgtype.UUID
 }
 
 type GetRecordRow struct {
+	SameKey         bool
 	State           string
 	SameRequest     bool
 	SchemaVersion   string
@@ -435,6 +329,7 @@ type GetRecordRow struct {
 	Expired         bool
 	LeaseLapsed     bool
 	LeaseLeftMs     int64
+	ExpiresLeftMs   int64
 	ResponseStatus  int32
 	ResponseHeaders []byte
 	ResponseBody    []byte
@@ -447,19 +342,25 @@ type GetRecordRow struct {
 // never compares a stored timestamp with its own clock.
 // Reads what a request needs to decide about an existing record: replay it,
 // refuse it (another payload, in flight, expired) or claim it. The stored
-// response comes back only when it is about to be replayed (same request,
-// final, not expired); a conflict or an in-flight answer never reads it.
-// A read, never followed by an INSERT decision: the writes below are the
-// only check-and-set.
+// response comes back only when it is about to be replayed (same key, same
+// request, final, not expired); a conflict or an in-flight answer never
+// reads it. A read, never followed by an INSERT decision: the writes below
+// are the only check-and-set.
+//
+// The record is found by its id; same_key says whether the row is the
+// key's own (false: another key whose id collides, which the engine
+// refuses rather than answer for).
 func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecordRow, error) {
 	row := q.db.QueryRow(ctx, getRecord,
-		arg.Fingerprint,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
+		arg.Fingerprint,
+		arg.ID,
 	)
 	var i GetRecordRow
 	err := row.Scan(
+		&i.SameKey,
 		&i.State,
 		&i.SameRequest,
 		&i.SchemaVersion,
@@ -470,6 +371,7 @@ func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecord
 		&i.Expired,
 		&i.LeaseLapsed,
 		&i.LeaseLeftMs,
+		&i.ExpiresLeftMs,
 		&i.ResponseStatus,
 		&i.ResponseHeaders,
 		&i.ResponseBody,
@@ -477,17 +379,59 @@ func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecord
 	return i, err
 }
 
-const insertOutcome = `-- name: InsertOutcome :exec
+const importLegacy = `-- name: ImportLegacy :execrows
+WITH taken AS (
+    DELETE FROM idem_records_v2 v
+    WHERE v.tenant = $1 AND v.operation = $2 AND v.idempotency_key = $3
+    RETURNING tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over, recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at
+)
 INSERT INTO idem_records (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
+    response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over,
+    recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at)
+SELECT idem_record_id(t.tenant, t.operation, t.idempotency_key), t.tenant, t.operation, t.idempotency_key,
+    t.state, t.fingerprint, t.schema_version, t.response_status, t.response_headers, t.response_body,
+    t.attempts, t.fence, t.lease_expires_at, t.taken_over, t.recovery_point, t.recovery_data,
+    t.created_at, t.updated_at, t.completed_at, t.expires_at
+FROM taken t
+ON CONFLICT (id) DO NOTHING
+`
+
+type ImportLegacyParams struct {
+	Tenant         string
+	Operation      string
+	IdempotencyKey string
+}
+
+// While a v2 table is left from the upgrade (migration 0005): moves the
+// key's v2 record, if there is one, into idem_records before the engine
+// decides about the key, in one statement. Moved, not copied: a record
+// the engine later deletes (a released claim, a released retryable
+// record) must not come back from the v2 table. Two requests (or a
+// request and the sweeper) moving it at once: the second's DELETE waits
+// for the first to commit and then finds nothing, and the record is in
+// idem_records by then.
+func (q *Queries) ImportLegacy(ctx context.Context, arg ImportLegacyParams) (int64, error) {
+	result, err := q.db.Exec(ctx, importLegacy, arg.Tenant, arg.Operation, arg.IdempotencyKey)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const insertOutcome = `-- name: InsertOutcome :one
+INSERT INTO idem_records (
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
     response_status, response_headers, response_body, created_at, completed_at, expires_at)
 VALUES (
-    $1, $2, $3, $4, $5, $6,
-    $7, $8, $9, $10, now(),
-    now() + ($11::bigint) * interval '1 millisecond')
+    $1, $2, $3, $4, $5, $6, $7,
+    $8, $9, $10, $11, now(),
+    now() + ($12::bigint) * interval '1 millisecond')
+RETURNING completed_at
 `
 
 type InsertOutcomeParams struct {
+	ID              pgtype.UUID
 	Tenant          string
 	Operation       string
 	IdempotencyKey  string
@@ -506,8 +450,11 @@ type InsertOutcomeParams struct {
 // duplicate that got there first makes it fail with unique_violation
 // (23505), after waiting for that duplicate's transaction to end; the
 // COMMIT queued behind it is then skipped and the business writes roll back.
-func (q *Queries) InsertOutcome(ctx context.Context, arg InsertOutcomeParams) error {
-	_, err := q.db.Exec(ctx, insertOutcome,
+// (A record of another key whose id collides fails it the same way; the
+// read that follows tells the two apart.)
+func (q *Queries) InsertOutcome(ctx context.Context, arg InsertOutcomeParams) (pgtype.Timestamptz, error) {
+	row := q.db.QueryRow(ctx, insertOutcome,
+		arg.ID,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
@@ -520,50 +467,100 @@ func (q *Queries) InsertOutcome(ctx context.Context, arg InsertOutcomeParams) er
 		arg.CreatedAt,
 		arg.TtlMs,
 	)
-	return err
+	var completed_at pgtype.Timestamptz
+	err := row.Scan(&completed_at)
+	return completed_at, err
+}
+
+const legacyTable = `-- name: LegacyTable :one
+SELECT (to_regclass('idem_records_v2') IS NOT NULL)::boolean AS present
+`
+
+// Whether the v2 table left by migration 0005 is still there.
+func (q *Queries) LegacyTable(ctx context.Context) (bool, error) {
+	row := q.db.QueryRow(ctx, legacyTable)
+	var present bool
+	err := row.Scan(&present)
+	return present, err
 }
 
 const markUnknown = `-- name: MarkUnknown :execrows
 UPDATE idem_records SET
     state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
-  AND fence = $4 AND state = 'IN_PROGRESS'
+WHERE id = $1 AND fence = $2 AND state = 'IN_PROGRESS'
 `
 
 type MarkUnknownParams struct {
-	Tenant         string
-	Operation      string
-	IdempotencyKey string
-	Fence          int64
+	ID    pgtype.UUID
+	Fence int64
 }
 
 // Lease mode: a recovery hook could not tell whether a taken-over claim's
 // external effect happened. The next retry takes the claim over again.
 func (q *Queries) MarkUnknown(ctx context.Context, arg MarkUnknownParams) (int64, error) {
-	result, err := q.db.Exec(ctx, markUnknown,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
-		arg.Fence,
-	)
+	result, err := q.db.Exec(ctx, markUnknown, arg.ID, arg.Fence)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
 }
 
+const moveLegacy = `-- name: MoveLegacy :one
+WITH taken AS (
+    DELETE FROM idem_records_v2
+    WHERE ctid = ANY(ARRAY(SELECT ctid FROM idem_records_v2 LIMIT $1 FOR UPDATE SKIP LOCKED))
+    RETURNING tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over, recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at
+), moved AS (
+    INSERT INTO idem_records (
+        id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
+        response_status, response_headers, response_body, attempts, fence, lease_expires_at, taken_over,
+        recovery_point, recovery_data, created_at, updated_at, completed_at, expires_at)
+    SELECT idem_record_id(t.tenant, t.operation, t.idempotency_key), t.tenant, t.operation, t.idempotency_key,
+        t.state, t.fingerprint, t.schema_version, t.response_status, t.response_headers, t.response_body,
+        t.attempts, t.fence, t.lease_expires_at, t.taken_over, t.recovery_point, t.recovery_data,
+        t.created_at, t.updated_at, t.completed_at, t.expires_at
+    FROM taken t
+    WHERE t.state IN ('IN_PROGRESS', 'UNKNOWN') OR t.expires_at > now() - ($2::bigint) * interval '1 millisecond'
+    ON CONFLICT (id) DO NOTHING
+    RETURNING 1
+)
+SELECT (SELECT count(*) FROM taken)::bigint AS taken, (SELECT count(*) FROM moved)::bigint AS moved
+`
+
+type MoveLegacyParams struct {
+	BatchSize int32
+	GraceMs   int64
+}
+
+type MoveLegacyRow struct {
+	Taken int64
+	Moved int64
+}
+
+// Sweeper, while idem_records_v2 exists: moves up to @batch_size of its
+// records into idem_records in one statement (those past their expiry and
+// the grace are only deleted). taken below @batch_size: it is empty now.
+func (q *Queries) MoveLegacy(ctx context.Context, arg MoveLegacyParams) (MoveLegacyRow, error) {
+	row := q.db.QueryRow(ctx, moveLegacy, arg.BatchSize, arg.GraceMs)
+	var i MoveLegacyRow
+	err := row.Scan(&i.Taken, &i.Moved)
+	return i, err
+}
+
 const recordRetryable = `-- name: RecordRetryable :execrows
 INSERT INTO idem_records AS r (
-    tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
+    id, tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
 VALUES (
-    $1, $2, $3, 'FAILED_RETRYABLE', $4, $5,
-    now() + ($6::bigint) * interval '1 millisecond')
-ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+    $1, $2, $3, $4, 'FAILED_RETRYABLE', $5, $6,
+    now() + ($7::bigint) * interval '1 millisecond')
+ON CONFLICT (id) DO UPDATE SET
     attempts = r.attempts + 1, updated_at = now()
-WHERE r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint
+WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+  AND r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint
 `
 
 type RecordRetryableParams struct {
+	ID             pgtype.UUID
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
@@ -578,6 +575,7 @@ type RecordRetryableParams struct {
 // caller reads what that request stored.
 func (q *Queries) RecordRetryable(ctx context.Context, arg RecordRetryableParams) (int64, error) {
 	result, err := q.db.Exec(ctx, recordRetryable,
+		arg.ID,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
@@ -591,31 +589,49 @@ func (q *Queries) RecordRetryable(ctx context.Context, arg RecordRetryableParams
 	return result.RowsAffected(), nil
 }
 
-const release = `-- name: Release :execrows
+const releaseClaim = `-- name: ReleaseClaim :execrows
 DELETE FROM idem_records
-WHERE tenant = $1 AND operation = $2 AND idempotency_key = $3
-  AND (($4::bigint > 0 AND fence = $4::bigint AND state = 'IN_PROGRESS')
-    OR ($4::bigint = 0 AND state = 'FAILED_RETRYABLE' AND fingerprint = $5))
+WHERE id = $1 AND fence = $2 AND state = 'IN_PROGRESS'
 `
 
-type ReleaseParams struct {
+type ReleaseClaimParams struct {
+	ID    pgtype.UUID
+	Fence int64
+}
+
+// Lease mode: the outcome is not kept (400, 401, 403, 429, ...): free the
+// key, if the claim still holds, so a corrected request runs.
+func (q *Queries) ReleaseClaim(ctx context.Context, arg ReleaseClaimParams) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseClaim, arg.ID, arg.Fence)
+	if err != nil {
+		return 0, err
+	}
+	return result.RowsAffected(), nil
+}
+
+const releaseRetryable = `-- name: ReleaseRetryable :execrows
+DELETE FROM idem_records
+WHERE id = $1 AND tenant = $2 AND operation = $3 AND idempotency_key = $4
+  AND state = 'FAILED_RETRYABLE' AND fingerprint = $5
+`
+
+type ReleaseRetryableParams struct {
+	ID             pgtype.UUID
 	Tenant         string
 	Operation      string
 	IdempotencyKey string
-	Fence          int64
 	Fingerprint    []byte
 }
 
-// The outcome is not kept (400, 401, 403, 429, ...): free the key so a
-// corrected request runs. Lease mode passes its fence; atomic mode, whose
-// write rolled back with the transaction, drops a FAILED_RETRYABLE record of
-// the same payload (fence 0 matches any).
-func (q *Queries) Release(ctx context.Context, arg ReleaseParams) (int64, error) {
-	result, err := q.db.Exec(ctx, release,
+// Atomic mode: the outcome of a re-run of a FAILED_RETRYABLE record is not
+// kept; its writes rolled back with the transaction, and the record of the
+// same payload goes, so a corrected request runs.
+func (q *Queries) ReleaseRetryable(ctx context.Context, arg ReleaseRetryableParams) (int64, error) {
+	result, err := q.db.Exec(ctx, releaseRetryable,
+		arg.ID,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
-		arg.Fence,
 		arg.Fingerprint,
 	)
 	if err != nil {
@@ -628,40 +644,29 @@ const renewLeases = `-- name: RenewLeases :many
 UPDATE idem_records AS r SET
     lease_expires_at = now() + v.lease_ms * interval '1 millisecond',
     updated_at       = now()
-FROM (SELECT unnest($1::text[]) AS tenant, unnest($2::text[]) AS operation,
-             unnest($3::text[]) AS idempotency_key, unnest($4::bigint[]) AS fence,
-             unnest($5::bigint[]) AS lease_ms) AS v
-WHERE r.tenant = v.tenant AND r.operation = v.operation AND r.idempotency_key = v.idempotency_key
+FROM (SELECT unnest($1::uuid[]) AS id, unnest($2::bigint[]) AS fence,
+             unnest($3::bigint[]) AS lease_ms) AS v
+WHERE r.id = v.id
   AND r.fence = v.fence AND r.state = 'IN_PROGRESS'
-RETURNING r.tenant, r.operation, r.idempotency_key, r.fence
+RETURNING r.id, r.fence
 `
 
 type RenewLeasesParams struct {
-	Tenants         []string
-	Operations      []string
-	IdempotencyKeys []string
-	Fences          []int64
-	LeaseMs         []int64
+	Ids     []pgtype.UUID
+	Fences  []int64
+	LeaseMs []int64
 }
 
 type RenewLeasesRow struct {
-	Tenant         string
-	Operation      string
-	IdempotencyKey string
-	Fence          int64
+	ID    pgtype.UUID
+	Fence int64
 }
 
 // Lease mode: renews every live claim of one engine in one statement (the
 // engine's renewer, on a connection of its own). A claim that is not
 // returned no longer holds: another request took it over.
 func (q *Queries) RenewLeases(ctx context.Context, arg RenewLeasesParams) ([]RenewLeasesRow, error) {
-	rows, err := q.db.Query(ctx, renewLeases,
-		arg.Tenants,
-		arg.Operations,
-		arg.IdempotencyKeys,
-		arg.Fences,
-		arg.LeaseMs,
-	)
+	rows, err := q.db.Query(ctx, renewLeases, arg.Ids, arg.Fences, arg.LeaseMs)
 	if err != nil {
 		return nil, err
 	}
@@ -669,12 +674,7 @@ func (q *Queries) RenewLeases(ctx context.Context, arg RenewLeasesParams) ([]Ren
 	var items []RenewLeasesRow
 	for rows.Next() {
 		var i RenewLeasesRow
-		if err := rows.Scan(
-			&i.Tenant,
-			&i.Operation,
-			&i.IdempotencyKey,
-			&i.Fence,
-		); err != nil {
+		if err := rows.Scan(&i.ID, &i.Fence); err != nil {
 			return nil, err
 		}
 		items = append(items, i)
@@ -688,13 +688,13 @@ func (q *Queries) RenewLeases(ctx context.Context, arg RenewLeasesParams) ([]Ren
 const replaceOutcome = `-- name: ReplaceOutcome :one
 WITH done AS (
     INSERT INTO idem_records AS r (
-        tenant, operation, idempotency_key, state, fingerprint, schema_version,
+        id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
         response_status, response_headers, response_body, created_at, completed_at, expires_at)
     VALUES (
-        $1, $2, $3, $4, $5, $6,
-        $7, $8, $9, $10, now(),
-        now() + ($11::bigint) * interval '1 millisecond')
-    ON CONFLICT (tenant, operation, idempotency_key) DO UPDATE SET
+        $1, $2, $3, $4, $5, $6, $7,
+        $8, $9, $10, $11, now(),
+        now() + ($12::bigint) * interval '1 millisecond')
+    ON CONFLICT (id) DO UPDATE SET
         state            = EXCLUDED.state,
         fingerprint      = EXCLUDED.fingerprint,
         schema_version   = EXCLUDED.schema_version,
@@ -711,15 +711,18 @@ WITH done AS (
         created_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.created_at ELSE r.created_at END,
         expires_at       = CASE WHEN r.expires_at <= now() THEN EXCLUDED.expires_at ELSE r.expires_at END,
         updated_at       = now()
-    WHERE (r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
-       OR ($12::boolean
-           AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
-           AND (r.expires_at <= now() OR r.state = 'EXPIRED'))
-    RETURNING 1)
-SELECT (1 / count(*))::integer AS stored FROM done
+    WHERE r.tenant = EXCLUDED.tenant AND r.operation = EXCLUDED.operation AND r.idempotency_key = EXCLUDED.idempotency_key
+      AND ((r.state = 'FAILED_RETRYABLE' AND r.fingerprint = EXCLUDED.fingerprint AND r.expires_at > now())
+        OR ($13::boolean
+            AND r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+            AND (r.expires_at <= now() OR r.state = 'EXPIRED')))
+    RETURNING floor(extract(epoch FROM r.expires_at - now()) * 1000)::bigint AS left_ms, r.completed_at)
+SELECT (1 / count(*))::integer AS stored, coalesce(min(left_ms), 0)::bigint AS left_ms,
+    max(completed_at)::timestamptz AS completed_at FROM done
 `
 
 type ReplaceOutcomeParams struct {
+	ID              pgtype.UUID
 	Tenant          string
 	Operation       string
 	IdempotencyKey  string
@@ -734,13 +737,22 @@ type ReplaceOutcomeParams struct {
 	TakeExpired     bool
 }
 
+type ReplaceOutcomeRow struct {
+	Stored      int32
+	LeftMs      int64
+	CompletedAt pgtype.Timestamptz
+}
+
 // Atomic mode, a key whose record may be run again (FAILED_RETRYABLE with
 // the same fingerprint, or expired when onExpired is execute): the outcome
 // replaces it in the business transaction. When the record is no longer
-// replaceable (a concurrent duplicate completed it) the statement fails with
-// division by zero (22012), so the COMMIT queued behind it is skipped.
-func (q *Queries) ReplaceOutcome(ctx context.Context, arg ReplaceOutcomeParams) (int32, error) {
+// replaceable (a concurrent duplicate completed it, or it is another key's
+// whose id collides) the statement fails with division by zero (22012), so
+// the COMMIT queued behind it is skipped. left_ms is how long the record
+// has left.
+func (q *Queries) ReplaceOutcome(ctx context.Context, arg ReplaceOutcomeParams) (ReplaceOutcomeRow, error) {
 	row := q.db.QueryRow(ctx, replaceOutcome,
+		arg.ID,
 		arg.Tenant,
 		arg.Operation,
 		arg.IdempotencyKey,
@@ -754,9 +766,9 @@ func (q *Queries) ReplaceOutcome(ctx context.Context, arg ReplaceOutcomeParams) 
 		arg.TtlMs,
 		arg.TakeExpired,
 	)
-	var stored int32
-	err := row.Scan(&stored)
-	return stored, err
+	var i ReplaceOutcomeRow
+	err := row.Scan(&i.Stored, &i.LeftMs, &i.CompletedAt)
+	return i, err
 }
 
 const saveRecoveryPoint = `-- name: SaveRecoveryPoint :execrows
@@ -765,18 +777,15 @@ UPDATE idem_records SET
     recovery_data    = $2,
     lease_expires_at = now() + ($3::bigint) * interval '1 millisecond',
     updated_at       = now()
-WHERE tenant = $4 AND operation = $5 AND idempotency_key = $6
-  AND fence = $7 AND state = 'IN_PROGRESS'
+WHERE id = $4 AND fence = $5 AND state = 'IN_PROGRESS'
 `
 
 type SaveRecoveryPointParams struct {
-	RecoveryPoint  pgtype.Text
-	RecoveryData   []byte
-	LeaseMs        int64
-	Tenant         string
-	Operation      string
-	IdempotencyKey string
-	Fence          int64
+	RecoveryPoint pgtype.Text
+	RecoveryData  []byte
+	LeaseMs       int64
+	ID            pgtype.UUID
+	Fence         int64
 }
 
 // Lease mode: records how far a multi-step handler got and renews its lease,
@@ -786,13 +795,116 @@ func (q *Queries) SaveRecoveryPoint(ctx context.Context, arg SaveRecoveryPointPa
 		arg.RecoveryPoint,
 		arg.RecoveryData,
 		arg.LeaseMs,
-		arg.Tenant,
-		arg.Operation,
-		arg.IdempotencyKey,
+		arg.ID,
 		arg.Fence,
 	)
 	if err != nil {
 		return 0, err
 	}
 	return result.RowsAffected(), nil
+}
+
+const sweepPages = `-- name: SweepPages :one
+WITH deleted AS (
+    DELETE FROM idem_records
+    WHERE ctid = ANY(ARRAY(
+        SELECT s.ctid FROM idem_records s
+        WHERE s.ctid >= ('(' || $1::bigint || ',0)')::tid AND s.ctid < ('(' || $2::bigint || ',0)')::tid
+          AND s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+          AND s.expires_at <= now() - ($3::bigint) * interval '1 millisecond'
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED))
+    RETURNING 1
+), unknown_deleted AS (
+    DELETE FROM idem_records
+    WHERE ctid = ANY(ARRAY(
+        SELECT s.ctid FROM idem_records s
+        WHERE s.ctid >= ('(' || $1::bigint || ',0)')::tid AND s.ctid < ('(' || $2::bigint || ',0)')::tid
+          AND $5::bigint > 0
+          AND s.state = 'UNKNOWN' AND s.expires_at <= now() - ($5::bigint) * interval '1 millisecond'
+        LIMIT $4
+        FOR UPDATE SKIP LOCKED))
+    RETURNING 1
+), live AS (
+    SELECT
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS') AS in_progress,
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND coalesce(s.lease_expires_at <= now(), true)) AS abandoned,
+        count(*) FILTER (WHERE s.state = 'UNKNOWN') AS unknown,
+        count(*) FILTER (WHERE s.state = 'UNKNOWN' AND s.expires_at <= now()) AS unknown_expired,
+        min(s.created_at) AS oldest
+    FROM idem_records s
+    WHERE s.ctid >= ('(' || $1::bigint || ',0)')::tid AND s.ctid < ('(' || $2::bigint || ',0)')::tid
+      AND s.state IN ('IN_PROGRESS', 'UNKNOWN')
+)
+SELECT (SELECT count(*) FROM deleted)::bigint AS deleted,
+    (SELECT count(*) FROM unknown_deleted)::bigint AS unknown_deleted,
+    live.in_progress::bigint AS in_progress, live.abandoned::bigint AS abandoned,
+    live.unknown::bigint AS unknown, live.unknown_expired::bigint AS unknown_expired,
+    coalesce(extract(epoch FROM now() - live.oldest), 0)::float8 AS oldest_seconds
+FROM live
+`
+
+type SweepPagesParams struct {
+	FirstPage      int64
+	EndPage        int64
+	GraceMs        int64
+	BatchSize      int32
+	UnknownGraceMs int64
+}
+
+type SweepPagesRow struct {
+	Deleted        int64
+	UnknownDeleted int64
+	InProgress     int64
+	Abandoned      int64
+	Unknown        int64
+	UnknownExpired int64
+	OldestSeconds  float64
+}
+
+// Sweeper: deletes the final records (and EXPIRED ones, resolved so by
+// hand) whose expiry plus the grace has passed, and, when
+// @unknown_grace_ms > 0, the UNKNOWN records that long past their expiry;
+// IN_PROGRESS is never touched. Until the grace ends, an expired record
+// stays so that onExpired=reject still recognises its key (no request
+// replays it: expiry is judged by expires_at). It also counts the live
+// records of the pages, as they were before this statement.
+func (q *Queries) SweepPages(ctx context.Context, arg SweepPagesParams) (SweepPagesRow, error) {
+	row := q.db.QueryRow(ctx, sweepPages,
+		arg.FirstPage,
+		arg.EndPage,
+		arg.GraceMs,
+		arg.BatchSize,
+		arg.UnknownGraceMs,
+	)
+	var i SweepPagesRow
+	err := row.Scan(
+		&i.Deleted,
+		&i.UnknownDeleted,
+		&i.InProgress,
+		&i.Abandoned,
+		&i.Unknown,
+		&i.UnknownExpired,
+		&i.OldestSeconds,
+	)
+	return i, err
+}
+
+const tablePages = `-- name: TablePages :one
+
+SELECT (pg_relation_size('idem_records') / current_setting('block_size')::bigint)::bigint AS pages
+`
+
+// The sweeper walks the table in physical order, a range of pages
+// [@first_page, @end_page) per statement, instead of keeping an index on
+// expires_at up to date on every insert: each statement reads its pages
+// (a TID range scan) and changes at most @batch_size rows of them
+// (docs/design.md, "Expiry"). Rows it finds locked are skipped: the next
+// pass takes them.
+// How many pages idem_records has: where a pass of the sweeper ends.
+func (q *Queries) TablePages(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, tablePages)
+	var pages int64
+	err := row.Scan(&pages)
+	return pages, err
 }

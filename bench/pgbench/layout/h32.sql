@@ -1,0 +1,5 @@
+BEGIN;
+INSERT INTO bench_payments (idempotency_key, amount, currency, reference) VALUES (NULL, 100, 'EUR', 'pgbench') RETURNING id;
+INSERT INTO rec_h32 (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, created_at, completed_at, expires_at)
+VALUES (sha256(uuid_send(gen_random_uuid())), '', 'createAtomic', gen_random_uuid()::text, 'COMPLETED', sha256(convert_to(random()::text, 'UTF8')), 'bench', 201, '{"Content-Type": ["application/json"]}', convert_to('{"id":1,"amount":100,"currency":"EUR","reference":"pgbench"}', 'UTF8'), now(), now(), now() + interval '24 hours');
+COMMIT;

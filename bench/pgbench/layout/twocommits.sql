@@ -1,0 +1,8 @@
+-- The floor of lease mode's shape with the cheapest rows: two durable
+-- commits per request (a claim row, then the business row).
+BEGIN;
+INSERT INTO bench_payments2 (idempotency_key, amount, currency, reference) VALUES (gen_random_uuid()::text, 100, 'EUR', 'pgbench');
+COMMIT;
+BEGIN;
+INSERT INTO bench_payments (idempotency_key, amount, currency, reference) VALUES (NULL, 100, 'EUR', 'pgbench') RETURNING id;
+COMMIT;
