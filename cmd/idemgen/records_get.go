@@ -66,6 +66,13 @@ func (c *recordsCmd) get(args []string) error {
 		return err
 	}
 	key := normalizeKey(fs.Arg(0))
+	c.locate = func(ctx context.Context) error {
+		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
+		if err == nil && len(rows) == 0 {
+			err = notFound("%s: no record for key %q (tenant %q%s) on any shard", c.name, key, *tenant, opNote(*op))
+		}
+		return err
+	}
 	return c.run(func(ctx context.Context) error {
 		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
 		if err != nil {

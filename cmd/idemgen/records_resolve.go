@@ -118,6 +118,10 @@ func (c *recordsCmd) resolve(args []string) error {
 		}
 	}
 
+	c.locate = func(ctx context.Context) error {
+		_, err := c.findOne(ctx, *tenant, *op, key)
+		return err
+	}
 	return c.run(func(ctx context.Context) error {
 		r, err := c.findOne(ctx, *tenant, *op, key)
 		if err != nil {

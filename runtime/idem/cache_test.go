@@ -324,3 +324,49 @@ func TestCacheFaults(t *testing.T) {
 		}
 	}
 }
+
+// TestCacheMissOnStoredKey: a key PostgreSQL holds but the cache does not
+// (stored before the cache was configured, by a process without it, or
+// evicted) is replayed byte for byte by a process with the cache: the
+// insert-first path that a miss takes finds the record on conflict.
+func TestCacheMissOnStoredKey(t *testing.T) {
+	t.Parallel()
+	srv := redistest.Start(t)
+	for _, mode := range []idem.Mode{idem.ModeAtomic, idem.ModeLease} {
+		t.Run(string(mode), func(t *testing.T) {
+			cache, _ := newCache(t, srv.URL, idemredis.Options{Timeout: time.Second})
+			db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
+			plain := newEnvOn(t, db, testPolicy(mode), idem.Config{})
+			cached := newEnvOn(t, db, testPolicy(mode), idem.Config{Cache: cache})
+			keys := make([]string, 20)
+			want := map[string]string{}
+			for i := range keys {
+				keys[i] = newKey()
+				r := plain.post(keys[i], payReq{Amount: i + 1})
+				if r.Status != 201 {
+					t.Fatalf("%d %s", r.Status, r.Body)
+				}
+				want[keys[i]] = string(r.Body)
+			}
+			var wg sync.WaitGroup
+			for c := range 4 {
+				wg.Add(1)
+				go func() {
+					defer wg.Done()
+					for range 3 {
+						for i, k := range keys {
+							r := cached.post(k, payReq{Amount: i + 1})
+							if r.Status != 201 || string(r.Body) != want[k] || r.Header.Get("Idempotent-Replayed") != "true" {
+								t.Errorf("client %d, key %d: %d %s %v, want the replay of %s", c, i, r.Status, r.Body, r.Header, want[k])
+							}
+						}
+					}
+				}()
+			}
+			wg.Wait()
+			if n := plain.payments(); n != len(keys) {
+				t.Fatalf("%d payments for %d keys", n, len(keys))
+			}
+		})
+	}
+}

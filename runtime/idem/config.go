@@ -91,6 +91,17 @@ type Config struct {
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with
 	// rotating keys); nil stores plaintext.
 	Sealer Sealer
+	// Shard, when set, chooses the database of each request by its tenant:
+	// the one that holds the business rows the tenant's requests write. The
+	// record is stored there, in the same transaction as those rows, and the
+	// handler's tx is on it. It must always choose the same database for a
+	// tenant, and return the same comparable value for it (a *pgxpool.Pool
+	// opened once per shard): the record key (tenant, operation, key) is then
+	// unique across all shards, since a tenant's keys live on one. An error
+	// is the request's (a *Problem is sent as it is). Nil means the DB given
+	// to New for every request; with Shard set, New accepts a nil DB. See
+	// docs/scaling.md.
+	Shard func(ctx context.Context, tenant string) (DB, error)
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
@@ -145,14 +156,15 @@ type Engine struct {
 	validated sync.Map // *Operation -> error
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
+	shards    sync.Map // DB -> *Engine (see onShard)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
 // policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
 // start-up, not on a request.
 func New(db DB, cfg Config) (*Engine, error) {
-	if db == nil {
-		return nil, errors.New("idem: nil DB")
+	if db == nil && cfg.Shard == nil {
+		return nil, errors.New("idem: nil DB (and no Config.Shard)")
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)

@@ -240,6 +240,7 @@ func ProblemFor(err error, profile Profile) *Problem {
 	var ve *ValidationError
 	var mbe *http.MaxBytesError
 	var pe *PanicError
+	var uo *unknownOutcomeError
 	switch {
 	case errors.Is(err, ErrKeyRequired):
 		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
@@ -290,6 +291,13 @@ func ProblemFor(err error, profile Profile) *Problem {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
+	case errors.As(err, &uo):
+		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown,
+			"the connection to the database was lost before this request's outcome was known; retry with the same idempotency key to learn it")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
 	case errors.Is(err, ErrOutcomeUnknown):
 		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown, "the outcome of an earlier attempt is not known yet; retry later")
 		if p.RetryAfter <= 0 {
@@ -320,14 +328,15 @@ func violationsDetail(vs []Violation) string {
 }
 
 // databaseUnavailable reports whether err says PostgreSQL could not be
-// reached or went away: a failed connect, a broken connection, or the server
-// shutting down, starting or in recovery (SQLSTATE class 08, 57P01..57P03).
+// reached or went away: a failed connect, a broken or closed connection (a
+// pooled one that died with its server, say), or the server shutting down,
+// starting or in recovery (SQLSTATE class 08, 57P01..57P03).
 func databaseUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	var pg *pgconn.PgError
 	var oe *net.OpError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &pg):
 		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"

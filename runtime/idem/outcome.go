@@ -223,6 +223,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		}
 		if err != nil {
 			x.rollback(bk)
+			if commitUnknown(err) {
+				return e.outcomeUnknown(bk, x, fmt.Errorf("idem: store outcome: %w", err))
+			}
 			rq.outcome.State = x.rec.keepFailed(bk, x)
 			return fmt.Errorf("idem: store outcome: %w", err)
 		}
@@ -241,6 +244,16 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 			rq.outcome.Result = ResultRecovered
 		}
 	default: // outcomeRetryable
+		if x.rec.actsOutside() && connLost(x.tx) {
+			// The handler may have acted outside the database before its
+			// transaction was lost: not a plain failure to run again.
+			x.rollback(bk)
+			cause := herr
+			if cause == nil {
+				cause = fmt.Errorf("the business transaction's connection was lost (the handler answered %d)", resp.Status)
+			}
+			return e.outcomeUnknown(bk, x, cause)
+		}
 		x.rollback(bk)
 		if !x.rec.retryable(bk, x) && x.rec.adopt(bk, rq) {
 			return nil

@@ -225,6 +225,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return errors.New("idem: prepare returned a nil handler")
 	}
 
+	if e.cfg.Shard != nil {
+		if e, err = e.onShard(r.Context(), tenant); err != nil {
+			return err
+		}
+	}
 	if keyValue == "" {
 		return e.serveWithoutKey(rq, handler)
 	}

@@ -380,7 +380,7 @@ func (b *bench) body() []byte {
 
 // post sends one request to url and checks its status.
 func (b *bench) post(url, key string, body []byte, want []int) (int, error) {
-	status, _, err := b.exchange(url, key, body)
+	status, got, err := b.exchange(url, key, body)
 	if err != nil {
 		return 0, err
 	}
@@ -389,7 +389,7 @@ func (b *bench) post(url, key string, body []byte, want []int) (int, error) {
 			return status, nil
 		}
 	}
-	return status, fmt.Errorf("POST %s: status %d, want %v", url, status, want)
+	return status, fmt.Errorf("POST %s: status %d, want %v: %.300s", url, status, want, got)
 }
 
 // exchange sends one request to url and returns the status and body.
@@ -512,7 +512,7 @@ func (b *bench) drive(s scenario, conc int, replayKeys []string, more func() boo
 					key = s.key(w)
 				}
 				body := b.body()
-				if s.name == "replay" {
+				if s.name == "replay" || s.name == "replay-redis" {
 					v, _ := replayBodies.Load(key)
 					body = v.([]byte)
 				}
