@@ -268,6 +268,7 @@ type OperationNames struct {
 	Body         string // body<Op>: its body's table
 	Limits       string // limits<Op>: its request limits
 	Marker       string // is<Op>Response: the method of its response types
+	Encoder      string // encode<Op>Response: its response encoder
 	Segments     string // pathSegments<Op>: its split path segments
 	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
 	ClientReader string // read<Op>Response: the client's response reader ("" without a client)
@@ -283,6 +284,7 @@ func (o *Operation) ParamsVar() string    { return o.Names.Params }
 func (o *Operation) BodyVar() string      { return o.Names.Body }
 func (o *Operation) LimitsVar() string    { return o.Names.Limits }
 func (o *Operation) Marker() string       { return o.Names.Marker }
+func (o *Operation) Encoder() string      { return o.Names.Encoder }
 func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".

@@ -156,7 +156,7 @@ func (c *recordsCmd) describe(ctx context.Context, r admindb.FindRecordsRow, sho
 	if s != nil {
 		sealer = s
 	}
-	hj, body, err := idem.DecodeResponse(ctx, sealer, k, st.ResponseHeaders, st.ResponseBody)
+	hj, body, err := idem.DecodeResponse(ctx, sealer, k, int(st.ResponseStatus.Int32), st.ResponseHeaders, st.ResponseBody)
 	if err != nil {
 		return rec, fmt.Errorf("%s: %w", c.name, err)
 	}

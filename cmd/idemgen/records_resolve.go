@@ -146,7 +146,7 @@ func (c *recordsCmd) resolve(args []string) error {
 				return err
 			}
 			if s != nil {
-				if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, p.ResponseHeaders, p.ResponseBody); err != nil {
+				if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, int(p.ResponseStatus.Int32), p.ResponseHeaders, p.ResponseBody); err != nil {
 					return fmt.Errorf("%s: %w", c.name, err)
 				}
 				sealed = true

@@ -235,7 +235,7 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 	_, k2s := newKey("k2")
 	ring1, _ := idemseal.NewRing(k1)
 	key := idem.Key{Operation: "createPayment", Value: "sealed-1"}
-	hj, body, err := idem.EncodeResponse(ctx, idemseal.New(ring1), key, []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":"pay_secret"}`))
+	hj, body, err := idem.EncodeResponse(ctx, idemseal.New(ring1), key, 201, []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":"pay_secret"}`))
 	if err != nil {
 		t.Fatal(err)
 	}

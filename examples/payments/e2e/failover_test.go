@@ -56,6 +56,8 @@ func TestFailover(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	// Runs last: after the cluster is stopped, or when it never started.
+	t.Cleanup(func() { _ = os.RemoveAll(dir) })
 	sctx, cancel := context.WithTimeout(ctx, 5*time.Minute)
 	defer cancel()
 	start := time.Now()

@@ -477,7 +477,7 @@ func (h *handler) handleAndOr(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeAndOrResponse(resp)
 		}}, nil
 	})
 }
@@ -510,7 +510,7 @@ func (h *handler) handleBasic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeBasicResponse(resp)
 		}}, nil
 	})
 }
@@ -543,7 +543,7 @@ func (h *handler) handleCookieKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCookieKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -576,7 +576,7 @@ func (h *handler) handleHeaderKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeHeaderKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -615,7 +615,7 @@ func (h *handler) handleOidc(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOidcResponse(resp)
 		}}, nil
 	})
 }
@@ -648,7 +648,7 @@ func (h *handler) handleOptional(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOptionalResponse(resp)
 		}}, nil
 	})
 }
@@ -681,7 +681,8 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListOrdersResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
@@ -706,7 +707,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateOrderResponse(resp)
 		}}, nil
 	})
 }
@@ -736,7 +737,7 @@ func (h *handler) handlePublic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePublicResponse(resp)
 		}}, nil
 	})
 }
@@ -769,7 +770,7 @@ func (h *handler) handleQueryKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeQueryKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -802,7 +803,7 @@ func (h *handler) handleScoped(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeScopedResponse(resp)
 		}}, nil
 	})
 }
@@ -835,7 +836,7 @@ func (h *handler) handleUndefinedScheme(w http.ResponseWriter, r *http.Request) 
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUndefinedSchemeResponse(resp)
 		}}, nil
 	})
 }
@@ -860,26 +861,6 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "item", Schema: 2, Required: true}}}, // 1: #/components/schemas/Order
 	{Types: idemimpl.TypeString}, // 2: #/components/schemas/Order/properties/item
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}
 
 // securitySchemes describes the security schemes that operations require.
 var securitySchemes = [...]idemimpl.Scheme{
