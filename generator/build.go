@@ -111,7 +111,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 			errs.addf("%s: x-idempotent: false is only meaningful on an operation", file)
 		}
 		if root != nil {
-			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, true)
+			b.checkPolicy(root.apply(DefaultPolicy()), file+": ", nil, nil, true)
 		}
 	}
 

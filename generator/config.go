@@ -6,6 +6,9 @@ import (
 	"fmt"
 	"os"
 	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
 
 	"gopkg.in/yaml.v3"
 )
@@ -122,6 +125,9 @@ func LoadConfig(path string) (Config, error) {
 	dec := yaml.NewDecoder(bytes.NewReader(data))
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
+		if problems := unknownKeys(path, err); problems != nil {
+			return Config{}, &SpecError{Problems: problems}
+		}
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
 	dir := filepath.Dir(path)
@@ -159,4 +165,42 @@ func (cfg *Config) normalise() error {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package
 	}
 	return cfg.Client.normalise(cfg.Output)
+}
+
+// configTypes are the types of the config file's mappings, by the name
+// yaml.v3 gives them in "field X not found in type generator.T".
+var configTypes = map[string]reflect.Type{
+	"Config":           reflect.TypeFor[Config](),
+	"ValidationConfig": reflect.TypeFor[ValidationConfig](),
+	"ClientConfig":     reflect.TypeFor[ClientConfig](),
+}
+
+var unknownField = regexp.MustCompile(`^line (\d+): field (\S+) not found in type generator\.(\w+)$`)
+
+// unknownKeys rewrites yaml.v3's unknown-field errors as located problems
+// with the nearest known key; nil when err holds other errors.
+func unknownKeys(path string, err error) []string {
+	var te *yaml.TypeError
+	if !errors.As(err, &te) {
+		return nil
+	}
+	var problems []string
+	for _, e := range te.Errors {
+		m := unknownField.FindStringSubmatch(e)
+		if m == nil {
+			return nil
+		}
+		t, ok := configTypes[m[3]]
+		if !ok {
+			return nil
+		}
+		var keys []string
+		for f := range t.Fields() {
+			if k, _, _ := strings.Cut(f.Tag.Get("yaml"), ","); k != "" && k != "-" {
+				keys = append(keys, k)
+			}
+		}
+		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], didYouMean(m[2], keys)))
+	}
+	return problems
 }

@@ -68,6 +68,9 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 	}
 	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
+		if problems := danglingRefs(data, specName(cfg)); len(problems) > 0 {
+			return nil, &SpecError{Problems: problems}
+		}
 		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
 	}
 	return doc, nil

@@ -101,7 +101,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		if o.Policy.SchemaVersion == "auto" {
 			o.Policy.SchemaVersion = b.versions.of(op)
 		}
-		b.checkPolicy(o.Policy, where, root, false)
+		b.checkPolicy(o.Policy, where, root, patch, false)
 		b.warnUnstoredHeaders(o)
 	}
 

@@ -80,8 +80,9 @@ func policyProblems(p Policy) []*idem.PolicyError {
 // checkPolicy reports the runtime's objections to the policy resolved for
 // one operation (where: `openapi.yaml: operation "createOrder": `), or to the
 // root's (op nil). An objection already reported at the root is not repeated
-// per operation; one about a field the root set says so.
-func (b *builder) checkPolicy(p Policy, where string, root *policyPatch, atRoot bool) {
+// per operation; one about a field the root set, and the operation did
+// not, says so.
+func (b *builder) checkPolicy(p Policy, where string, root, own *policyPatch, atRoot bool) {
 	for _, pe := range policyProblems(p) {
 		key := pe.Field + ": " + pe.Message
 		if atRoot {
@@ -94,7 +95,7 @@ func (b *builder) checkPolicy(p Policy, where string, root *policyPatch, atRoot 
 			field = field[:i]
 		}
 		origin := ""
-		if !atRoot && root != nil && root.set[field] {
+		if !atRoot && root != nil && root.set[field] && (own == nil || !own.set[field]) {
 			origin = fmt.Sprintf(" (%s is set at the document root)", field)
 		}
 		b.errs.addf("%sx-idempotent.%s: %s%s", where, pe.Field, pe.Message, origin)
@@ -111,6 +112,10 @@ type policyPatch struct {
 type errList []string
 
 func (e *errList) addf(format string, args ...any) { *e = append(*e, fmt.Sprintf(format, args...)) }
+
+// policyFields are the fields of an x-idempotent object.
+var policyFields = []string{"header", "required", "keyFormat", "ttl", "mode", "lease", "inFlight", "wait",
+	"replayStatuses", "fingerprint", "schemaVersion", "onSchemaChange", "onExpired", "profile"}
 
 // parseExtension parses one x-idempotent value. It returns optOut for
 // `false`, a patch for `true` or an object. where prefixes messages, e.g.
@@ -220,7 +225,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 					continue
 				}
 				if fk != "exclude" {
-					errs.addf("%s%s.fingerprint.%s: unknown field", where, path, fk)
+					errs.addf("%s%s.fingerprint.%s: unknown field%s", where, path, fk, didYouMean(fk, []string{"exclude", "excludeParameters"}))
 					ok = false
 					continue
 				}
@@ -259,7 +264,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		case "profile":
 			p.policy.Profile, ok = str(k, val)
 		default:
-			errs.addf("%s%s.%s: unknown field", where, path, k)
+			errs.addf("%s%s.%s: unknown field%s", where, path, k, didYouMean(k, policyFields))
 			ok = false
 		}
 		if ok {

@@ -168,6 +168,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of ../openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -182,7 +184,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -257,6 +259,8 @@ func decodeCreateAtomicRequest(r *http.Request, body []byte) (req CreateAtomicRe
 
 // handleCreateBaseline serves createBaseline (POST /baseline).
 func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "createBaseline") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

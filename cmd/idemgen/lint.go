@@ -1,6 +1,7 @@
 package main
 
 import (
+	"errors"
 	"fmt"
 	"io"
 
@@ -21,7 +22,15 @@ func lint(args []string, stdout, stderr io.Writer) error {
 	}
 	findings, err := generator.Lint(generator.Config{Spec: fs.Arg(0), RequireIdempotent: *require})
 	if err != nil {
-		return err
+		// A spec that does not load is an error finding like the others.
+		var se *generator.SpecError
+		if !errors.As(err, &se) {
+			se = &generator.SpecError{Problems: []string{err.Error()}}
+		}
+		for _, p := range se.Problems {
+			fmt.Fprintf(stdout, "idemgen: error: %s\n", p)
+		}
+		return errSilent
 	}
 	failed := false
 	for _, f := range findings {

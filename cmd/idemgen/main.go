@@ -169,6 +169,7 @@ func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	var ue usageError
 	var hr helpRequest
+	var se *generator.SpecError
 	var xe interface{ ExitCode() int }
 	switch {
 	case err == nil:
@@ -189,6 +190,11 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, usage)
 		return 2
 	case errors.Is(err, errSilent):
+		return 1
+	case errors.As(err, &se):
+		for _, p := range se.Problems { // one line each, located
+			fmt.Fprintf(stderr, "idemgen: %s\n", p)
+		}
 		return 1
 	default:
 		fmt.Fprintf(stderr, "idemgen: %v\n", err)

@@ -138,8 +138,8 @@ idemgen: note: openapi.yaml: operation "cancelOrder" (POST /orders/{id}/cancel):
 			}
 		})
 	}
-	if code, _, stderr := runCmd(t, "lint", filepath.Join(dir, "missing.yaml")); code != 1 || !strings.HasPrefix(stderr, "idemgen: ") {
-		t.Errorf("missing spec: exit %d, %s", code, stderr)
+	if code, stdout, _ := runCmd(t, "lint", filepath.Join(dir, "missing.yaml")); code != 1 || !strings.HasPrefix(stdout, "idemgen: error: ") {
+		t.Errorf("missing spec: exit %d, %s", code, stdout)
 	}
 }
 

@@ -3,10 +3,13 @@ package main
 import (
 	"encoding/json"
 	"io"
+	"maps"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+
+	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgen/idemgen/runtime/idemprom"
 	"github.com/idemgen/idemgen/runtime/pgtest"
@@ -16,7 +19,10 @@ import (
 // (DATABASE_URL): a booking, its replay, a reused key and a read.
 func TestBookings(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{Migrations: migrations, MigrationsTable: "rooms_schema_migrations"})
-	h, err := newHandler(db.Pool, idemprom.New(idemprom.Options{}))
+	metrics := idemprom.New(idemprom.Options{})
+	registry := prometheus.NewRegistry()
+	registry.MustRegister(metrics)
+	h, err := newHandler(db.Pool, metrics)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -40,6 +46,12 @@ func TestBookings(t *testing.T) {
 	if other.StatusCode != 409 {
 		t.Fatalf("same key, another body: %d %s, want 409", other.StatusCode, otherBody)
 	}
+	// A request that breaks the schema is a 400 naming the member and the
+	// rule; it leaves no record, so its key stays free for the corrected one.
+	invalid, invalidBody := send(t, "POST", srv.URL+"/bookings", "0190f3c1-7a2b-7cde-8f01-000000000002", strings.Replace(body, "4", "null", 1))
+	if invalid.StatusCode != 400 || !strings.Contains(invalidBody, `"pointer":"#/partySize"`) || !strings.Contains(invalidBody, "cannot be null") {
+		t.Fatalf("partySize null: %d %s, want 400 naming #/partySize", invalid.StatusCode, invalidBody)
+	}
 	var n int
 	if err := db.QueryRow(t.Context(), "SELECT count(*) FROM bookings").Scan(&n); err != nil || n != 1 {
 		t.Fatalf("bookings: %d (%v), want 1", n, err)
@@ -52,6 +64,30 @@ func TestBookings(t *testing.T) {
 	got, gotBody := send(t, "GET", srv.URL+"/bookings/"+booking.ID, "", "")
 	if got.StatusCode != 200 || gotBody != firstBody {
 		t.Fatalf("GET: %d %s, want 200 %s", got.StatusCode, gotBody, firstBody)
+	}
+
+	// A method the path does not declare is a 405 problem, as the other answers.
+	if res, body := send(t, "DELETE", srv.URL+"/bookings/"+booking.ID, "", ""); res.StatusCode != 405 ||
+		res.Header.Get("Allow") != "GET, HEAD" || res.Header.Get("Content-Type") != "application/problem+json" {
+		t.Errorf("DELETE: %d Allow %q %s", res.StatusCode, res.Header.Get("Allow"), body)
+	}
+
+	// Every request is counted by operation and outcome, the GET included.
+	families, err := registry.Gather()
+	if err != nil {
+		t.Fatal(err)
+	}
+	counts := map[string]float64{}
+	for _, f := range families {
+		for _, m := range f.GetMetric() {
+			if l := m.GetLabel(); f.GetName() == "idem_requests_total" { // labels sorted: operation, outcome
+				counts[l[0].GetValue()+" "+l[1].GetValue()] = m.GetCounter().GetValue()
+			}
+		}
+	}
+	want := map[string]float64{"createBooking executed": 1, "createBooking replayed": 1, "createBooking conflict": 1, "createBooking rejected": 1, "getBooking not_idempotent": 1}
+	if !maps.Equal(counts, want) {
+		t.Errorf("idem_requests_total: %v, want %v", counts, want)
 	}
 }
 

@@ -147,9 +147,10 @@ type Config struct {
 	// Observers see each request and its phases from inside the engine
 	// (trace spans, latency histograms); see Observer.
 	Observers []Observer
-	// Logger receives the engine's log lines: one per request (Debug for
-	// routine outcomes, Info for a takeover, Warn for a conflict, a lost
-	// lease or an unknown outcome, Error for an internal error) and one per
+	// Logger receives the engine's log lines: one per request, requests
+	// that are not idempotent included (Engine.Plain) — Info, Warn for a
+	// conflict, a lost lease or an unknown outcome, Error for an internal
+	// error or a 5xx — with the status and duration, and one per
 	// error the client does not see in full when Hooks.OnError is nil. Each
 	// names the operation, the outcome, the key's hash and the attempt;
 	// none holds a key, a body or a header value. Nil means slog.Default().
@@ -190,7 +191,10 @@ type Engine struct {
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
 // policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
-// start-up, not on a request.
+// start-up, not on a request. It also asks db whether idemgen's migrations
+// are applied: a database without them is an error wrapping
+// ErrSchemaMissing that says to run Migrate (a database that cannot be
+// asked, because it is down, is logged and let through).
 func New(db DB, cfg Config) (*Engine, error) {
 	if db == nil && cfg.Shard == nil {
 		return nil, errors.New("idem: nil DB (and no Config.Shard)")
@@ -245,6 +249,9 @@ func New(db DB, cfg Config) (*Engine, error) {
 		e.obs = observers(cfg.Observers)
 	}
 	if err := e.Register(cfg.Operations...); err != nil {
+		return nil, err
+	}
+	if err := e.checkSchema(); err != nil {
 		return nil, err
 	}
 	return e, nil

@@ -39,19 +39,19 @@ func (e *Engine) logger() *slog.Logger {
 	return slog.Default()
 }
 
-// levelOf is the level of a request's log line: routine outcomes at Debug,
-// a takeover at Info, what an operator should see at Warn (refused reuse of
-// a key, a lost lease, an unknown outcome) and internal errors at Error.
+// levelOf is the level of a request's log line: every request at Info (so
+// that slog's default handler shows one line per request), what an
+// operator should see at Warn (refused reuse of a key, a lost lease, an
+// unknown outcome) and internal errors at Error. A service that wants
+// fewer lines sets its handler's level to Warn.
 func levelOf(label string) slog.Level {
 	switch label {
-	case "recovered":
-		return slog.LevelInfo
 	case "conflict", "lease_lost", "unknown", "expired_rejected", "schema_changed", "failed_retryable":
 		return slog.LevelWarn
 	case "failed":
 		return slog.LevelError
 	}
-	return slog.LevelDebug
+	return slog.LevelInfo
 }
 
 // report completes rq.outcome once the response is written: the record's

@@ -26,7 +26,8 @@ func Migrate(ctx context.Context, db DB) error {
 
 // MigrateFS applies the *.up.sql files of fsys (any depth, ordered by file
 // name) that are not yet recorded in table, each recorded by its name
-// without ".up.sql". table "" means MigrationsTable; a service keeps its own
+// without ".up.sql". Any other file but a *.down.sql, and an fsys without
+// a single *.up.sql, is an error: nothing is skipped silently. table "" means MigrationsTable; a service keeps its own
 // migrations apart by passing its own table. All pending migrations apply in
 // one transaction that holds table in EXCLUSIVE mode, so concurrent callers
 // apply each migration once.
@@ -38,6 +39,11 @@ func MigrateFS(ctx context.Context, db DB, fsys fs.FS, table string) error {
 		return fmt.Errorf("idem: migrate: %q is not a plain SQL identifier", table)
 	}
 	type migration struct{ version, file string }
+	// Every file must be a migration: a file MigrateFS would skip (goose's
+	// 0001_init.sql, a README) is refused rather than left unapplied.
+	if _, err := MigrationVersions(fsys); err != nil {
+		return fmt.Errorf("idem: migrate: %w", err)
+	}
 	var todo []migration
 	err := fs.WalkDir(fsys, ".", func(p string, d fs.DirEntry, err error) error {
 		if err != nil {

@@ -118,6 +118,8 @@ func (o Outcome) Label() string {
 		return "executed"
 	case ResultRejected:
 		return "rejected"
+	case ResultNotIdempotent:
+		return "not_idempotent"
 	}
 	switch o.State {
 	case StateFailedRetryable:

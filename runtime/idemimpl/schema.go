@@ -436,6 +436,9 @@ func typeDetail(v *Value, t Types) string {
 		}
 	}
 	want := strings.Join(names, " or ")
+	if v.Kind == KindNull {
+		return "cannot be null (must be " + want + ")"
+	}
 	if f := v.Num().Float; v.Kind == KindNumber && t&TypeInteger != 0 && f == math.Trunc(f) {
 		return "must be " + want + " between -2^63 and 2^63-1"
 	}

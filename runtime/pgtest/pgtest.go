@@ -135,10 +135,15 @@ func New(tb testing.TB, opts Options) *DB {
 	return &DB{Pool: pool, Schema: schema, URL: withSearchPath(base, schema)}
 }
 
-// Apply runs every *.up.sql file of fsys, in name order, on db.
+// Apply runs every *.up.sql file of fsys, in name order, on db, without
+// recording them. Like idem.MigrateFS it refuses an fsys holding other
+// files than *.up.sql and *.down.sql (idem.MigrationVersions).
 func Apply(ctx context.Context, db interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, fsys fs.FS) error {
+	if _, err := idem.MigrationVersions(fsys); err != nil {
+		return fmt.Errorf("migrations: %w", err)
+	}
 	var names []string
 	err := fs.WalkDir(fsys, ".", func(path string, d fs.DirEntry, err error) error {
 		if err != nil {

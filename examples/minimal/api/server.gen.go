@@ -148,6 +148,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -162,7 +164,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -236,6 +238,8 @@ func decodeCreateBookingRequest(r *http.Request, body []byte) (req CreateBooking
 
 // handleGetBooking serves getBooking (GET /bookings/{bookingId}).
 func (h *handler) handleGetBooking(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getBooking") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetBookingRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

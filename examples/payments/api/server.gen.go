@@ -204,6 +204,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -218,7 +220,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -266,6 +268,8 @@ var routeTable = [...]struct {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "listPayments") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -331,6 +335,8 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 
 // handleQuotePayment serves quotePayment (POST /payments/quote).
 func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "quotePayment") // logs, metrics, traces; no record
+	defer done()
 	body, err := idemimpl.ReadBody(w, r, h.opts.maxBodyBytes)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -365,6 +371,8 @@ func decodeQuotePaymentRequest(r *http.Request, body []byte) (req QuotePaymentRe
 
 // handleGetPayment serves getPayment (GET /payments/{paymentId}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getPayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -41,7 +41,7 @@
 //
 // On start it applies idemgen's migrations and its own, then serves the API
 // generated from openapi.yaml plus GET /healthz and GET /metrics. The engine
-// logs one line per request (Debug, or Warn for a conflict, a lost lease or
+// logs one line per request (Info, or Warn for a conflict, a lost lease or
 // an unknown outcome) and an "idem: audit" line per replay and conflict,
 // with key hashes, never keys. Clients never see internal
 // errors (addresses, connection strings, driver messages): they get a

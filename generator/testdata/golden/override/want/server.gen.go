@@ -162,6 +162,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -176,7 +178,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -223,6 +225,8 @@ var routeTable = [...]struct {
 // handleFindPets serves findPets (GET /pets).
 func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "findPets")
+	w, r, done := h.engine.Plain(w, r, "findPets") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeFindPetsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -286,6 +290,8 @@ func decodeAddPetRequest(r *http.Request, body []byte) (req AddPetRequest, q *id
 // handleDeletePet serves deletePet (DELETE /pets/{id}).
 func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "deletePet")
+	w, r, done := h.engine.Plain(w, r, "deletePet") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeDeletePetRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -316,6 +322,8 @@ func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest,
 // handleFindPetByID serves find pet by id (GET /pets/{id}).
 func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 	w.Header().Set("X-Operation", "find pet by id")
+	w, r, done := h.engine.Plain(w, r, "find pet by id") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeFindPetByIDRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

@@ -232,6 +232,8 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
+// Under the base path, a path no operation declares is 404 problem+json and
+// a declared path with another method 405 problem+json (idem.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -246,7 +248,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return mux
+	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
@@ -296,6 +298,8 @@ var routeTable = [...]struct {
 
 // handleListPayments serves listPayments (GET /payments).
 func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "listPayments") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeListPaymentsRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -363,6 +367,8 @@ func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePayment
 
 // handleDeletePayment serves deletePayment (DELETE /payments/{id}).
 func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "deletePayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeDeletePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -392,6 +398,8 @@ func decodeDeletePaymentRequest(r *http.Request, body []byte) (req DeletePayment
 
 // handleGetPayment serves getPayment (GET /payments/{id}).
 func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "getPayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeGetPaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)
@@ -493,6 +501,8 @@ func decodeReplacePaymentRequest(r *http.Request, body []byte) (req ReplacePayme
 
 // handleCapturePayment serves capturePayment (POST /payments/{id}/capture).
 func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "capturePayment") // logs, metrics, traces; no record
+	defer done()
 	req, _, err := decodeCapturePaymentRequest(r, nil)
 	if err != nil {
 		idem.WriteProblem(w, r, err)

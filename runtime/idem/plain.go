@@ -1,0 +1,102 @@
+package idem
+
+import (
+	"context"
+	"net/http"
+	"strings"
+	"sync"
+	"time"
+)
+
+// ResultNotIdempotent is the Result of a request to an operation that is
+// not idempotent (a GET, an opted-out POST), seen through Engine.Plain.
+const ResultNotIdempotent Result = "not_idempotent"
+
+// Plain lets the engine see a request of an operation that is not
+// idempotent — a GET, a POST with `x-idempotent: false` — which it does not
+// otherwise serve: the request gets the observers' context (a trace span,
+// the in-flight gauge), and once the response is written done reports it
+// like a keyed request — the log line, the metrics, Hooks.OnOutcome — with
+// the outcome "not_idempotent", or "failed" for a 5xx. Generated handlers
+// call it first:
+//
+//	w, r, done := h.engine.Plain(w, r, "listPayments")
+//	defer done()
+//
+// A nil engine returns w and r as they are and a done that does nothing.
+func (e *Engine) Plain(w http.ResponseWriter, r *http.Request, operationID string) (http.ResponseWriter, *http.Request, func()) {
+	if e == nil {
+		return w, r, func() {}
+	}
+	op := e.plainOperation(operationID, r)
+	rq := &request{op: op, r: r, start: time.Now()}
+	var observed func(Outcome)
+	if len(e.cfg.Observers) > 0 {
+		var ctx context.Context
+		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
+		rq.r = r.WithContext(ctx)
+	}
+	sw := &statusWriter{ResponseWriter: w}
+	rq.w = sw
+	return sw, rq.r, func() {
+		status := sw.status
+		if status == 0 {
+			status = http.StatusOK // net/http's answer when the handler writes nothing
+		}
+		rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status}
+		rq.bytes = sw.bytes // report copies it to the outcome
+		if status >= 500 {
+			rq.outcome.Result = ResultFailed
+		}
+		ctx := rq.r.Context()
+		e.report(ctx, rq)
+		if observed != nil {
+			observed(rq.outcome)
+		}
+		if h := e.cfg.Hooks.OnOutcome; h != nil {
+			h(ctx, op, rq.outcome)
+		}
+	}
+}
+
+// plainOperations caches the descriptors Plain builds, by operation id and
+// route pattern, so that observers see one *Operation per operation.
+var plainOperations sync.Map // [2]string{id, pattern} -> *Operation
+
+func (e *Engine) plainOperation(id string, r *http.Request) *Operation {
+	k := [2]string{id, r.Pattern}
+	if op, ok := plainOperations.Load(k); ok {
+		return op.(*Operation)
+	}
+	pattern := r.Pattern
+	if i := strings.IndexByte(pattern, ' '); i >= 0 {
+		pattern = pattern[i+1:] // "GET /payments" is the route /payments
+	}
+	op, _ := plainOperations.LoadOrStore(k, &Operation{ID: id, Method: r.Method, Pattern: pattern})
+	return op.(*Operation)
+}
+
+// statusWriter records the status and the body size a handler writes.
+type statusWriter struct {
+	http.ResponseWriter
+	status, bytes int
+}
+
+func (w *statusWriter) WriteHeader(code int) {
+	if w.status == 0 {
+		w.status = code
+	}
+	w.ResponseWriter.WriteHeader(code)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	n, err := w.ResponseWriter.Write(b)
+	w.bytes += n
+	return n, err
+}
+
+// Unwrap lets http.ResponseController reach the connection's writer.
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
