@@ -61,12 +61,13 @@ unit:
 	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
 
 bench:
-	PG_DURABLE=1 $(PG) run $(MAKE) --no-print-directory bench-in-db
+	PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-in-db
 
 # bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
 # load tool (bench/cmd/benchload) against the generated bench server on a
 # PostgreSQL with durable commits: idemgen and its peers (a naive middleware,
-# Fiber's), duplicate storms, the reused-key check, then the cost with 10 k,
+# Fiber's), the Redis fast path (atomic-redis, replay-redis: REDIS_URL is
+# set), duplicate storms, the reused-key check, then the cost with 10 k,
 # 1 M and 10 M records in the table (about 6 GB of disk) and the sweeper
 # under traffic. Results: bench/results.md, docs/bench-latency.svg.
 BENCH_FLAGS ?= -duration 3s -rounds 3 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000

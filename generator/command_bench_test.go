@@ -11,6 +11,7 @@ import (
 	"sync"
 	"syscall"
 	"testing"
+	"time"
 )
 
 // oapiCodegen is the version of oapi-codegen BenchmarkCommand compares with.
@@ -31,21 +32,7 @@ func BenchmarkCommand(b *testing.B) {
 	if out, err := build.CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
-	oapi := sync.OnceValues(func() (string, error) {
-		mod := filepath.Join(dir, "oapi")
-		for _, args := range [][]string{{"mod", "init", "bench"}, {"install", oapiCodegen}} {
-			cmd := exec.Command("go", args...)
-			cmd.Dir = mod
-			cmd.Env = append(os.Environ(), "GOBIN="+mod, "GOFLAGS=", "GOWORK=off")
-			if err := os.MkdirAll(mod, 0o755); err != nil {
-				return "", err
-			}
-			if out, err := cmd.CombinedOutput(); err != nil {
-				return "", fmt.Errorf("go %v (needs the module proxy): %v\n%s", args, err, out)
-			}
-		}
-		return filepath.Join(mod, "oapi-codegen"), nil
-	})
+	oapi := sync.OnceValues(func() (string, error) { return oapiCodegenBinary(filepath.Join(dir, "oapi")) })
 	for _, tc := range []struct {
 		name, file string
 		ops        int
@@ -83,6 +70,23 @@ func BenchmarkCommand(b *testing.B) {
 	}
 }
 
+// oapiCodegenBinary installs oapi-codegen into mod (a module of its own,
+// from the module proxy) and returns the binary's path.
+func oapiCodegenBinary(mod string) (string, error) {
+	if err := os.MkdirAll(mod, 0o755); err != nil {
+		return "", err
+	}
+	for _, args := range [][]string{{"mod", "init", "bench"}, {"install", oapiCodegen}} {
+		cmd := exec.Command("go", args...)
+		cmd.Dir = mod
+		cmd.Env = append(os.Environ(), "GOBIN="+mod, "GOFLAGS=", "GOWORK=off")
+		if out, err := cmd.CombinedOutput(); err != nil {
+			return "", fmt.Errorf("go %v (needs the module proxy): %v\n%s", args, err, out)
+		}
+	}
+	return filepath.Join(mod, "oapi-codegen"), nil
+}
+
 // launchEnv makes the test binary a launcher: it runs the command in its
 // arguments and prints the command's peak RSS. Linux charges a process that
 // a large one forked with the parent's peak (the address space it shared
@@ -102,7 +106,8 @@ func TestMain(m *testing.M) {
 		os.Exit(1)
 	}
 	ru := cmd.ProcessState.SysUsage().(*syscall.Rusage)
-	fmt.Fprintf(os.Stderr, "\nmaxrss-KiB %d\n", ru.Maxrss)
+	cpu := time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	fmt.Fprintf(os.Stderr, "\ncpu-ms %d\nmaxrss-KiB %d\n", cpu.Milliseconds(), ru.Maxrss)
 	os.Exit(0)
 }
 

@@ -201,6 +201,18 @@ func ptr(t GoType) GoType { return GoType{Kind: GoPointer, Elem: &t} }
 
 func named(t *Type) GoType { return GoType{Kind: GoNamed, Named: t} }
 
+// reachesWriteOnly reports whether a value of t may hold a writeOnly member
+// (Type.WriteOnly), which responses leave out.
+func (t GoType) reachesWriteOnly() bool {
+	switch t.Kind {
+	case GoNamed:
+		return t.Named.WriteOnly
+	case GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty:
+		return t.Elem.reachesWriteOnly()
+	}
+	return false
+}
+
 // TypeName is the name of a GoNamed type ("" for other kinds).
 func (t GoType) TypeName() string {
 	if t.Kind == GoNamed && t.Named != nil {
@@ -256,6 +268,7 @@ type OperationNames struct {
 	Body         string // body<Op>: its body's table
 	Limits       string // limits<Op>: its request limits
 	Marker       string // is<Op>Response: the method of its response types
+	Encoder      string // encode<Op>Response: its response encoder
 	Segments     string // pathSegments<Op>: its split path segments
 	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
 	ClientReader string // read<Op>Response: the client's response reader ("" without a client)
@@ -271,6 +284,7 @@ func (o *Operation) ParamsVar() string    { return o.Names.Params }
 func (o *Operation) BodyVar() string      { return o.Names.Body }
 func (o *Operation) LimitsVar() string    { return o.Names.Limits }
 func (o *Operation) Marker() string       { return o.Names.Marker }
+func (o *Operation) Encoder() string      { return o.Names.Encoder }
 func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".

@@ -60,6 +60,8 @@ func TestSpecErrors(t *testing.T) {
 			false, `openapi.yaml: operation "createOrder": x-idempotent.replayStatuses[0]: want a status code, got string "conflict"`},
 		{"lease not shorter than ttl", orderWith("", "x-idempotent: {mode: lease, lease: 3h, ttl: 2h}"),
 			false, `openapi.yaml: operation "createOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`},
+		{"maxHold under the lease", orderWith("", "x-idempotent: {mode: lease, lease: 1m, maxHold: 30s}"),
+			false, `openapi.yaml: operation "createOrder": x-idempotent.maxHold: 30s must be at least the lease 1m`},
 		{"lease from the root", orderWith("x-idempotent: {mode: lease, lease: 3h}", "x-idempotent: {ttl: 2h}"),
 			false, `openapi.yaml: operation "createOrder": x-idempotent.lease: 3h must be shorter than ttl 2h (lease is set at the document root)`},
 		{"fingerprint pointer", orderWith("", "x-idempotent: {fingerprint: {exclude: [metadata]}}"),

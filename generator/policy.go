@@ -20,6 +20,7 @@ type Policy struct {
 	TTL                time.Duration
 	Mode               string
 	Lease              time.Duration
+	MaxHold            time.Duration // 0: the engine's Config.MaxHold
 	InFlight           string
 	Wait               time.Duration
 	ReplayStatuses     []int
@@ -43,7 +44,7 @@ func DefaultPolicy() Policy {
 
 func fromRuntime(r idem.Policy) Policy {
 	return Policy{Header: r.Header, Required: r.Required, KeyFormat: string(r.KeyFormat), TTL: r.TTL,
-		Mode: string(r.Mode), Lease: r.Lease, InFlight: string(r.InFlight), Wait: r.Wait,
+		Mode: string(r.Mode), Lease: r.Lease, MaxHold: r.MaxHold, InFlight: string(r.InFlight), Wait: r.Wait,
 		ReplayStatuses: r.ReplayStatuses, FingerprintExclude: r.FingerprintExclude, SchemaVersion: r.SchemaVersion,
 		OnSchemaChange: string(r.OnSchemaChange), OnExpired: string(r.OnExpired), Profile: string(r.Profile)}
 }
@@ -51,7 +52,7 @@ func fromRuntime(r idem.Policy) Policy {
 // Runtime is the idem.Policy the generated operation table holds.
 func (p Policy) Runtime() idem.Policy {
 	return idem.Policy{Header: p.Header, Required: p.Required, KeyFormat: idem.KeyFormat(p.KeyFormat), TTL: p.TTL,
-		Mode: idem.Mode(p.Mode), Lease: p.Lease, InFlight: idem.InFlight(p.InFlight), Wait: p.Wait,
+		Mode: idem.Mode(p.Mode), Lease: p.Lease, MaxHold: p.MaxHold, InFlight: idem.InFlight(p.InFlight), Wait: p.Wait,
 		ReplayStatuses: p.ReplayStatuses, FingerprintExclude: p.FingerprintExclude, SchemaVersion: p.SchemaVersion,
 		OnSchemaChange: idem.OnSchemaChange(p.OnSchemaChange), OnExpired: idem.OnExpired(p.OnExpired), Profile: idem.Profile(p.Profile)}
 }
@@ -182,6 +183,8 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 			p.policy.Mode, ok = str(k, val)
 		case "lease":
 			p.policy.Lease, ok = dur(k, val)
+		case "maxHold":
+			p.policy.MaxHold, ok = dur(k, val)
 		case "inFlight":
 			p.policy.InFlight, ok = str(k, val)
 		case "wait":
@@ -291,6 +294,8 @@ func (p *policyPatch) apply(base Policy) Policy {
 			base.Mode = q.Mode
 		case "lease":
 			base.Lease = q.Lease
+		case "maxHold":
+			base.MaxHold = q.MaxHold
 		case "inFlight":
 			base.InFlight = q.InFlight
 		case "wait":

@@ -47,7 +47,7 @@ var reservedNames = map[reservedScope][]string{
 	reservedPackage: {"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
 		"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
 		"Route", "Routes",
-		"options", "handler", "newHandler", "requestSchemas", "routeTable", "responder", "respond", "writeResponse", "unimplementedResponse"},
+		"options", "handler", "newHandler", "requestSchemas", "routeTable", "unimplementedResponse"},
 	reservedSecured: {"Security", "WithSecurity", "Principal", "securitySchemes", "securityRequirements"},
 	reservedWebhooks: {"WebhookReceiver", "UnimplementedWebhookReceiver", "NewWebhookHandler",
 		"WebhookOption", "WebhookSource", "DefaultWebhookBasePath", "WithWebhookBasePath",
@@ -58,10 +58,10 @@ var reservedNames = map[reservedScope][]string{
 	reservedRequestFields:   {"Body"},
 	reservedResponseFields:  {"Body", "Status"},
 	reservedHandlerMethods:  {"fail", "routes", "authenticate", "securityHook"},
-	reservedResponseMarkers: {"toResponse"},
+	reservedResponseMarkers: {},
 	reservedTemplateLocals: {"a", "b", "body", "c", "cfg", "ctx", "db", "engine", "err", "fn", "h", "handle", "hh",
 		"i", "k", "mux", "o", "opt", "opts", "out", "p", "payload", "q", "r", "req", "res", "resp", "rt", "s", "t",
-		"tx", "v", "w", "handler", "options", "respond", "responder", "writeResponse", "unimplementedResponse",
+		"tx", "v", "w", "handler", "options", "rs", "serve", "routeTable", "unimplementedResponse",
 		"webhookHandler", "webhookOptions", "ok", "sec", "securityHook", "securitySchemes"},
 }
 

@@ -108,7 +108,7 @@ ORDER BY id;
 -- Reseal walks every record holding a stored response or recovery data, in
 -- primary-key order, a page at a time.
 SELECT id, tenant, operation, idempotency_key, state, fence, updated_at,
-    response_headers, response_body, recovery_data
+    response_status, response_headers, response_body, recovery_data
 FROM idem_records
 WHERE (sqlc.narg(after_id)::uuid IS NULL OR id > sqlc.narg(after_id)::uuid)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)

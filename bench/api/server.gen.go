@@ -239,7 +239,7 @@ func (h *handler) handleCreateAtomic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateAtomicResponse(resp)
 		}}, nil
 	})
 }
@@ -276,7 +276,8 @@ func (h *handler) handleCreateBaseline(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeCreateBaselineResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // bodyCreateBaseline describes the request body of createBaseline.
@@ -304,7 +305,7 @@ func (h *handler) handleCreateLease(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateLeaseResponse(resp)
 		}}, nil
 	})
 }
@@ -330,23 +331,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"}, // 2: #/components/schemas/PaymentInput/properties/amount
 	{Types: idemimpl.TypeString},                                          // 3: #/components/schemas/PaymentInput/properties/currency
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

@@ -45,7 +45,6 @@ type CreateAtomicRequest struct {
 //   - CreateAtomic201Response
 type CreateAtomicResponse interface {
 	isCreateAtomicResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateAtomic201Response is the 201 response of operation createAtomic (POST /atomic): created
@@ -54,8 +53,18 @@ type CreateAtomic201Response struct {
 }
 
 func (CreateAtomic201Response) isCreateAtomicResponse() {}
-func (r CreateAtomic201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateAtomicResponse encodes a response of createAtomic.
+func encodeCreateAtomicResponse(resp CreateAtomicResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateAtomic201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateBaselineRequest is the decoded request of operation createBaseline (POST /baseline).
@@ -68,7 +77,6 @@ type CreateBaselineRequest struct {
 //   - CreateBaseline201Response
 type CreateBaselineResponse interface {
 	isCreateBaselineResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateBaseline201Response is the 201 response of operation createBaseline (POST /baseline): created
@@ -77,8 +85,18 @@ type CreateBaseline201Response struct {
 }
 
 func (CreateBaseline201Response) isCreateBaselineResponse() {}
-func (r CreateBaseline201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateBaselineResponse encodes a response of createBaseline.
+func encodeCreateBaselineResponse(resp CreateBaselineResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateBaseline201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateLeaseRequest is the decoded request of operation createLease (POST /lease).
@@ -91,7 +109,6 @@ type CreateLeaseRequest struct {
 //   - CreateLease201Response
 type CreateLeaseResponse interface {
 	isCreateLeaseResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateLease201Response is the 201 response of operation createLease (POST /lease): created
@@ -100,16 +117,23 @@ type CreateLease201Response struct {
 }
 
 func (CreateLease201Response) isCreateLeaseResponse() {}
-func (r CreateLease201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateLeaseResponse encodes a response of createLease.
+func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateLease201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateAtomicResponse()   {}
 func (unimplementedResponse) isCreateBaselineResponse() {}
 func (unimplementedResponse) isCreateLeaseResponse()    {}

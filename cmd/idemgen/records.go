@@ -32,7 +32,9 @@ const recordsUsage = `usage:
 	idemgen records stats [-json]
 	idemgen records reseal [-batch N] [-plaintext] [-dry-run] [-json]
 
-The database is DATABASE_URL. Sealed values are opened (and sealed) with
+The database is DATABASE_URL. With shards, DATABASE_URLS names one
+database per shard (separated by spaces): list, stats and reseal run on
+each in turn, get and resolve on the shard that holds the key. Sealed values are opened (and sealed) with
 the keys in IDEM_SEAL_KEYS, or in the file IDEM_SEAL_KEYS_FILE or -keys-file
 (ID:BASE64, the current key first; see runtime/idemseal).
 
@@ -100,6 +102,10 @@ type recordsCmd struct {
 	keysFile       string
 	conn           *pgx.Conn
 	q              *admindb.Queries
+	// locate, when set, reports whether the connected database holds the
+	// record the command names (an exitNotFound error when not): with
+	// several databases, the command runs on the one that does.
+	locate func(ctx context.Context) error
 }
 
 // flags starts the subcommand's flag set with the flags all share.
@@ -130,29 +136,106 @@ func (c *recordsCmd) parse(args []string, nargs int, what string) error {
 	return nil
 }
 
-// connect opens DATABASE_URL; the caller closes c.conn.
-func (c *recordsCmd) connect(ctx context.Context) error {
+// databases returns the connection strings the command works on:
+// DATABASE_URLS (one database per shard, separated by spaces or newlines)
+// when it is set, else DATABASE_URL.
+func (c *recordsCmd) databases() ([]string, error) {
+	if urls := strings.Fields(os.Getenv("DATABASE_URLS")); len(urls) > 0 {
+		return urls, nil
+	}
+	if os.Getenv("DATABASE_URLS") != "" {
+		return nil, usageError{msg: c.name + ": DATABASE_URLS names no database"}
+	}
 	url := os.Getenv("DATABASE_URL")
 	if url == "" {
-		return usageError{msg: c.name + ": DATABASE_URL is not set"}
+		return nil, usageError{msg: c.name + ": DATABASE_URL is not set (or DATABASE_URLS, one database per shard)"}
 	}
+	return []string{url}, nil
+}
+
+// connect opens url; the caller closes c.conn.
+func (c *recordsCmd) connect(ctx context.Context, url string) error {
 	conn, err := pgx.Connect(ctx, url)
 	if err != nil {
-		return fmt.Errorf("%s: connect: %w", c.name, err)
+		return fmt.Errorf("%s: connect to %s: %w", c.name, dbName(url), err)
 	}
 	c.conn, c.q = conn, admindb.New(conn)
 	return nil
 }
 
+// dbName names a database by host, port and name, without credentials.
+func dbName(url string) string {
+	cfg, err := pgx.ParseConfig(url)
+	if err != nil {
+		return "the database"
+	}
+	return fmt.Sprintf("%s:%d/%s", cfg.Host, cfg.Port, cfg.Database)
+}
+
 // run connects and runs f with a context that Ctrl-C cancels.
+//
+// With several databases (DATABASE_URLS: shards), f runs on each in turn,
+// its text output headed by a "# shard N of M: host:port/db" line (with
+// -json, one document per shard). A record lives on one shard: when the
+// command names one (c.locate is set: get, resolve), the shards that do not
+// hold it are passed over, and a key held by several is refused.
 func (c *recordsCmd) run(f func(ctx context.Context) error) error {
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt)
 	defer stop()
-	if err := c.connect(ctx); err != nil {
+	urls, err := c.databases()
+	if err != nil {
 		return err
 	}
-	defer c.conn.Close(context.WithoutCancel(ctx))
-	return f(ctx)
+	on := func(url string, f func(ctx context.Context) error) error {
+		if err := c.connect(ctx, url); err != nil {
+			return err
+		}
+		defer c.conn.Close(context.WithoutCancel(ctx))
+		return f(ctx)
+	}
+	if len(urls) == 1 {
+		return on(urls[0], f)
+	}
+	if c.locate != nil {
+		var holders []string
+		var missing error
+		for _, url := range urls {
+			err := on(url, c.locate)
+			var xe *exitError
+			switch {
+			case errors.As(err, &xe) && xe.code == exitNotFound:
+				missing = err
+			case err != nil:
+				return err
+			default:
+				holders = append(holders, url)
+			}
+		}
+		switch len(holders) {
+		case 0:
+			return missing
+		case 1:
+			return on(holders[0], f)
+		}
+		names := make([]string, len(holders))
+		for i, u := range holders {
+			names[i] = dbName(u)
+		}
+		return refused("%s: the record is on %d shards (%s): a key lives on one; resolve it with DATABASE_URL set to the right one",
+			c.name, len(holders), strings.Join(names, ", "))
+	}
+	for i, url := range urls {
+		if !c.asJSON {
+			if i > 0 {
+				fmt.Fprintln(c.stdout)
+			}
+			fmt.Fprintf(c.stdout, "# shard %d of %d: %s\n", i+1, len(urls), dbName(url))
+		}
+		if err := on(url, f); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // sealer returns the sealer of the configured keys, or nil (and no error)

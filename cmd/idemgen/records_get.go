@@ -66,6 +66,13 @@ func (c *recordsCmd) get(args []string) error {
 		return err
 	}
 	key := normalizeKey(fs.Arg(0))
+	c.locate = func(ctx context.Context) error {
+		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
+		if err == nil && len(rows) == 0 {
+			err = notFound("%s: no record for key %q (tenant %q%s) on any shard", c.name, key, *tenant, opNote(*op))
+		}
+		return err
+	}
 	return c.run(func(ctx context.Context) error {
 		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
 		if err != nil {
@@ -149,7 +156,7 @@ func (c *recordsCmd) describe(ctx context.Context, r admindb.FindRecordsRow, sho
 	if s != nil {
 		sealer = s
 	}
-	hj, body, err := idem.DecodeResponse(ctx, sealer, k, st.ResponseHeaders, st.ResponseBody)
+	hj, body, err := idem.DecodeResponse(ctx, sealer, k, int(st.ResponseStatus.Int32), st.ResponseHeaders, st.ResponseBody)
 	if err != nil {
 		return rec, fmt.Errorf("%s: %w", c.name, err)
 	}

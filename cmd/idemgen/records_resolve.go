@@ -118,6 +118,10 @@ func (c *recordsCmd) resolve(args []string) error {
 		}
 	}
 
+	c.locate = func(ctx context.Context) error {
+		_, err := c.findOne(ctx, *tenant, *op, key)
+		return err
+	}
 	return c.run(func(ctx context.Context) error {
 		r, err := c.findOne(ctx, *tenant, *op, key)
 		if err != nil {
@@ -142,7 +146,7 @@ func (c *recordsCmd) resolve(args []string) error {
 				return err
 			}
 			if s != nil {
-				if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, p.ResponseHeaders, p.ResponseBody); err != nil {
+				if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, int(p.ResponseStatus.Int32), p.ResponseHeaders, p.ResponseBody); err != nil {
 					return fmt.Errorf("%s: %w", c.name, err)
 				}
 				sealed = true

@@ -156,7 +156,7 @@ func (c *recordsCmd) reseal(args []string) error {
 				k := keyOf(r.Tenant, r.Operation, r.IdempotencyKey)
 				p := admindb.ResealParams{ID: r.ID, State: r.State, Fence: r.Fence, UpdatedAt: r.UpdatedAt,
 					ResponseHeaders: r.ResponseHeaders, ResponseBody: r.ResponseBody, RecoveryData: r.RecoveryData}
-				if err := reencode(ctx, s, k, &p, needs); err != nil {
+				if err := reencode(ctx, s, k, int(r.ResponseStatus.Int32), &p, needs); err != nil {
 					out.Failed = append(out.Failed, fmt.Sprintf("%s %q (hash %s): %v", r.Operation, r.IdempotencyKey, k.Hash(), err))
 					continue
 				}
@@ -204,13 +204,15 @@ func (c *recordsCmd) reseal(args []string) error {
 
 // reencode opens p's values that need it and seals them with the current
 // key.
-func reencode(ctx context.Context, s *idemseal.Sealer, k idem.Key, p *admindb.ResealParams, needs func([]byte) bool) error {
+// status is the record's response_status (sealed with the response since
+// frame version 2; a record sealed before is resealed in the new frame).
+func reencode(ctx context.Context, s *idemseal.Sealer, k idem.Key, status int, p *admindb.ResealParams, needs func([]byte) bool) error {
 	if needs(p.ResponseBody) {
-		hj, body, err := idem.DecodeResponse(ctx, s, k, p.ResponseHeaders, p.ResponseBody)
+		hj, body, err := idem.DecodeResponse(ctx, s, k, status, p.ResponseHeaders, p.ResponseBody)
 		if err != nil {
 			return err
 		}
-		if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, hj, body); err != nil {
+		if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, status, hj, body); err != nil {
 			return err
 		}
 	}

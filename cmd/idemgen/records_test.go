@@ -235,7 +235,7 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 	_, k2s := newKey("k2")
 	ring1, _ := idemseal.NewRing(k1)
 	key := idem.Key{Operation: "createPayment", Value: "sealed-1"}
-	hj, body, err := idem.EncodeResponse(ctx, idemseal.New(ring1), key, []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":"pay_secret"}`))
+	hj, body, err := idem.EncodeResponse(ctx, idemseal.New(ring1), key, 201, []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":"pay_secret"}`))
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -388,5 +388,75 @@ func TestResolutionAuditTenant(t *testing.T) {
 		if r.Tenant != tc.tenant || len(r.Resolutions) != 1 || r.Resolutions[0].By != tc.by {
 			t.Errorf("get -tenant %q: tenant %q, resolutions %+v; want one by %s", tc.tenant, r.Tenant, r.Resolutions, tc.by)
 		}
+	}
+}
+
+// TestRecordsShards runs records over three PostgreSQL servers named by
+// DATABASE_URLS, one tenant's records on each: get and resolve find the
+// shard holding the key, list and stats cover every shard, and a key on no
+// shard (or on two) is said to be.
+func TestRecordsShards(t *testing.T) {
+	var urls []string
+	fp := make([]byte, 32)
+	ins := `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
+		attempts, fence, lease_expires_at, created_at, expires_at)
+		VALUES (idem_record_id($1, 'createPayment', $2), $1, 'createPayment', $2, $3, $4, 'v1', 1, 1, now() - interval '1 minute', now() - interval '5 minutes', now() + interval '1 day')`
+	var dbs []*pgtest.DB
+	for i, server := range append([]string{""}, pgtest.StartServers(t, 2)...) {
+		db := pgtest.New(t, pgtest.Options{Server: server})
+		dbs = append(dbs, db)
+		urls = append(urls, db.URL)
+		tenant := []string{"acme", "globex", "initech"}[i]
+		for _, r := range [][2]string{{"k-" + tenant, "UNKNOWN"}, {"shared", "FAILED_RETRYABLE"}} {
+			if _, err := db.Exec(context.Background(), ins, tenant, r[0], r[1], fp); err != nil {
+				t.Fatal(err)
+			}
+		}
+	}
+	t.Setenv("DATABASE_URL", "")
+	t.Setenv("DATABASE_URLS", strings.Join(urls, "\n"))
+	t.Setenv("IDEM_SEAL_KEYS", "")
+	t.Setenv("IDEM_SEAL_KEYS_FILE", "")
+
+	code, out, errOut := runCmd(t, "records", "get", "-tenant", "initech", "k-initech")
+	if code != 0 || !strings.Contains(out, "UNKNOWN") || strings.Contains(out, "# shard") {
+		t.Fatalf("get on the third shard: exit %d\n%s%s", code, out, errOut)
+	}
+	code, _, errOut = runCmd(t, "records", "get", "-tenant", "initech", "k-acme")
+	if code != exitNotFound || !strings.Contains(errOut, "on any shard") {
+		t.Fatalf("get of a key on no shard: exit %d, want %d\n%s", code, exitNotFound, errOut)
+	}
+
+	code, out, errOut = runCmd(t, "records", "list", "-state", "UNKNOWN")
+	if code != 0 {
+		t.Fatalf("list: exit %d\n%s%s", code, out, errOut)
+	}
+	for i, tenant := range []string{"acme", "globex", "initech"} {
+		if !strings.Contains(out, "k-"+tenant) || !strings.Contains(out, "# shard "+string(rune('1'+i))+" of 3") {
+			t.Errorf("list does not show shard %d's %s:\n%s", i+1, tenant, out)
+		}
+	}
+	code, out, errOut = runCmd(t, "records", "stats")
+	if code != 0 || strings.Count(out, "records: 2;") != 3 {
+		t.Errorf("stats: exit %d, want 2 records on each of 3 shards\n%s%s", code, out, errOut)
+	}
+
+	code, out, errOut = runCmd(t, "records", "resolve", "-tenant", "globex", "-as", "retryable", "-reason", "gateway says no charge", "-by", "oncall", "k-globex")
+	if code != 0 || !strings.Contains(out, "UNKNOWN -> FAILED_RETRYABLE") {
+		t.Fatalf("resolve on the second shard: exit %d\n%s%s", code, out, errOut)
+	}
+	var state string
+	if err := dbs[1].QueryRow(context.Background(), `SELECT state FROM idem_records WHERE tenant = 'globex' AND idempotency_key = 'k-globex'`).Scan(&state); err != nil || state != "FAILED_RETRYABLE" {
+		t.Errorf("the second shard holds %q (%v) after resolve, want FAILED_RETRYABLE", state, err)
+	}
+
+	// The same tenant and key on two shards (a tenant moved without its
+	// records): resolve refuses rather than pick one.
+	if _, err := dbs[2].Exec(context.Background(), ins, "acme", "k-acme", "UNKNOWN", fp); err != nil {
+		t.Fatal(err)
+	}
+	code, _, errOut = runCmd(t, "records", "resolve", "-tenant", "acme", "-as", "expired", "-reason", "r", "-by", "oncall", "k-acme")
+	if code != exitRefused || !strings.Contains(errOut, "on 2 shards") {
+		t.Errorf("resolve of a key on two shards: exit %d, want %d\n%s", code, exitRefused, errOut)
 	}
 }

@@ -85,6 +85,7 @@ type Policy struct {
 	TTL                time.Duration  // how long a key is remembered; 2h..24h
 	Mode               Mode           //
 	Lease              time.Duration  // lease mode: how long an IN_PROGRESS claim is honoured
+	MaxHold            time.Duration  // lease mode: the longest one attempt holds its claim; zero: Config.MaxHold
 	InFlight           InFlight       //
 	Wait               time.Duration  // InFlightWait: how long a duplicate waits
 	ReplayStatuses     []int          // non-2xx statuses that are final and replayed

@@ -25,6 +25,9 @@ const DefaultMaxStreamedBodyBytes = 32 << 20
 // inFlight is reject.
 const DefaultLockTimeout = 50 * time.Millisecond
 
+// DefaultMaxHold is Config.MaxHold when it is zero.
+const DefaultMaxHold = 5 * time.Minute
+
 // DefaultMaxStoredResponseBytes bounds stored response bodies when
 // Config.MaxStoredResponseBytes is zero.
 const DefaultMaxStoredResponseBytes = 1 << 20
@@ -53,7 +56,13 @@ func NeverStoredHeader(name string) bool { return neverStored[http.CanonicalHead
 // Config configures an Engine. The zero value is usable.
 type Config struct {
 	// Scope resolves the tenant of a request; nil means one tenant, "". An
-	// error is a 401 problem, unless it is (or wraps) a *Problem.
+	// error is a 401 problem, unless it is (or wraps) a *Problem. A tenant
+	// longer than MaxTenantBytes, or holding control characters or bytes
+	// that are not UTF-8, is refused with a 400 naming the limit before any
+	// statement runs, as the client's error: a ScopeFunc usually maps
+	// something the request carries. One whose tenants come from the
+	// service's own data should check them and return a 500 *Problem itself
+	// (PrincipalScope does).
 	Scope ScopeFunc
 	// MaxBodyBytes bounds the request body; larger bodies get 413 and no
 	// record. Zero means 1 MiB.
@@ -68,6 +77,26 @@ type Config struct {
 	// in flight, when the operation's inFlight is reject (with wait,
 	// Policy.Wait bounds it). Zero means DefaultLockTimeout.
 	LockTimeout time.Duration
+	// MaxHold bounds how long one attempt of a lease-mode operation holds
+	// its claim, for operations whose policy sets no MaxHold (x-idempotent
+	// maxHold); it is never less than the operation's lease. Zero means
+	// DefaultMaxHold (5 minutes).
+	//
+	// The handler's context (and a recovery hook's) carries the deadline
+	// claim time + MaxHold, with ErrHoldExpired as its cause, and the lease
+	// is renewed up to that deadline, not past it: a handler stuck on
+	// something that never comes cannot keep its key in progress for as
+	// long as its process lives. From the deadline on, the next retry takes
+	// the claim over and the operation's recovery hook decides. An attempt
+	// that answers after its deadline is stored as usual if no retry took
+	// the claim over meanwhile (else it is fenced out: its transaction rolls
+	// back and its client gets 409 IDEMPOTENCY_LEASE_LOST), except that a
+	// failure (an error, as a handler whose context ended returns, or a 5xx)
+	// leaves the claim to lapse instead of making it FAILED_RETRYABLE: what
+	// the attempt started outside the database may have happened, so its
+	// client gets 503 IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN and the next retry
+	// goes through the recovery hook.
+	MaxHold time.Duration
 	// MaxStoredResponseBytes bounds the body of a response that is stored
 	// for replay (2xx and replayStatuses). A larger one is not stored and
 	// not sent: the handler's transaction rolls back, the key becomes
@@ -85,12 +114,23 @@ type Config struct {
 	// hook the handler simply runs again.
 	Recover map[string]RecoverFunc
 	// Sealer, when set, encrypts what records store at rest: every stored
-	// response (its body and its headers, sealed together) and lease-mode
+	// response (its status, headers and body, sealed together) and lease-mode
 	// recovery data, each bound to its record (tenant, operation, key) as
 	// additional data. Records written before a Sealer was set are still
 	// read as they are. runtime/idemseal implements it (AES-256-GCM with
 	// rotating keys); nil stores plaintext.
 	Sealer Sealer
+	// Shard, when set, chooses the database of each request by its tenant:
+	// the one that holds the business rows the tenant's requests write. The
+	// record is stored there, in the same transaction as those rows, and the
+	// handler's tx is on it. It must always choose the same database for a
+	// tenant, and return the same comparable value for it (a *pgxpool.Pool
+	// opened once per shard): the record key (tenant, operation, key) is then
+	// unique across all shards, since a tenant's keys live on one. An error
+	// is the request's (a *Problem is sent as it is). Nil means the DB given
+	// to New for every request; with Shard set, New accepts a nil DB. See
+	// docs/scaling.md.
+	Shard func(ctx context.Context, tenant string) (DB, error)
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
@@ -146,6 +186,7 @@ type Engine struct {
 	validated sync.Map // *Operation -> error
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
+	shards    sync.Map // DB -> *Engine (see onShard)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -155,8 +196,8 @@ type Engine struct {
 // ErrSchemaMissing that says to run Migrate (a database that cannot be
 // asked, because it is down, is logged and let through).
 func New(db DB, cfg Config) (*Engine, error) {
-	if db == nil {
-		return nil, errors.New("idem: nil DB")
+	if db == nil && cfg.Shard == nil {
+		return nil, errors.New("idem: nil DB (and no Config.Shard)")
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)
@@ -175,6 +216,12 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.LockTimeout == 0 {
 		cfg.LockTimeout = DefaultLockTimeout
+	}
+	if cfg.MaxHold < 0 {
+		return nil, fmt.Errorf("idem: MaxHold %v is negative", cfg.MaxHold)
+	}
+	if cfg.MaxHold == 0 {
+		cfg.MaxHold = DefaultMaxHold
 	}
 	if cfg.MaxStoredResponseBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxStoredResponseBytes %d is negative", cfg.MaxStoredResponseBytes)

@@ -38,6 +38,10 @@ var (
 	// (missing scopes, say): 403, and no idempotency record.
 	ErrForbidden = errors.New("forbidden")
 	ErrNoLease   = errors.New("not inside a lease-mode idempotent handler")
+	// ErrHoldExpired is the cause (context.Cause) of a lease-mode handler's
+	// context ending at its maximum hold time (Config.MaxHold, x-idempotent
+	// maxHold); the context's Err is context.DeadlineExceeded.
+	ErrHoldExpired = errors.New("the attempt held its idempotency claim for the longest time allowed")
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
@@ -104,6 +108,10 @@ func (p *Problem) Error() string {
 	s := fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Reason)
 	if p.Detail != "" {
 		s += ": " + p.Detail
+	}
+	if p.Err != nil {
+		// For logs and Hooks.OnError; the client gets the marshalled fields.
+		s += ": " + p.Err.Error()
 	}
 	return s
 }
@@ -240,6 +248,7 @@ func ProblemFor(err error, profile Profile) *Problem {
 	var ve *ValidationError
 	var mbe *http.MaxBytesError
 	var pe *PanicError
+	var uo *unknownOutcomeError
 	switch {
 	case errors.Is(err, ErrKeyRequired):
 		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
@@ -290,6 +299,13 @@ func ProblemFor(err error, profile Profile) *Problem {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
+	case errors.As(err, &uo):
+		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown,
+			"the connection to the database was lost before this request's outcome was known; retry with the same idempotency key to learn it")
+		if p.RetryAfter <= 0 {
+			p.RetryAfter = defaultRetryAfterDelay
+		}
+		return p
 	case errors.Is(err, ErrOutcomeUnknown):
 		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown, "the outcome of an earlier attempt is not known yet; retry later")
 		if p.RetryAfter <= 0 {
@@ -320,14 +336,15 @@ func violationsDetail(vs []Violation) string {
 }
 
 // databaseUnavailable reports whether err says PostgreSQL could not be
-// reached or went away: a failed connect, a broken connection, or the server
-// shutting down, starting or in recovery (SQLSTATE class 08, 57P01..57P03).
+// reached or went away: a failed connect, a broken or closed connection (a
+// pooled one that died with its server, say), or the server shutting down,
+// starting or in recovery (SQLSTATE class 08, 57P01..57P03).
 func databaseUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	var pg *pgconn.PgError
 	var oe *net.OpError
 	switch {
-	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF):
+	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &pg):
 		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
@@ -340,7 +357,7 @@ func databaseUnavailable(err error) bool {
 // with log/slog, since their text is not sent.
 func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 	p := ProblemFor(err, ProfileDefault)
-	if p.Status >= 500 && !isProblem(err) {
+	if hiddenCause(err, p.Status) {
 		ctx := context.Background()
 		if r != nil {
 			ctx = r.Context()
@@ -353,6 +370,19 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 func isProblem(err error) bool {
 	var p *Problem
 	return errors.As(err, &p)
+}
+
+// hiddenCause reports whether err, answered with status, has a cause the
+// client does not see and the engine must report: a 5xx from an error that
+// is not a *Problem, or from a *Problem that carries its cause in Err (a
+// misconfiguration such as PrincipalScope's). A *Problem without Err says
+// all there is to say.
+func hiddenCause(err error, status int) bool {
+	if err == nil || status < 500 {
+		return false
+	}
+	var p *Problem
+	return !errors.As(err, &p) || p.Err != nil
 }
 
 func writeProblem(w http.ResponseWriter, p *Problem) {

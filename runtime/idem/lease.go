@@ -123,7 +123,8 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	pol := &rq.op.Policy
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
-	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed}
+	hold := e.maxHold(pol)
+	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed, holdUntil: claimed.Add(hold)}
 	data, err := DecodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
 	if err != nil {
 		// The earlier attempt's recovery data is what tells a takeover what
@@ -137,7 +138,12 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	// The handler acts outside the database: a client that goes away must
 	// not cut it off between an external effect and the record of it (the
 	// retry would find the effect ambiguous). Only a lost lease cancels it.
-	hctx := context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs)
+	// Nor may it hold the key for ever: its context ends at the maximum
+	// hold, when the renewals stop (see Config.MaxHold).
+	hctx, endHold := context.WithDeadlineCause(context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs),
+		rs.holdUntil, ErrHoldExpired)
+	defer endHold()
+	held := hctx // its Err is set by the deadline only
 	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim, claimed: claimed}, takenOver: claim.TakenOver}
 
 	if claim.TakenOver {
@@ -166,7 +172,31 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 		rq.outcome = Outcome{Result: ResultFailed}
 		return withRetryAfter(ErrLeaseLost, time.Second)
 	}
+	if held.Err() != nil && outcomeOf(rq.op, resp, herr) == outcomeRetryable {
+		// Cut off at its maximum hold (or failing past it): what it did
+		// outside the database is not known. The claim has lapsed (its
+		// renewals stopped at the hold), so the next retry takes it over and
+		// the recovery hook decides; marking it FAILED_RETRYABLE would run
+		// the handler again blindly.
+		rollback(bk, tx)
+		rq.outcome = Outcome{Result: ResultFailed, State: StateInProgress}
+		cause := herr
+		if cause == nil {
+			cause = fmt.Errorf("the handler answered %d", resp.Status)
+		}
+		return withRetryAfter(fmt.Errorf("%w: the attempt ran past its maximum hold of %s: %w", ErrOutcomeUnknown, fmtDuration(hold), cause), time.Second)
+	}
 	return e.finish(bk, bk, x, resp, herr)
+}
+
+// maxHold is how long one attempt of a lease-mode operation under pol may
+// hold its claim: the policy's maxHold, else Config.MaxHold, never less than
+// the lease.
+func (e *Engine) maxHold(pol *Policy) time.Duration {
+	if pol.MaxHold > 0 {
+		return pol.MaxHold
+	}
+	return max(e.cfg.MaxHold, pol.Lease)
 }
 
 // leaseRun records the outcome of one lease-mode execution under its

@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -284,5 +285,164 @@ func TestRecoveryPoint(t *testing.T) {
 	}
 	if err := idem.SaveRecoveryPoint(context.Background(), "x", nil); !errors.Is(err, idem.ErrNoLease) {
 		t.Fatal(err)
+	}
+}
+
+// TestMaxHoldEndsAStuckHandler: a lease-mode handler blocked on a pool whose
+// only connection sits idle in a transaction (the service's own pool, as
+// exhausted) gets a context that ends at the operation's maximum hold, with
+// ErrHoldExpired as its cause. Its client gets 503 outcome unknown, and the
+// claim is left to lapse rather than made FAILED_RETRYABLE: a retry from
+// another process takes it over through the recovery hook.
+func TestMaxHoldEndsAStuckHandler(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease, p.MaxHold = time.Second, 2*time.Second
+	var hooked atomic.Int64
+	cfg := idem.Config{
+		Recover: map[string]idem.RecoverFunc{"createPayment": func(context.Context, idem.Recovery) (idem.Decision, error) {
+			hooked.Add(1)
+			return idem.NotExecuted(), nil
+		}},
+		Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}},
+	}
+	a := newEnv(t, p, cfg)
+	busy := poolOn(t, a.db, func(c *pgxpool.Config) { c.MaxConns = 1 })
+	idle, err := busy.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Runs first (cleanups run last-registered first), so that a handler
+	// still waiting when a check fails gets its connection and ends.
+	t.Cleanup(func() { _ = idle.Rollback(context.Background()) })
+	type seen struct {
+		deadline bool
+		cause    error
+	}
+	saw := make(chan seen, 1)
+	a.handle("pool", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+		_, deadline := ctx.Deadline()
+		var one int
+		err := busy.QueryRow(ctx, "SELECT 1").Scan(&one)
+		saw <- seen{deadline, context.Cause(ctx)}
+		if err != nil {
+			return nil, err
+		}
+		return &idem.Response{Status: 201, Body: []byte("got a connection")}, nil
+	})
+	b := newEnvOn(t, a.db, p, cfg) // another process
+	b.handle("pool", func(context.Context, pgx.Tx) (*idem.Response, error) {
+		return &idem.Response{Status: 201, Body: []byte("second")}, nil
+	})
+
+	key := newKey()
+	recv(t, a.async(key, payReq{Amount: 1, Behave: "pool"})).
+		wantProblem(t, 503, "ERR503_SERVICE_UNAVAILABLE", "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN")
+	if s := <-saw; !s.deadline || !errors.Is(s.cause, idem.ErrHoldExpired) {
+		t.Errorf("the handler's context: deadline %v, cause %v; want a deadline and ErrHoldExpired", s.deadline, s.cause)
+	}
+	if s := a.state(key); s != idem.StateInProgress {
+		t.Errorf("state %s after the hold ran out; want the claim left IN_PROGRESS to lapse", s)
+	}
+	r := untilTakenOver(t, b, key, payReq{Amount: 1, Behave: "pool"})
+	if r.Status != 201 || string(r.Body) != "second" || hooked.Load() != 1 {
+		t.Fatalf("retry: %d %s, recovery hook called %d times; want 201 second after the hook", r.Status, r.Body, hooked.Load())
+	}
+	if n := a.count("SELECT attempts FROM idem_records"); n != 2 {
+		t.Errorf("%d attempts, want 2", n)
+	}
+}
+
+// untilTakenOver posts body under key to e until the answer is not "in
+// progress" (the claim lapsed), for at most 30 seconds.
+func untilTakenOver(t *testing.T, e *env, key string, body payReq) result {
+	t.Helper()
+	for end := time.Now().Add(30 * time.Second); ; {
+		r := e.post(key, body)
+		if r.Status != 409 || time.Now().After(end) {
+			return r
+		}
+		r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+		time.Sleep(50 * time.Millisecond)
+	}
+}
+
+// TestFencedOutHolderCannotCommit: two processes, one key. The first
+// holder is stuck on something that ignores its context; its renewals stop
+// at its maximum hold, its lease lapses, and the other process takes the
+// claim over and is still running when the first holder finishes. The first
+// holder's outcome must not be stored, nor its business writes committed
+// (409 lease lost), and the taker's stand. (A holder that finishes after
+// its taker, TestZombieCannotCommit, finds the record final anyway; this
+// one finds it IN_PROGRESS under the next fence, so only the fence stops
+// it.) Both record stores: pipelined (CompleteOrAbort) and plain
+// (Complete).
+func TestFencedOutHolderCannotCommit(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []bool{false, true} {
+		t.Run(map[bool]string{false: "pipelined", true: "plain"}[plain], func(t *testing.T) {
+			t.Parallel()
+			p := testPolicy(idem.ModeLease)
+			p.Lease, p.MaxHold = time.Second, 2*time.Second
+			cfg := idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}}
+			a := newEnvDB(t, plain, p, cfg)
+			var edb idem.DB = a.db
+			if plain {
+				edb = plainDB{a.db}
+			}
+			b := newEnvWith(t, a.db, edb, p, cfg) // another process
+			stuck := func(e *env, name string, release <-chan struct{}) idem.Handler {
+				return func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+					if _, err := tx.Exec(ctx, `INSERT INTO payments (tenant, idem_key, amount) VALUES ('', $1, 1)`, name); err != nil {
+						return nil, err
+					}
+					e.started <- 0
+					<-release // ignores ctx
+					return &idem.Response{Status: 201, Body: []byte(name)}, nil
+				}
+			}
+			releaseA, releaseB := make(chan struct{}), make(chan struct{})
+			var onceA, onceB sync.Once
+			freeA, freeB := func() { onceA.Do(func() { close(releaseA) }) }, func() { onceB.Do(func() { close(releaseB) }) }
+			t.Cleanup(freeA)
+			t.Cleanup(freeB)
+			a.handle("stuck", stuck(a, "first holder", releaseA))
+			b.handle("stuck", stuck(b, "taker", releaseB))
+
+			key := newKey()
+			first := a.async(key, payReq{Amount: 1, Behave: "stuck"})
+			waitStarted(t, a)
+			// Retry from the other process until one attempt takes the claim
+			// over (its handler starts) instead of answering in progress.
+			var taker <-chan result
+			for end := time.Now().Add(30 * time.Second); taker == nil; {
+				ch := b.async(key, payReq{Amount: 1, Behave: "stuck"})
+				select {
+				case <-b.started:
+					taker = ch
+				case r := <-ch:
+					r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+					if time.Now().After(end) {
+						t.Fatal("the stuck holder's claim was never taken over: its lease outlived its maximum hold")
+					}
+					time.Sleep(50 * time.Millisecond)
+				}
+			}
+			freeA() // the first holder finishes while the taker runs
+			recv(t, first).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENCY_LEASE_LOST")
+			freeB()
+			if r := recv(t, taker); r.Status != 201 || string(r.Body) != "taker" {
+				t.Fatalf("taker: %d %s", r.Status, r.Body)
+			}
+			// Each run writes two payments in its transaction: the env's
+			// handler's and the one that names it.
+			if n, first := a.count(`SELECT count(*) FROM payments WHERE idem_key = 'taker'`),
+				a.count(`SELECT count(*) FROM payments WHERE idem_key = 'first holder'`); n != 1 || first != 0 || a.payments() != 2 {
+				t.Errorf("%d payments, %d the taker's, %d the first holder's; want the taker's only", a.payments(), n, first)
+			}
+			if r := a.post(key, payReq{Amount: 1, Behave: "stuck"}); string(r.Body) != "taker" || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Errorf("replay: %d %s", r.Status, r.Body)
+			}
+		})
 	}
 }

@@ -3,8 +3,30 @@ package idem
 import (
 	"context"
 	"log/slog"
+	"strconv"
 	"time"
+	"unicode/utf8"
 )
+
+// maxEchoBytes bounds a value from a request that the engine echoes into a
+// log line or an error text: a tenant (valid ones are never longer), a
+// parameter name.
+const maxEchoBytes = MaxTenantBytes
+
+// clip is the one way the engine echoes a request-derived value into a log
+// line or an error text: s as it is when it is at most maxEchoBytes long,
+// else its first bytes (cut at a character boundary) and its length, so that
+// a client cannot make one log line as long as its request.
+func clip(s string) string {
+	if len(s) <= maxEchoBytes {
+		return s
+	}
+	n := maxEchoBytes - 32
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n] + "…(" + strconv.Itoa(len(s)) + " bytes)"
+}
 
 // Logging, audit and the per-request report. Every line the engine logs
 // names the operation, the outcome, the key's hash and the attempt; none
@@ -44,7 +66,7 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	level := levelOf(label)
 	// An error the client saw only as a 5xx is logged with its cause, at
 	// Error, whatever became of the key.
-	internal := o.Err != nil && o.Status >= 500 && !isProblem(o.Err)
+	internal := hiddenCause(o.Err, o.Status)
 	if internal {
 		level = slog.LevelError
 	}
@@ -77,7 +99,7 @@ func (rq *request) attrs(label string) []slog.Attr {
 	if rq.key.Value != "" {
 		a = append(a, slog.String("key_hash", rq.key.Hash()))
 		if rq.key.Tenant != "" {
-			a = append(a, slog.String("tenant", rq.key.Tenant))
+			a = append(a, slog.String("tenant", clip(rq.key.Tenant)))
 		}
 	}
 	return append(a, slog.Int("attempt", rq.attempt))

@@ -41,6 +41,14 @@ type recorder interface {
 	// retryable records that the execution failed and may run again with
 	// the same payload; false when another request's record stands.
 	retryable(bk context.Context, x *execution) bool
+	// unknown deals with an execution whose outcome may or may not have
+	// committed (its transaction has ended) and returns the state the
+	// record is left in (see outcomeUnknown).
+	unknown(bk context.Context, x *execution) State
+	// actsOutside reports whether the handler may act outside the
+	// database, so that losing its transaction's connection leaves the
+	// outcome unknown rather than failed.
+	actsOutside() bool
 	// adopt answers rq, whose execution kept no outcome, with an outcome a
 	// concurrent duplicate committed, if there is one (true: answered).
 	adopt(bk context.Context, rq *request) bool

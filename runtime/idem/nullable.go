@@ -77,7 +77,7 @@ func (n *Nullable[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := unmarshalExact(b, &v); err != nil {
 		return err
 	}
 	n.Set(v)
@@ -145,11 +145,20 @@ func (e *OrEmpty[T]) UnmarshalJSON(b []byte) error {
 		return nil
 	}
 	var v T
-	if err := json.Unmarshal(b, &v); err != nil {
+	if err := unmarshalExact(b, &v); err != nil {
 		return err
 	}
 	e.Set(v)
 	return nil
+}
+
+// unmarshalExact is json.Unmarshal of one JSON value with the numbers of
+// untyped values (T any) as json.Number, as idemimpl.Unmarshal decodes the
+// rest of a request: an integer past 2^53 is not rounded through a float64.
+func unmarshalExact(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	return dec.Decode(v)
 }
 
 func isJSONNull(b []byte) bool { return bytes.Equal(bytes.TrimSpace(b), []byte("null")) }

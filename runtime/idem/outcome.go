@@ -225,6 +225,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 		}
 		if err != nil {
 			x.rollback(bk)
+			if commitUnknown(err) {
+				return e.outcomeUnknown(bk, x, fmt.Errorf("idem: store outcome: %w", err))
+			}
 			rq.outcome.State = x.rec.keepFailed(bk, x)
 			return fmt.Errorf("idem: store outcome: %w", err)
 		}
@@ -243,6 +246,16 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 			rq.outcome.Result = ResultRecovered
 		}
 	default: // outcomeRetryable
+		if x.rec.actsOutside() && connLost(x.tx) {
+			// The handler may have acted outside the database before its
+			// transaction was lost: not a plain failure to run again.
+			x.rollback(bk)
+			cause := herr
+			if cause == nil {
+				cause = fmt.Errorf("the business transaction's connection was lost (the handler answered %d)", resp.Status)
+			}
+			return e.outcomeUnknown(bk, x, cause)
+		}
 		x.rollback(bk)
 		if !x.rec.retryable(bk, x) && x.rec.adopt(bk, rq) {
 			return nil
@@ -294,7 +307,7 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 	if body == nil {
 		body = []byte{}
 	}
-	if hj, body, err = EncodeResponse(ctx, e.cfg.Sealer, k, hj, body); err != nil {
+	if hj, body, err = EncodeResponse(ctx, e.cfg.Sealer, k, resp.Status, hj, body); err != nil {
 		return nil, err
 	}
 	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil

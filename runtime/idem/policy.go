@@ -88,6 +88,15 @@ func (p Policy) Validate() error {
 		} else if p.Lease >= p.TTL {
 			bad("lease", "%s must be shorter than ttl %s", fmtDuration(p.Lease), fmtDuration(p.TTL))
 		}
+		switch {
+		case p.MaxHold < 0:
+			bad("maxHold", "%s must be positive", fmtDuration(p.MaxHold))
+		case p.MaxHold == 0: // the engine's Config.MaxHold
+		case p.MaxHold < p.Lease:
+			bad("maxHold", "%s must be at least the lease %s", fmtDuration(p.MaxHold), fmtDuration(p.Lease))
+		case p.MaxHold >= p.TTL:
+			bad("maxHold", "%s must be shorter than ttl %s", fmtDuration(p.MaxHold), fmtDuration(p.TTL))
+		}
 	}
 	oneOf("inFlight", string(p.InFlight))
 	if p.InFlight == InFlightWait && p.Wait <= 0 {
@@ -123,6 +132,9 @@ func (op *Operation) Validate() error {
 	var errs []error
 	if op.ID == "" {
 		errs = append(errs, errors.New("empty operation ID"))
+	} else if err := checkName(op.ID, MaxOperationIDBytes); err != nil {
+		// Part of every record's key: see MaxOperationIDBytes.
+		errs = append(errs, fmt.Errorf("operation ID: %w", err))
 	}
 	if !isToken(op.Method) || strings.ToUpper(op.Method) != op.Method {
 		errs = append(errs, fmt.Errorf("method: %q is not an upper-case HTTP method", op.Method))
@@ -145,7 +157,7 @@ func (op *Operation) Validate() error {
 		}
 	}
 	if err := errors.Join(errs...); err != nil {
-		return fmt.Errorf("idem: operation %q: %w", op.ID, err)
+		return fmt.Errorf("idem: operation %q: %w", clip(op.ID), err)
 	}
 	return nil
 }

@@ -43,7 +43,9 @@ func PrincipalAs[P any](ctx context.Context) (P, bool) {
 // principal's tenant, tenant(p): two principals with different tenants never
 // see, replay or block each other's keys. An anonymous request (no
 // principal) has the tenant "", which no principal may have: tenant(p) == ""
-// is a server error, as is a principal that is not a P.
+// is a server error, as is a principal that is not a P and a tenant longer
+// than MaxTenantBytes or holding control characters (the tenant comes from
+// the service's data, which the client cannot correct).
 //
 //	idem.New(pool, idem.Config{Operations: api.IdempotentOperations,
 //		Scope: idem.PrincipalScope(func(u *auth.User) string { return u.OrgID })})
@@ -61,6 +63,10 @@ func PrincipalScope[P any](tenant func(P) string) ScopeFunc {
 		t := tenant(p)
 		if t == "" {
 			return "", internalProblem(errors.New("idem: PrincipalScope: a principal has the empty tenant, which is the anonymous requests'"))
+		}
+		if err := checkName(t, MaxTenantBytes); err != nil {
+			// The service's own data, not the client's: a server error.
+			return "", internalProblem(fmt.Errorf("idem: PrincipalScope: a principal's tenant cannot key a record: %w", err))
 		}
 		return t, nil
 	}

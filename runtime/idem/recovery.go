@@ -70,6 +70,9 @@ type runState struct {
 	id    pgtype.UUID // the record's (lease mode)
 	fence int64       // the lease claim's token; 0 in atomic mode, which has none
 	lease time.Duration
+	// holdUntil ends the claim's renewals and is the handler's deadline
+	// (Config.MaxHold); zero: none (atomic mode).
+	holdUntil time.Time
 
 	mu    sync.Mutex
 	point *string
@@ -171,7 +174,7 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	start := time.Now()
 	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
 		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: stored,
-		LeaseMs: max(rs.lease.Milliseconds(), 1), ID: rs.id, Fence: rs.fence,
+		LeaseMs: rs.leaseMs(start), ID: rs.id, Fence: rs.fence,
 	})
 	if err != nil {
 		return fmt.Errorf("idem: save recovery point: %w", err)
@@ -184,6 +187,17 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	rs.mu.Unlock()
 	rs.e.renewer.renewedAt(rs, start) // the save renewed the lease
 	return nil
+}
+
+// leaseMs is the lease, in milliseconds, that a statement sent at now sets
+// for rs: the lease, cut short so as not to outlast the maximum hold (at
+// least 1, which PostgreSQL's now() has passed by the time it reads it).
+func (rs *runState) leaseMs(now time.Time) int64 {
+	d := rs.lease
+	if !rs.holdUntil.IsZero() {
+		d = min(d, rs.holdUntil.Sub(now))
+	}
+	return max(d.Milliseconds(), 1)
 }
 
 // RecoveryPointFrom returns the recovery point saved for the request being

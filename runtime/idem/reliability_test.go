@@ -1,9 +1,12 @@
 package idem_test
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
+	"math/rand/v2"
 	"net"
 	"net/http"
 	"strconv"
@@ -46,7 +49,7 @@ func poolOn(t *testing.T, db *pgtest.DB, edit func(*pgxpool.Config)) *pgxpool.Po
 func TestLeaseRenewalUnderSaturation(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	p.Lease = 300 * time.Millisecond
+	p.Lease = time.Second // renewals due every 333ms; 300ms leases lapsed at load 25 with -race
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
 	small := poolOn(t, db, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	a := newEnvWith(t, db, small, p, idem.Config{})
@@ -165,6 +168,98 @@ func TestHostileScopeValues(t *testing.T) {
 		if r := e.post(k, payReq{Amount: 1}, withHeader("X-Tenant", tn)); r.Status != 201 {
 			t.Fatalf("tenant %q: %d %s", tn, r.Status, r.Body)
 		}
+	}
+}
+
+// TestScopeBounds: the tenant and the operation ID are part of the records'
+// primary key, whose B-tree entries PostgreSQL bounds (2704 bytes). The
+// longest tenant and operation ID allowed, with the longest opaque key, fit;
+// a longer tenant, or one with a control character, from the request is the
+// client's 400 naming the limit, sent before any statement runs; from the
+// service's principal (PrincipalScope) it is a 500 whose cause is logged;
+// and no log line echoes a long value. Both modes: lease mode writes the key
+// first (Claim), atomic mode last (InsertOutcome).
+func TestScopeBounds(t *testing.T) {
+	t.Parallel()
+	for _, mode := range []idem.Mode{idem.ModeLease, idem.ModeAtomic} {
+		t.Run(string(mode), func(t *testing.T) {
+			t.Parallel()
+			var mu sync.Mutex
+			var logs bytes.Buffer
+			p := testPolicy(mode)
+			p.KeyFormat = idem.KeyFormatOpaque
+			e := newEnv(t, p, idem.Config{
+				Scope: func(r *http.Request) (string, error) {
+					if org := r.Header.Get("X-Org"); org != "" {
+						// As if a security hook had authenticated a principal of that organisation.
+						ctx := idem.WithPrincipal(r.Context(), org)
+						return idem.PrincipalScope(func(org string) string { return org })(r.WithContext(ctx))
+					}
+					return r.Header.Get("X-Tenant"), nil
+				},
+				Logger: slog.New(slog.NewJSONHandler(&lockedWriter{mu: &mu, w: &logs}, &slog.HandlerOptions{Level: slog.LevelDebug})),
+			})
+			e.op.ID = strings.Repeat("o", idem.MaxOperationIDBytes)
+			if err := e.eng.Register(e.op); err != nil {
+				t.Fatal(err)
+			}
+
+			longest := strings.Repeat("ä", idem.MaxTenantBytes/2) + "a"
+			// Text PostgreSQL cannot compress into an index entry, as a
+			// repeated letter would be.
+			huge := strings.Map(func(rune) rune { return rune('a' + rand.IntN(26)) }, strings.Repeat(" ", 3000))
+			key := newKey() + strings.Repeat("k", 255-36)
+			for i, want := range []string{"", "true"} {
+				r := e.post(key, payReq{Amount: 1}, withHeader("X-Tenant", longest))
+				if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != want {
+					t.Fatalf("longest tenant, request %d: %d %s (replayed %q)", i+1, r.Status, r.Body, r.Header.Get("Idempotent-Replayed"))
+				}
+			}
+
+			for _, c := range []struct{ name, tenant, detail string }{
+				{"one byte too long", longest + "b", "256 bytes, more than the 255 allowed"},
+				{"3000 bytes", huge, "3000 bytes, more than the 255 allowed"},
+				{"a control character", "acme\tcorp", "control character"},
+			} {
+				r := e.post(newKey(), payReq{Amount: 1}, withHeader("X-Tenant", c.tenant))
+				if r.Status != 400 {
+					t.Errorf("tenant %s: %d %s, want 400", c.name, r.Status, r.Body)
+					continue
+				}
+				m := r.problem(t)
+				if d, _ := m["detail"].(string); m["code"] != idem.CodeInvalidRequest || !strings.HasPrefix(d, "tenant: ") || !strings.Contains(d, c.detail) {
+					t.Errorf("tenant %s: problem %v, want a detail naming the tenant and %q", c.name, m, c.detail)
+				}
+			}
+			// What the engine echoes of a request is clipped: a parameter name
+			// it refuses is named by its first bytes and its length.
+			r := e.postTo("/accounts/a/payments?"+huge+"%ff=1", newKey(), payReq{Amount: 1})
+			if d, _ := r.problem(t)["detail"].(string); r.Status != 400 || len(d) > 400 || !strings.Contains(d, huge[:100]) || !strings.Contains(d, "(3001 bytes)") {
+				t.Errorf("a long query parameter name: %d, detail of %d bytes: %.300s", r.Status, len(d), d)
+			}
+			// The principal's tenant is the service's data: its error, not the client's.
+			r = e.post(newKey(), payReq{Amount: 1}, withHeader("X-Org", huge))
+			r.wantProblem(t, 500, idem.CodeInternal, idem.ReasonInternal)
+
+			if n := e.records(); n != 1 {
+				t.Errorf("%d records, want the longest tenant's only", n)
+			}
+			if n := e.runs.Load(); n != 1 {
+				t.Errorf("the handler ran %d times, want once", n)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			cause := false
+			for _, line := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
+				if len(line) > 2048 || strings.Contains(line, huge[:40]) {
+					t.Errorf("a log line of %d bytes echoes a long value: %.200s...", len(line), line)
+				}
+				cause = cause || strings.Contains(line, "3000 bytes, more than the 255 allowed")
+			}
+			if !cause {
+				t.Errorf("the principal's tenant: no log line says why:\n%s", logs.String())
+			}
+		})
 	}
 }
 

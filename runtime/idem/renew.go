@@ -14,7 +14,8 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
-// renewer keeps the leases of an engine's running lease-mode handlers alive.
+// renewer keeps the leases of an engine's running lease-mode handlers alive,
+// up to their maximum hold (Config.MaxHold) and not past it.
 // It is one goroutine per engine with a connection of its own, opened like
 // the pool's connections but outside the pool: handlers that hold every
 // pooled connection (or requests queued for one) cannot delay a renewal.
@@ -92,6 +93,14 @@ func (r *renewer) poke() {
 // due reports when rs must be renewed: at a third of its lease.
 func (rs *runState) due() time.Time { return rs.renewed.Add(rs.lease / 3) }
 
+// settled reports whether rs's lease already runs to its maximum hold
+// (Config.MaxHold): no renewal may extend it, and the claim lapses then.
+// The last statement that set the lease set it to renewed + lease, or, cut
+// short, to holdUntil.
+func (rs *runState) settled() bool {
+	return !rs.holdUntil.IsZero() && !rs.renewed.Add(rs.lease).Before(rs.holdUntil)
+}
+
 func (r *renewer) run() {
 	backoff := time.Duration(0)
 	idle := time.NewTimer(renewerIdle)
@@ -100,6 +109,9 @@ func (r *renewer) run() {
 		r.mu.Lock()
 		var next time.Time
 		for rs := range r.claims {
+			if rs.settled() {
+				continue
+			}
 			if d := rs.due(); next.IsZero() || d.Before(next) {
 				next = d
 			}
@@ -154,13 +166,13 @@ func (r *renewer) round() error {
 	var batch []*runState
 	var p store.RenewLeasesParams
 	for rs := range r.claims {
-		if now.Sub(rs.renewed) < rs.lease/6 {
+		if now.Sub(rs.renewed) < rs.lease/6 || rs.settled() {
 			continue
 		}
 		batch = append(batch, rs)
 		p.Ids = append(p.Ids, rs.id)
 		p.Fences = append(p.Fences, rs.fence)
-		p.LeaseMs = append(p.LeaseMs, max(rs.lease.Milliseconds(), 1))
+		p.LeaseMs = append(p.LeaseMs, rs.leaseMs(now))
 	}
 	r.mu.Unlock()
 	if len(batch) == 0 {

@@ -9,7 +9,7 @@ import (
 )
 
 // Sealer encrypts what a record stores at rest: the response replayed to
-// retries (body and headers) and lease-mode recovery data.
+// retries (status, headers and body) and lease-mode recovery data.
 // runtime/idemseal implements it with AES-256-GCM and rotating keys. Every value is sealed with additional data naming its
 // record (tenant, operation, key) and field, so a value copied into another
 // record, or into another field, does not open.
@@ -44,15 +44,35 @@ func sealAAD(field string, k Key) []byte {
 	return b
 }
 
+// The frame of a sealed response, inside the seal. Version 2 (since the
+// status was sealed too):
+//
+//	0x00 0x02 uvarint(status) uvarint(len(headers)) headers body
+//
+// Version 1, which records sealed before it still hold, has no status and
+// no marker: uvarint(len(headers)) headers body. Its first byte is never 0,
+// since the headers are a JSON object ("{}" at least), so the 0 tells the
+// two apart; and since the marker is inside the seal, a version-2 value
+// cannot be passed off as a version-1 one.
+const (
+	frameMarker = 0x00
+	frameV2     = 0x02
+)
+
 // EncodeResponse returns the values of the response_headers and
 // response_body columns for a stored response: headersJSON (a JSON object
 // of name -> values) and body as they are without a Sealer; with one, no
-// headers column (nil) and one sealed value holding both.
-func EncodeResponse(ctx context.Context, s Sealer, k Key, headersJSON, body []byte) (headersCol, bodyCol []byte, err error) {
+// headers column (nil) and one sealed value holding the status, the headers
+// and the body, so that none of what a replay sends can be altered in the
+// table without the replay refusing it (the status column stays, for
+// queries; DecodeResponse checks it against the sealed one).
+func EncodeResponse(ctx context.Context, s Sealer, k Key, status int, headersJSON, body []byte) (headersCol, bodyCol []byte, err error) {
 	if s == nil {
 		return headersJSON, body, nil
 	}
-	plain := make([]byte, 0, binary.MaxVarintLen64+len(headersJSON)+len(body))
+	plain := make([]byte, 0, 2+2*binary.MaxVarintLen64+len(headersJSON)+len(body))
+	plain = append(plain, frameMarker, frameV2)
+	plain = binary.AppendUvarint(plain, uint64(status))
 	plain = binary.AppendUvarint(plain, uint64(len(headersJSON)))
 	plain = append(plain, headersJSON...)
 	plain = append(plain, body...)
@@ -63,27 +83,57 @@ func EncodeResponse(ctx context.Context, s Sealer, k Key, headersJSON, body []by
 	return nil, sealed, nil
 }
 
+// ErrRecordAltered is returned (wrapped) when a sealed record's columns
+// disagree with what was sealed: someone changed the table.
+var ErrRecordAltered = errors.New("the record was altered after it was sealed")
+
 // DecodeResponse is EncodeResponse's inverse: the stored headers (JSON) and
-// body of k's record. A plaintext record reads as it is, with or without a
-// Sealer; a sealed one needs the Sealer (ErrSealed otherwise).
-func DecodeResponse(ctx context.Context, s Sealer, k Key, headersCol, bodyCol []byte) (headersJSON, body []byte, err error) {
+// body of k's record, whose response_status column holds status. A plaintext
+// record reads as it is, with or without a Sealer; a sealed one needs the
+// Sealer (ErrSealed otherwise), and is refused (ErrRecordAltered) when its
+// status column is not the sealed status or its headers column is set. A
+// record sealed before the status was (frame version 1) still opens; its
+// status column is taken as it is.
+func DecodeResponse(ctx context.Context, s Sealer, k Key, status int, headersCol, bodyCol []byte) (headersJSON, body []byte, err error) {
 	if s == nil || !s.IsSealed(bodyCol) {
 		// A sealed response has no headers column (NULL, which the record
 		// read turns into {}); a plaintext one has its headers there.
-		if s == nil && looksSealed(bodyCol) && (len(headersCol) == 0 || string(bytes.TrimSpace(headersCol)) == "{}") {
+		if s == nil && looksSealed(bodyCol) && emptyHeaders(headersCol) {
 			return nil, nil, fmt.Errorf("stored response: %w", ErrSealed)
 		}
 		return headersCol, bodyCol, nil
 	}
+	if !emptyHeaders(headersCol) {
+		return nil, nil, fmt.Errorf("idem: open stored response: %w: the headers column is set beside a sealed response", ErrRecordAltered)
+	}
 	plain, err := s.Open(ctx, bodyCol, sealAAD(sealedResponse, k))
 	if err != nil {
 		return nil, nil, fmt.Errorf("idem: open stored response: %w", err)
+	}
+	if len(plain) > 0 && plain[0] == frameMarker {
+		if len(plain) < 2 || plain[1] != frameV2 {
+			return nil, nil, errors.New("idem: open stored response: unknown frame version")
+		}
+		sealed, w := binary.Uvarint(plain[2:])
+		if w <= 0 {
+			return nil, nil, errors.New("idem: open stored response: malformed frame")
+		}
+		if sealed != uint64(status) {
+			return nil, nil, fmt.Errorf("idem: open stored response: %w: the status column says %d, the sealed status is %d", ErrRecordAltered, status, sealed)
+		}
+		plain = plain[2+w:]
 	}
 	n, w := binary.Uvarint(plain)
 	if w <= 0 || uint64(len(plain)-w) < n {
 		return nil, nil, errors.New("idem: open stored response: malformed frame")
 	}
 	return plain[w : w+int(n)], plain[w+int(n):], nil
+}
+
+// emptyHeaders reports whether a headers column holds nothing: NULL, or the
+// {} the record read puts in its place.
+func emptyHeaders(col []byte) bool {
+	return len(col) == 0 || string(bytes.TrimSpace(col)) == "{}"
 }
 
 // EncodeRecoveryData returns the value of the recovery_data column for data.

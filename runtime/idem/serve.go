@@ -139,7 +139,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
 	if err != nil && !abort {
 		p := ProblemFor(err, op.Policy.Profile)
-		if p.Status >= 500 && !isProblem(err) && e.cfg.Hooks.OnError != nil {
+		if hiddenCause(err, p.Status) && e.cfg.Hooks.OnError != nil {
 			// Without the hook, report logs the cause with the request.
 			e.cfg.Hooks.OnError(rq.r.Context(), op, err)
 		}
@@ -225,6 +225,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return errors.New("idem: prepare returned a nil handler")
 	}
 
+	if e.cfg.Shard != nil {
+		if e, err = e.onShard(r.Context(), tenant); err != nil {
+			return err
+		}
+	}
 	if keyValue == "" {
 		return e.serveWithoutKey(rq, handler)
 	}

@@ -514,6 +514,14 @@ func TestDeclared(t *testing.T) {
 	if err := resp("application/json", "{").DecodeJSON(&struct{}{}); !errors.As(err, &d) || d.Status != 200 {
 		t.Errorf("DecodeJSON of a broken body: %v", err)
 	}
+	if err := resp("application/json", "{} {}").DecodeJSON(&struct{}{}); !errors.As(err, &d) {
+		t.Errorf("DecodeJSON of two values: %v", err)
+	}
+	// Untyped numbers keep their digits, as the server decodes them.
+	var v map[string]any
+	if err := resp("application/json", `{"n":9007199254740993}`).DecodeJSON(&v); err != nil || v["n"] != json.Number("9007199254740993") {
+		t.Errorf("DecodeJSON of a number past 2^53 into any: %#v, %v", v, err)
+	}
 }
 
 func TestBackoff(t *testing.T) {

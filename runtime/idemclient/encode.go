@@ -3,6 +3,7 @@ package idemclient
 import (
 	"bytes"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net/http"
@@ -264,9 +265,19 @@ func (r *Response) DeclaredOther(mediaType string) bool {
 	return jsonkit.MediaType(r.Header.Get("Content-Type")) != "application/problem+json" && r.Declared(mediaType)
 }
 
-// DecodeJSON decodes the response body into v.
+// DecodeJSON decodes the response body into v. A number in an untyped
+// value (any, map[string]any) is a json.Number, as the generated server
+// decodes requests: an integer past 2^53 keeps its digits.
 func (r *Response) DecodeJSON(v any) error {
-	if err := json.Unmarshal(r.Body, v); err != nil {
+	dec := json.NewDecoder(bytes.NewReader(r.Body))
+	dec.UseNumber()
+	err := dec.Decode(v)
+	if err == nil {
+		if _, e := dec.Token(); e != io.EOF {
+			err = errors.New("unexpected data after the JSON value")
+		}
+	}
+	if err != nil {
 		return &DecodeError{Operation: r.Operation, Status: r.Status, Body: r.Body, Err: err}
 	}
 	return nil

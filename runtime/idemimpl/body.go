@@ -13,6 +13,29 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
+// Unmarshal decodes the JSON value b into v as encoding/json does, except
+// that a number in an untyped value (an any, a map[string]any, a []any) is
+// a json.Number holding its digits, not a float64: such a value may hold an
+// integer past 2^53, which a float64 would round (9007199254740993 would
+// reach the handler as 9007199254740992 while the fingerprint covered the
+// exact digits). Generated decoders and the UnmarshalJSON methods of
+// generated types decode through it, so a request reaches the handler as
+// its fingerprint saw it; a typed number (int64, float64) is unaffected.
+func Unmarshal(b []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	if err := dec.Decode(v); err != nil {
+		if err == io.EOF {
+			return io.ErrUnexpectedEOF
+		}
+		return err
+	}
+	if _, err := dec.Token(); err != io.EOF {
+		return fmt.Errorf("unexpected data after the JSON value")
+	}
+	return nil
+}
+
 // UnmarshalEnum decodes a JSON string into an enum type, refusing undeclared
 // values: the UnmarshalJSON method of a generated enum.
 func UnmarshalEnum[E Enum](b []byte, v *E) error {
@@ -46,7 +69,7 @@ func CheckRequired(b []byte, names ...string) error {
 // of names (CheckRequired): the UnmarshalJSON method of a generated struct
 // with required properties, which passes itself as a type without methods.
 func UnmarshalRequired(b []byte, v any, names ...string) error {
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := Unmarshal(b, v); err != nil {
 		return err
 	}
 	return CheckRequired(b, names...)
@@ -152,7 +175,7 @@ func DecodeJSON(body []byte, v any, required bool) error {
 	if err != nil {
 		return bodyErr(fmt.Errorf("%w: %w", idem.ErrInvalidJSON, err))
 	}
-	if err := json.Unmarshal(AppendJSON(nil, &tree, nil), v); err != nil {
+	if err := Unmarshal(AppendJSON(nil, &tree, nil), v); err != nil {
 		return bodyErr(unmarshalError(err))
 	}
 	return nil

@@ -187,3 +187,42 @@ func requestError(t *testing.T, err error, where string, cause error) {
 type color string
 
 func (c color) Valid() bool { return c == "red" || c == "green" }
+
+// TestUnmarshalExact: a number in an untyped value is a json.Number with
+// its digits (9007199254740993 would be 9007199254740992 as a float64), at
+// any depth, through the helpers generated types decode with; typed
+// numbers are unaffected.
+func TestUnmarshalExact(t *testing.T) {
+	const big = "9007199254740993"
+	var v struct {
+		Any   any            `json:"any"`
+		Map   map[string]any `json:"map"`
+		List  []any          `json:"list"`
+		Typed int64          `json:"typed"`
+	}
+	if err := idemimpl.Unmarshal([]byte(`{"any":`+big+`,"map":{"n":{"m":[`+big+`]}},"list":[`+big+`],"typed":`+big+`}`), &v); err != nil {
+		t.Fatal(err)
+	}
+	nested := v.Map["n"].(map[string]any)["m"].([]any)[0]
+	if v.Any != json.Number(big) || nested != json.Number(big) || v.List[0] != json.Number(big) || v.Typed != 9007199254740993 {
+		t.Errorf("decoded %#v, %#v", v, nested)
+	}
+	if err := idemimpl.Unmarshal([]byte(`{} {}`), &v); err == nil {
+		t.Error("data after the value accepted")
+	}
+	var extra map[string]any
+	if err := idemimpl.UnmarshalAdditional([]byte(`{"declared":1,"x":`+big+`}`), &extra, "declared"); err != nil || extra["x"] != json.Number(big) {
+		t.Errorf("UnmarshalAdditional: %#v, %v", extra, err)
+	}
+	var p *any
+	if err := idemimpl.DecodeVariant([]byte(big), &p); err != nil || *p != json.Number(big) {
+		t.Errorf("DecodeVariant: %v, %v", p, err)
+	}
+	var n idem.Nullable[any]
+	if err := json.Unmarshal([]byte(big), &n); err != nil {
+		t.Fatal(err)
+	}
+	if x, _ := n.Value(); x != json.Number(big) {
+		t.Errorf("Nullable[any]: %#v", x)
+	}
+}

@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,7 +152,7 @@ func (q *Request) unmarshal(vd *validator, v *Value, target any) {
 	if target == nil {
 		return
 	}
-	if err := json.Unmarshal(AppendJSON(nil, v, nil), target); err != nil {
+	if err := Unmarshal(AppendJSON(nil, v, nil), target); err != nil {
 		vd.fail("type", unmarshalError(err).Error())
 		q.out = append(q.out, vd.out[len(vd.out)-1])
 	}

@@ -3,6 +3,7 @@ package idemimpl
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -11,6 +12,14 @@ import (
 // ErrNilResponse is returned for a Server method that returns a nil response
 // and a nil error; it becomes a 500.
 var ErrNilResponse = errors.New("server returned a nil response")
+
+// UndeclaredResponse is the error for a Server method whose response has a
+// type the generated encoder does not list: a struct embedding one of the
+// operation's response types, say, which has its marker method but is not
+// one of the declared responses.
+func UndeclaredResponse(resp any) error {
+	return fmt.Errorf("server returned a %T, which is not one of the operation's response types", resp)
+}
 
 // newResponse builds a response; headers are name, value pairs and a pair
 // with an empty value is not sent.

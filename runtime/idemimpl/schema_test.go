@@ -1,6 +1,7 @@
 package idemimpl_test
 
 import (
+	"encoding/json"
 	"errors"
 	"net/http/httptest"
 	"strings"
@@ -115,7 +116,7 @@ func TestDefaultsAndNull(t *testing.T) {
 	if vs != nil {
 		t.Fatal(vs)
 	}
-	if got["limit"] != float64(10) {
+	if got["limit"] != json.Number("10") { // untyped: exact digits
 		t.Errorf("default not applied: %v", got)
 	}
 	if _, ok := got["note"]; !ok || got["note"] != nil {

@@ -258,7 +258,17 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 		q.out = append(q.out, vd.out...)
 		return
 	}
-	q.t.applyDefaults(&v, m.Schema)
+	// The handler sees the value with its defaults and without the
+	// undeclared members its type drops, as for a JSON or form body (see
+	// Body): an undeclared part, a file too, is dropped where an
+	// undeclared JSON member would be, and is not part of the fingerprint.
+	if q.t.handlerView(&v, m.Schema, true) {
+		vd.validate(&v, m.Schema)
+		if len(vd.out) > 0 {
+			q.out = append(q.out, vd.out...)
+			return
+		}
+	}
 	n := len(q.out)
 	q.unmarshal(vd, &v, target)
 	if len(q.out) > n {
@@ -269,8 +279,10 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 		q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type", Detail: err.Error()})
 		return
 	}
+	kept := map[string]bool{}
+	fileTokens(&v, files, kept)
 	for tok := range files {
-		if !used[tok] {
+		if !used[tok] && kept[tok] { // a file where the typed request holds text
 			f := idem.File{}
 			_ = f.UnmarshalText([]byte(tok))
 			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type",
@@ -279,6 +291,24 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 		}
 	}
 	q.setBody(v, media)
+}
+
+// fileTokens marks the files whose lines v still holds.
+func fileTokens(v *Value, files map[string]*spooled, kept map[string]bool) {
+	switch v.Kind {
+	case KindString:
+		if files[v.Str] != nil {
+			kept[v.Str] = true
+		}
+	case KindArray:
+		for i := range v.Items {
+			fileTokens(&v.Items[i], files, kept)
+		}
+	case KindObject:
+		for i := range v.Members {
+			fileTokens(&v.Members[i].Value, files, kept)
+		}
+	}
 }
 
 // trackedReader remembers the error of the last read, to tell a body that

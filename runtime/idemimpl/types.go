@@ -43,7 +43,7 @@ func JSONKind(b []byte) string {
 // decodes without error: the member decoders of a generated union.
 func DecodeVariant[T any](b []byte, dst **T) error {
 	v := new(T)
-	if err := json.Unmarshal(b, v); err != nil {
+	if err := Unmarshal(b, v); err != nil {
 		return err
 	}
 	*dst = v
@@ -146,7 +146,7 @@ func UnmarshalAdditional[T any](b []byte, dst *map[string]T, declared ...string)
 			continue
 		}
 		var v T
-		if err := json.Unmarshal(raw, &v); err != nil {
+		if err := Unmarshal(raw, &v); err != nil {
 			return fmt.Errorf("property %q: %w", k, err)
 		}
 		if *dst == nil {

@@ -246,14 +246,26 @@ func TestCacheMetrics(t *testing.T) {
 idempotency_cache_requests_total{operation="createThing",result="hit"} 1
 idempotency_cache_requests_total{operation="createThing",result="miss"} 1
 `
-	if got := grep(s.scrape(), "idempotency_cache_"); got != want {
+	// The outcome is counted once the response is written: the client
+	// may scrape before that.
+	got := ""
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = grep(s.scrape(), "idempotency_cache_"); got == want {
+			break
+		}
+	}
+	if got != want {
 		t.Fatalf("after a miss and a hit:\n%s\nwant\n%s", got, want)
 	}
 	srv.Kill()
 	if st := s.post(uuid.NewString(), "", `{"n":2}`); st != 201 {
 		t.Fatalf("with Redis killed: %d", st)
 	}
-	got := s.scrape()
+	for deadline := time.Now().Add(5 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
+		if got = s.scrape(); strings.Contains(got, `result="fallback"} 1`) {
+			break
+		}
+	}
 	if !strings.Contains(got, "idempotency_cache_hit_ratio 0.3333333333333333\n") ||
 		!strings.Contains(got, `idempotency_cache_requests_total{operation="createThing",result="fallback"} 1`+"\n") ||
 		!strings.Contains(got, `idempotency_cache_errors_total{operation="createThing"}`) {

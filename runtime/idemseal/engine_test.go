@@ -3,6 +3,7 @@ package idemseal_test
 import (
 	"bytes"
 	"context"
+	"encoding/binary"
 	"io"
 	"log/slog"
 	"net/http"
@@ -370,5 +371,72 @@ func TestEngineKeyRotation(t *testing.T) {
 	}
 	if !strings.Contains(off.log(), "no Sealer is configured") {
 		t.Errorf("the log does not say the record is sealed:\n%s", off.log())
+	}
+}
+
+// TestAlteredRecordIsRefused alters, in SQL, each stored field a replay
+// sends — the status, the headers, the body — of a sealed record: the
+// retry gets a 500 without the stored body (never the altered response),
+// the handler does not run again, and the log says why. A record sealed
+// before the status was (frame version 1, as the engine wrote it until
+// then) still replays.
+func TestAlteredRecordIsRefused(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{})
+	sealer := sealerOf(t, newKey(t, "k1"))
+	s := newSealedService(t, db, sealer)
+	for _, c := range []struct{ field, update, log string }{
+		{"status", `response_status = 299`, "the status column says 299, the sealed status is 201"},
+		{"headers", `response_headers = '{"Location": ["/elsewhere"]}'`, "the headers column is set beside a sealed response"},
+		{"body", `response_body = overlay(response_body placing '\x00'::bytea from octet_length(response_body) - 3)`, "does not open"},
+	} {
+		t.Run(c.field, func(t *testing.T) {
+			key := uuid.NewString()
+			if a := s.post("createThing", "acme", key); a.status != 201 {
+				t.Fatalf("execute: %d %s", a.status, a.body)
+			}
+			if a := s.post("createThing", "acme", key); a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("replay before the change: %d %s", a.status, a.body)
+			}
+			if _, err := db.Exec(context.Background(), `UPDATE idem_records SET `+c.update+`
+				WHERE tenant = 'acme' AND operation = 'createThing' AND idempotency_key = $1`, key); err != nil {
+				t.Fatal(err)
+			}
+			a := s.post("createThing", "acme", key)
+			if a.status != 500 || strings.Contains(a.body, secret) || a.header.Get("Idempotent-Replayed") != "" || a.header.Get("Location") != "" {
+				t.Errorf("replay of a record whose %s was altered: %d %v %q, want a 500 without the stored response", c.field, a.status, a.header, a.body)
+			}
+			if !strings.Contains(s.log(), c.log) {
+				t.Errorf("the log does not say %q:\n%s", c.log, s.log())
+			}
+		})
+	}
+	s.mu.Lock()
+	if ran := s.ran["createThing"]; ran != 3 {
+		t.Errorf("the handler ran %d times, want once per key", ran)
+	}
+	s.mu.Unlock()
+
+	// Frame version 1: the headers and the body, without the status.
+	key := uuid.NewString()
+	headers := []byte(`{"Content-Type":["application/json"],"Location":["/things/1"]}`)
+	plain := append(binary.AppendUvarint(nil, uint64(len(headers))), headers...)
+	plain = append(plain, `{"card":"`+secret+`"}`...)
+	aad := []byte("idemgen record v1\x00response\x00acme\x00createThing\x00" + key)
+	sealed, err := sealer.Seal(context.Background(), plain, aad)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var fp []byte
+	if err := db.QueryRow(context.Background(), `SELECT fingerprint FROM idem_records LIMIT 1`).Scan(&fp); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := db.Exec(context.Background(), `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint,
+			schema_version, response_status, response_body, completed_at, expires_at)
+		VALUES (idem_record_id('acme', 'createThing', $1), 'acme', 'createThing', $1, 'COMPLETED', $2, 'v1', 201, $3, now(), now() + interval '1 hour')`, key, fp, sealed); err != nil {
+		t.Fatal(err)
+	}
+	a := s.post("createThing", "acme", key)
+	if a.status != 201 || a.header.Get("Idempotent-Replayed") != "true" || a.body != `{"card":"`+secret+`"}` || a.header.Get("Location") != "/things/1" {
+		t.Errorf("a record sealed in frame version 1: %d %v %q, want its stored response", a.status, a.header, a.body)
 	}
 }

@@ -49,6 +49,9 @@ type Options struct {
 	MigrationsTable string
 	// MaxConns sizes the pool; zero means 16.
 	MaxConns int32
+	// Server is the connection string of the server to use instead of
+	// DATABASE_URL (one from StartServer, say).
+	Server string
 }
 
 // DB is a test database: a pool whose search_path is a schema of its own.
@@ -66,6 +69,9 @@ type DB struct {
 func New(tb testing.TB, opts Options) *DB {
 	tb.Helper()
 	base := URL(tb)
+	if opts.Server != "" {
+		base = opts.Server
+	}
 	ctx := context.Background()
 
 	var b [6]byte

@@ -218,7 +218,7 @@ func (h *handler) handleCreateBooking(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateBookingResponse(resp)
 		}}, nil
 	})
 }
@@ -250,7 +250,8 @@ func (h *handler) handleGetBooking(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeGetBookingResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsGetBooking describes the parameters of getBooking.
@@ -276,23 +277,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime},                                                                                                                               // 4: #/components/schemas/NewBooking/properties/start
 	{Types: idemimpl.TypeString, Format: idemimpl.FormatUUID},                                                                                                                                   // 5: #/paths/~1bookings~1{bookingId}/get/parameters/path/bookingId/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

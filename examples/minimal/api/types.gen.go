@@ -46,7 +46,6 @@ type CreateBookingRequest struct {
 //   - CreateBooking201Response
 type CreateBookingResponse interface {
 	isCreateBookingResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateBooking201Response is the 201 response of operation createBooking (POST /bookings): The booking was made.
@@ -55,8 +54,18 @@ type CreateBooking201Response struct {
 }
 
 func (CreateBooking201Response) isCreateBookingResponse() {}
-func (r CreateBooking201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateBookingResponse encodes a response of createBooking.
+func encodeCreateBookingResponse(resp CreateBookingResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateBooking201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetBookingRequest is the decoded request of operation getBooking (GET /bookings/{bookingId}).
@@ -69,7 +78,6 @@ type GetBookingRequest struct {
 //   - GetBooking404Response
 type GetBookingResponse interface {
 	isGetBookingResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetBooking200Response is the 200 response of operation getBooking (GET /bookings/{bookingId}): The booking.
@@ -78,23 +86,29 @@ type GetBooking200Response struct {
 }
 
 func (GetBooking200Response) isGetBookingResponse() {}
-func (r GetBooking200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // GetBooking404Response is the 404 response of operation getBooking (GET /bookings/{bookingId}): No such booking.
 type GetBooking404Response struct{}
 
 func (GetBooking404Response) isGetBookingResponse() {}
-func (r GetBooking404Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(404)
+
+// encodeGetBookingResponse encodes a response of getBooking.
+func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetBooking200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetBooking404Response:
+		return idemimpl.EmptyResponse(404)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateBookingResponse() {}
 func (unimplementedResponse) isGetBookingResponse()    {}

@@ -280,7 +280,8 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListPaymentsResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -308,7 +309,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -351,7 +352,8 @@ func (h *handler) handleQuotePayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeQuotePaymentResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // bodyQuotePayment describes the request body of quotePayment.
@@ -381,7 +383,8 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeGetPaymentResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -409,7 +412,7 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCapturePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -447,7 +450,7 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateRefundResponse(resp)
 		}}, nil
 	})
 }
@@ -491,23 +494,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "reason", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                    // 12: #/components/schemas/NewRefund
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                                                                 // 13: #/components/schemas/Capture
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

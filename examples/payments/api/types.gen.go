@@ -172,7 +172,6 @@ type ListPaymentsRequest struct {
 //   - ListPayments200Response
 type ListPaymentsResponse interface {
 	isListPaymentsResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ListPayments200Response is the 200 response of operation listPayments (GET /payments): Payments, newest first.
@@ -181,8 +180,18 @@ type ListPayments200Response struct {
 }
 
 func (ListPayments200Response) isListPaymentsResponse() {}
-func (r ListPayments200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeListPaymentsResponse encodes a response of listPayments.
+func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case ListPayments200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreatePaymentRequest is the decoded request of operation createPayment (POST /payments).
@@ -198,7 +207,6 @@ type CreatePaymentRequest struct {
 //   - CreatePayment502Response
 type CreatePaymentResponse interface {
 	isCreatePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreatePayment201Response is the 201 response of operation createPayment (POST /payments): The payment was charged and recorded.
@@ -209,9 +217,6 @@ type CreatePayment201Response struct {
 }
 
 func (CreatePayment201Response) isCreatePaymentResponse() {}
-func (r CreatePayment201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location, "X-Gateway-Charge-Id", r.XGatewayChargeID)
-}
 
 // CreatePayment400Response is the 400 response of operation createPayment (POST /payments): The request is malformed.
 type CreatePayment400Response struct {
@@ -219,9 +224,6 @@ type CreatePayment400Response struct {
 }
 
 func (CreatePayment400Response) isCreatePaymentResponse() {}
-func (r CreatePayment400Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(400, "application/json", r.Body)
-}
 
 // CreatePayment502Response is the 502 response of operation createPayment (POST /payments): The gateway failed or timed out; retry with the same key. The body says which (code gateway_timeout or gateway_unavailable), never how: the cause goes to the service's log.
 type CreatePayment502Response struct {
@@ -229,8 +231,22 @@ type CreatePayment502Response struct {
 }
 
 func (CreatePayment502Response) isCreatePaymentResponse() {}
-func (r CreatePayment502Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(502, "application/problem+json", r.Body)
+
+// encodeCreatePaymentResponse encodes a response of createPayment.
+func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreatePayment201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location, "X-Gateway-Charge-Id", r.XGatewayChargeID)
+	case CreatePayment400Response:
+		return idemimpl.JSONResponse(400, "application/json", r.Body)
+	case CreatePayment502Response:
+		return idemimpl.JSONResponse(502, "application/problem+json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // QuotePaymentRequest is the decoded request of operation quotePayment (POST /payments/quote).
@@ -243,7 +259,6 @@ type QuotePaymentRequest struct {
 //   - QuotePayment200Response
 type QuotePaymentResponse interface {
 	isQuotePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // QuotePayment200Response is the 200 response of operation quotePayment (POST /payments/quote): The quote.
@@ -252,8 +267,18 @@ type QuotePayment200Response struct {
 }
 
 func (QuotePayment200Response) isQuotePaymentResponse() {}
-func (r QuotePayment200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeQuotePaymentResponse encodes a response of quotePayment.
+func encodeQuotePaymentResponse(resp QuotePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case QuotePayment200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetPaymentRequest is the decoded request of operation getPayment (GET /payments/{paymentId}).
@@ -267,7 +292,6 @@ type GetPaymentRequest struct {
 //   - GetPayment404Response
 type GetPaymentResponse interface {
 	isGetPaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetPayment200Response is the 200 response of operation getPayment (GET /payments/{paymentId}): The payment.
@@ -276,9 +300,6 @@ type GetPayment200Response struct {
 }
 
 func (GetPayment200Response) isGetPaymentResponse() {}
-func (r GetPayment200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{paymentId}): No such payment.
 type GetPayment404Response struct {
@@ -286,8 +307,20 @@ type GetPayment404Response struct {
 }
 
 func (GetPayment404Response) isGetPaymentResponse() {}
-func (r GetPayment404Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(404, "application/json", r.Body)
+
+// encodeGetPaymentResponse encodes a response of getPayment.
+func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetPayment200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetPayment404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CapturePaymentRequest is the decoded request of operation capturePayment (PATCH /payments/{paymentId}).
@@ -304,7 +337,6 @@ type CapturePaymentRequest struct {
 //   - CapturePayment422Response
 type CapturePaymentResponse interface {
 	isCapturePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CapturePayment200Response is the 200 response of operation capturePayment (PATCH /payments/{paymentId}): The captured payment.
@@ -313,9 +345,6 @@ type CapturePayment200Response struct {
 }
 
 func (CapturePayment200Response) isCapturePaymentResponse() {}
-func (r CapturePayment200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // CapturePayment404Response is the 404 response of operation capturePayment (PATCH /payments/{paymentId}): No such payment.
 type CapturePayment404Response struct {
@@ -323,9 +352,6 @@ type CapturePayment404Response struct {
 }
 
 func (CapturePayment404Response) isCapturePaymentResponse() {}
-func (r CapturePayment404Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(404, "application/json", r.Body)
-}
 
 // CapturePayment422Response is the 422 response of operation capturePayment (PATCH /payments/{paymentId}): The payment cannot be captured (already captured, or more than was authorized).
 type CapturePayment422Response struct {
@@ -333,8 +359,22 @@ type CapturePayment422Response struct {
 }
 
 func (CapturePayment422Response) isCapturePaymentResponse() {}
-func (r CapturePayment422Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(422, "application/json", r.Body)
+
+// encodeCapturePaymentResponse encodes a response of capturePayment.
+func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CapturePayment200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case CapturePayment404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body)
+	case CapturePayment422Response:
+		return idemimpl.JSONResponse(422, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateRefundRequest is the decoded request of operation createRefund (POST /payments/{paymentId}/refunds).
@@ -352,7 +392,6 @@ type CreateRefundRequest struct {
 //   - CreateRefund422Response
 type CreateRefundResponse interface {
 	isCreateRefundResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateRefund201Response is the 201 response of operation createRefund (POST /payments/{paymentId}/refunds): The refund was recorded.
@@ -361,9 +400,6 @@ type CreateRefund201Response struct {
 }
 
 func (CreateRefund201Response) isCreateRefundResponse() {}
-func (r CreateRefund201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
-}
 
 // CreateRefund400Response is the 400 response of operation createRefund (POST /payments/{paymentId}/refunds): The request is malformed.
 type CreateRefund400Response struct {
@@ -371,9 +407,6 @@ type CreateRefund400Response struct {
 }
 
 func (CreateRefund400Response) isCreateRefundResponse() {}
-func (r CreateRefund400Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(400, "application/json", r.Body)
-}
 
 // CreateRefund404Response is the 404 response of operation createRefund (POST /payments/{paymentId}/refunds): No such payment.
 type CreateRefund404Response struct {
@@ -381,9 +414,6 @@ type CreateRefund404Response struct {
 }
 
 func (CreateRefund404Response) isCreateRefundResponse() {}
-func (r CreateRefund404Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(404, "application/json", r.Body)
-}
 
 // CreateRefund422Response is the 422 response of operation createRefund (POST /payments/{paymentId}/refunds): Insufficient funds - the refund exceeds what is captured and not yet refunded.
 type CreateRefund422Response struct {
@@ -391,16 +421,29 @@ type CreateRefund422Response struct {
 }
 
 func (CreateRefund422Response) isCreateRefundResponse() {}
-func (r CreateRefund422Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(422, "application/json", r.Body)
+
+// encodeCreateRefundResponse encodes a response of createRefund.
+func encodeCreateRefundResponse(resp CreateRefundResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateRefund201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case CreateRefund400Response:
+		return idemimpl.JSONResponse(400, "application/json", r.Body)
+	case CreateRefund404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body)
+	case CreateRefund422Response:
+		return idemimpl.JSONResponse(422, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isListPaymentsResponse()   {}
 func (unimplementedResponse) isCreatePaymentResponse()  {}
 func (unimplementedResponse) isQuotePaymentResponse()   {}

@@ -78,9 +78,30 @@ func (s *retryStats) notePayment(key, id string, replayed bool) {
 	}
 }
 
+// maxAttemptTimeout caps the attempt timeouts of retrying callers, which
+// start shorter than the gateway's latency and grow. It is far above the
+// service's latency on any machine the tests run on, so that a caller's
+// attempts always come to outlast it: at load 35 under -race, attempts of
+// TestRetryingClients took over 5 s (3 917 of 4 046 timed out), and a cap
+// of 5 s left callers timing out until their deadline.
+const maxAttemptTimeout = time.Minute
+
+// retryBudget is how long TestRetryingClients' callers keep calling. It
+// guards against a key that never completes; it is not a claim about speed,
+// which the machine's load decides. A caller gets its answer once its
+// attempt timeout outlasts the service's latency, and a generated-client
+// caller whose every attempt times out (5 attempts a call, the timeout
+// doubling from 40 ms per call) starts its first 10 s attempt after 51 s,
+// its first 20 s attempt after 1.7 minutes and its first 41 s one after 3.4
+// (the hand-rolled caller, growing its timeout by half per attempt, sooner):
+// the test fails on load alone only where the service needs over 40 s a
+// request. The former budget, 60 s with attempts capped at 5 s, failed
+// where it needed over 5 s. On an idle machine the test takes seconds.
+const retryBudget = 5 * time.Minute
+
 // createUntilDone sends POST /payments with key until a 201, with a timeout
-// per attempt that starts shorter than the gateway's latency and grows, and
-// a jittered backoff. It gives up at deadline.
+// per attempt that starts shorter than the gateway's latency and grows (to
+// maxAttemptTimeout), and a jittered backoff. It gives up at ctx's deadline.
 func createUntilDone(ctx context.Context, c *harness.Client, key string, amount int64, firstTimeout time.Duration, st *retryStats) bool {
 	timeout := firstTimeout
 	for attempt := 0; attempt < 200; attempt++ {
@@ -94,7 +115,7 @@ func createUntilDone(ctx context.Context, c *harness.Client, key string, amount 
 		if err == nil && ex.Status == 201 {
 			return true
 		}
-		timeout = min(timeout*3/2, 5*time.Second)
+		timeout = min(timeout*3/2, maxAttemptTimeout)
 		backoff := time.Duration(5+rand.IntN(20+attempt*10)) * time.Millisecond
 		select {
 		case <-ctx.Done():
@@ -128,13 +149,17 @@ func TestRetryingClients(t *testing.T) {
 		retryingClients(t, func(s *stack) createFunc {
 			client := newAPIClient(t, s.srv.URL)
 			// A caller whose call runs out of attempts calls again with the
-			// intent's key and more patience, as IsRetryable says it may.
+			// intent's key and more patience, as IsRetryable says it may,
+			// or when its last attempt got the declared 502 (the spec's
+			// "retry with the same key"): the client returns a declared
+			// response, not an error, so IsRetryable never sees it.
 			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {
-				for timeout := 40 * time.Millisecond; ; timeout = min(timeout*2, 5*time.Second) {
+				for timeout := 40 * time.Millisecond; ; timeout = min(timeout*2, maxAttemptTimeout) {
 					res, err := client.CreatePayment(ctx, paymentRequest(amount), idemclient.WithIdempotencyKey(key),
 						idemclient.WithAttemptTimeout(timeout), idemclient.WithMaxAttempts(5), idemclient.WithAttemptObserver(st.noteAttempt))
+					gatewayFailed := err == nil && res.Status == http.StatusBadGateway
 					p, err := createdPayment(res, err)
-					if idemclient.IsRetryable(err) && ctx.Err() == nil {
+					if (idemclient.IsRetryable(err) || gatewayFailed) && ctx.Err() == nil {
 						continue
 					}
 					if err != nil {
@@ -158,8 +183,9 @@ func retryingClients(t *testing.T, newCreate func(*stack) createFunc) {
 	create := newCreate(s)
 	s.gw.Set(gateway.Switches{Latency: 120 * time.Millisecond, FailBeforeRate: 0.1, FailAfterRate: 0.1})
 	const keys, clientsPerKey = 40, 3
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), retryBudget)
 	defer cancel()
+	start := time.Now()
 
 	st := newRetryStats()
 	want := map[string]int64{}
@@ -193,8 +219,8 @@ func retryingClients(t *testing.T, newCreate func(*stack) createFunc) {
 		}
 	}
 	gs := s.gw.Stats()
-	t.Logf("%d keys × %d clients: %d attempts, %d client timeouts, outcomes %v; gateway %d calls, %d charges",
-		keys, clientsPerKey, st.attempts, st.timeouts, st.byOutcome, gs.Calls, gs.Charges)
+	t.Logf("%d keys × %d clients in %v: %d attempts, %d client timeouts, outcomes %v; gateway %d calls, %d charges",
+		keys, clientsPerKey, time.Since(start).Round(time.Millisecond), st.attempts, st.timeouts, st.byOutcome, gs.Calls, gs.Charges)
 	if st.timeouts == 0 {
 		t.Error("no client ever timed out: the test did not exercise what it claims")
 	}

@@ -460,7 +460,7 @@ func (q *Queries) Resolve(ctx context.Context, arg ResolveParams) (int64, error)
 
 const sealedPage = `-- name: SealedPage :many
 SELECT id, tenant, operation, idempotency_key, state, fence, updated_at,
-    response_headers, response_body, recovery_data
+    response_status, response_headers, response_body, recovery_data
 FROM idem_records
 WHERE ($1::uuid IS NULL OR id > $1::uuid)
   AND (response_body IS NOT NULL OR recovery_data IS NOT NULL)
@@ -481,6 +481,7 @@ type SealedPageRow struct {
 	State           string
 	Fence           int64
 	UpdatedAt       pgtype.Timestamptz
+	ResponseStatus  pgtype.Int4
 	ResponseHeaders []byte
 	ResponseBody    []byte
 	RecoveryData    []byte
@@ -505,6 +506,7 @@ func (q *Queries) SealedPage(ctx context.Context, arg SealedPageParams) ([]Seale
 			&i.State,
 			&i.Fence,
 			&i.UpdatedAt,
+			&i.ResponseStatus,
 			&i.ResponseHeaders,
 			&i.ResponseBody,
 			&i.RecoveryData,

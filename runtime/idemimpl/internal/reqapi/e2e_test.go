@@ -255,6 +255,31 @@ func TestIntegersPast2to53(t *testing.T) {
 	s.noneLeft(t, 2, 2)
 }
 
+// TestUntypedIntegersPast2to53 is issue 20's item 6: in an untyped value
+// (Order's attributes, additionalProperties: true, and extra, {}) a number
+// reaches the handler as a json.Number with the digits the fingerprint
+// covered, not as a float64 that rounds 9007199254740993 to
+// 9007199254740992; what it stores and answers is what was sent.
+func TestUntypedIntegersPast2to53(t *testing.T) {
+	s := newStack(t)
+	k := key()
+	body := func(n string) string {
+		return `{"quantity":1,"amount":5,"currency":"EUR","attributes":{"n":` + n + `,"list":[` + n + `,0.1]},"extra":` + n + `}`
+	}
+	wantCreated(t, s.order(t, "first", "/accounts/acme/orders", k, "application/json", body("9007199254740993")), false,
+		`"n":9007199254740993`, `"list":[9007199254740993,0.1]`, `"extra":9007199254740993`)
+	var n, extra string
+	if err := s.db.QueryRow(context.Background(), `SELECT request->'Body'->'attributes'->>'n', request->'Body'->>'extra' FROM orders`).Scan(&n, &extra); err != nil ||
+		n != "9007199254740993" || extra != "9007199254740993" {
+		t.Fatalf("the handler stored attributes.n %s and extra %s (%v)", n, extra, err)
+	}
+	wantConflict(t, s.order(t, "2^53", "/accounts/acme/orders", k, "application/json", body("9007199254740992")))
+	// Another spelling of the same integer is the same request.
+	wantCreated(t, s.order(t, "spelt with an exponent", "/accounts/acme/orders", k, "application/json", body("9.007199254740993e15")), true,
+		`"n":9007199254740993`)
+	s.noneLeft(t, 1, 1)
+}
+
 // TestHeaderAndCookieParameters is issue 11 case 3: every declared header
 // and cookie parameter is part of the fingerprint, except those the
 // operation excludes by name (X-Request-Id here).

@@ -2,14 +2,18 @@ package reqapi
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"maps"
 	"math/big"
 	"mime"
+	"mime/multipart"
 	"net/http"
+	"net/textproto"
 	"net/url"
 	"reflect"
+	"runtime"
 	"slices"
 	"sort"
 	"strings"
@@ -21,6 +25,7 @@ import (
 	"github.com/go-json-experiment/json/jsontext"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // rawRequest is a request as a client sends it, byte for byte.
@@ -42,10 +47,16 @@ type decoded struct {
 // fuzzOp is one generated operation, driven as its handler would be.
 type fuzzOp struct {
 	op     *idem.Operation
-	param  string // the path wildcard
+	param  string // the path wildcard; "" for none
 	decode func(r *http.Request, body []byte) (typed any, canonical []byte, err error)
 	check  func(t *testing.T, r *http.Request, typed any) // the oracles
+	limits *idemimpl.Limits                               // the operation's x-request-limits; nil for the defaults
 }
+
+// opListOrders is listOrders as the fingerprint would see it, were it
+// idempotent: a GET goes through no engine, but its decoder builds the same
+// canonical form.
+var opListOrders = idem.Operation{ID: "listOrders", Method: "GET", Pattern: "/orders"}
 
 var fuzzOps = []fuzzOp{
 	{op: &opCreateOrder, param: "account",
@@ -66,6 +77,71 @@ var fuzzOps = []fuzzOp{
 			return req, q.Canonical(opUpdateNote.Policy.FingerprintExclude), nil
 		},
 		check: checkUpdateNote},
+	{op: &opCreateUpload, param: "account",
+		decode: func(r *http.Request, body []byte) (any, []byte, error) {
+			req, q, err := decodeCreateUploadRequest(r, bytes.NewReader(body))
+			defer q.Close()
+			if err != nil {
+				return nil, nil, err
+			}
+			// The file is compared by what the fingerprint covers; its
+			// reader is gone with q.
+			req.Body.File.Content = nil
+			return req, q.Canonical(opCreateUpload.Policy.FingerprintExclude), nil
+		},
+		check: checkCreateUpload},
+	{op: &opListOrders,
+		decode: func(r *http.Request, _ []byte) (any, []byte, error) {
+			req, q, err := decodeListOrdersRequest(r, nil)
+			if err != nil {
+				return nil, nil, err
+			}
+			return req, q.Canonical(nil), nil
+		},
+		check:  checkListOrders,
+		limits: &limitsListOrders},
+}
+
+// defaultBoundary is the boundary of a multipart body whose Content-Type
+// names none.
+const defaultBoundary = "fuzzboundary"
+
+// toMultipart writes a form's pairs (name=value&...) as the parts of a
+// multipart/form-data body, in order; a name starting with @ is a file
+// part (filename f.bin). ok is false when the form does not decode.
+func toMultipart(form, boundary string) (string, bool) {
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	if w.SetBoundary(boundary) != nil {
+		return "", false
+	}
+	for pair := range strings.SplitSeq(form, "&") {
+		if pair == "" {
+			continue
+		}
+		k, v, _ := strings.Cut(pair, "=")
+		k, err1 := url.QueryUnescape(k)
+		v, err2 := url.QueryUnescape(v)
+		if err1 != nil || err2 != nil {
+			return "", false
+		}
+		h := textproto.MIMEHeader{}
+		if name, file := strings.CutPrefix(k, "@"); file {
+			h.Set("Content-Disposition", fmt.Sprintf("form-data; name=%q; filename=\"f.bin\"", name))
+			h.Set("Content-Type", "application/octet-stream")
+		} else {
+			h.Set("Content-Disposition", fmt.Sprintf("form-data; name=%q", k))
+		}
+		pw, err := w.CreatePart(h)
+		if err != nil {
+			return "", false
+		}
+		pw.Write([]byte(v))
+	}
+	if w.Close() != nil {
+		return "", false
+	}
+	return b.String(), true
 }
 
 // build makes the *http.Request net/http's server would hand the handler,
@@ -74,7 +150,7 @@ func (o *fuzzOp) build(rr rawRequest) (*http.Request, bool) {
 	// net/http's ServeMux unescapes one path segment; the engine refuses a
 	// path parameter or a query value that is not valid UTF-8 or holds a NUL
 	// before prepare runs (idem's checkScope).
-	if rr.path == "" || strings.ContainsAny(rr.path, "/\x00") || !utf8.ValidString(rr.path) {
+	if o.param != "" && (rr.path == "" || strings.ContainsAny(rr.path, "/\x00") || !utf8.ValidString(rr.path)) {
 		return nil, false
 	}
 	if q, err := url.ParseQuery(rr.query); err == nil {
@@ -111,7 +187,9 @@ func (o *fuzzOp) build(rr rawRequest) (*http.Request, bool) {
 		}
 		r.Header.Set("Content-Type", rr.contentType)
 	}
-	r.SetPathValue(o.param, rr.path)
+	if o.param != "" {
+		r.SetPathValue(o.param, rr.path)
+	}
 	return r, true
 }
 
@@ -143,22 +221,51 @@ func validHeaderValue(s string) bool {
 // run decodes rr as the generated handler does and fingerprints it as the
 // engine does; ok is false when the request is refused.
 func (o *fuzzOp) run(t *testing.T, rr rawRequest) (decoded, bool) {
+	body := rr.body
+	if essence, params, err := mime.ParseMediaType(rr.contentType); err == nil && essence == "multipart/form-data" {
+		boundary := cmp.Or(params["boundary"], defaultBoundary)
+		var ok bool
+		if body, ok = toMultipart(rr.body, boundary); !ok {
+			return decoded{}, false
+		}
+		rr.contentType = "multipart/form-data; boundary=" + boundary
+	}
 	r, ok := o.build(rr)
 	if !ok {
 		return decoded{}, false
 	}
-	typed, canonical, err := o.decode(r, []byte(rr.body))
+	var before, after runtime.MemStats
+	runtime.ReadMemStats(&before)
+	typed, canonical, err := o.decode(r, []byte(body))
+	runtime.ReadMemStats(&after)
+	// Bounded allocation: decoding costs at most maxBytesPerByte (with
+	// the JSON reader's stacks, which the pool may have dropped, twice
+	// that) per byte of input, plus a constant.
+	in := len(rr.path) + len(rr.query) + len(rr.header) + len(rr.contentType) + len(body)
+	if alloc := after.TotalAlloc - before.TotalAlloc; !raceEnabled && alloc > uint64(2*maxBytesPerByte*in+256<<10) {
+		t.Errorf("%+v: decoding %d bytes allocated %d bytes", rr, in, alloc)
+	}
 	if err != nil {
 		if !idem.IsRequestError(err) {
 			t.Fatalf("%+v: decoding failed with an error that is not the client's: %v", rr, err)
 		}
 		return decoded{}, false
 	}
+	// What decodes nests no deeper than the operation's maxDepth: the
+	// canonical form puts a body one level down ({"body": ...}) and a
+	// parameter two ({"query": {"filter": ...}}).
+	limit := 2 + defaultMaxDepth
+	if o.limits != nil {
+		limit = 2 + o.limits.MaxDepth
+	}
+	if d := nesting(canonical); d > limit {
+		t.Errorf("%+v: decoded to a canonical form %d levels deep, past the limit %d", rr, d, limit)
+	}
 	if !json.Valid(canonical) || !utf8.Valid(canonical) {
 		t.Fatalf("%+v: canonical form is not valid JSON: %q", rr, canonical)
 	}
 	o.check(t, r, typed)
-	if m, _, err := mime.ParseMediaType(rr.contentType); rr.contentType == "" || err == nil && strings.HasSuffix(m, "json") {
+	if m, _, err := mime.ParseMediaType(rr.contentType); rr.body != "" && (rr.contentType == "" || err == nil && strings.HasSuffix(m, "json")) {
 		sentAsDecoded(t, rr.body, typed)
 	}
 	return decoded{raw: rr, fp: idem.FingerprintCanonical(o.op.Method, o.op.Pattern, canonical), typed: withoutExclusions(typed)}, true
@@ -180,10 +287,29 @@ func withoutExclusions(typed any) any {
 	return typed
 }
 
+// defaultMaxDepth is the maxDepth docs/requests.md gives, written out
+// rather than read from idemimpl.DefaultLimits, which it checks.
+const defaultMaxDepth = 32
+
+// nesting is how deep the JSON text b nests (0 for a scalar).
+func nesting(b []byte) int {
+	d := jsontext.NewDecoder(bytes.NewReader(b))
+	deepest := 0
+	for {
+		if _, err := d.ReadToken(); err != nil {
+			return deepest
+		}
+		deepest = max(deepest, d.StackDepth())
+	}
+}
+
 // FuzzGeneratedRequests drives the generated decoders of createOrder (JSON
 // and form bodies, path, query, deepObject, header and cookie parameters,
-// fingerprint exclusions) and updateNote (merge patch) with two requests
-// and respellings of the first, and checks issue 11's invariant:
+// fingerprint exclusions), updateNote (merge patch), createUpload
+// (multipart: the body is written as a form, name=value&@file=content, and
+// sent as parts) and listOrders (a deepObject GET with x-request-limits)
+// with two requests and respellings of the first, and checks issue 11's
+// invariant:
 //
 //   - two requests with equal fingerprints decode to equal typed requests,
 //     declared exclusions aside;
@@ -193,8 +319,12 @@ func withoutExclusions(typed any) any {
 //   - the handler sees a header value and the members of a JSON body as
 //     they were sent;
 //   - a respelling of a request that decodes (member order, white space,
-//     escapes, number spelling, form order and percent-encoding, cookie
-//     order, media type case and charset=utf-8) has the same fingerprint.
+//     escapes, number spelling, form order and percent-encoding, part
+//     order and boundary, cookie order, media type case and charset=utf-8)
+//     has the same fingerprint;
+//   - decoding allocates a bounded multiple of the input's size (issue 20),
+//     and returns: a name nested past the limits is refused, not recursed
+//     into; what decodes nests no deeper than the operation's maxDepth.
 //
 // The seeds are the counterexamples of the issue. Run it with
 //
@@ -215,6 +345,8 @@ func FuzzGeneratedRequests(f *testing.F) {
 	// 2. integers past 2^53
 	seed(0, rawRequest{"acme", "", "", js, order("9007199254740993")}, rawRequest{"acme", "", "", js, order("9007199254740992")})
 	seed(0, rawRequest{"acme", "", "", js, order("9007199254740993.0")}, rawRequest{"acme", "", "", js, order("9.007199254740993e15")})
+	seed(0, rawRequest{"acme", "", "", js, `{"quantity":1,"amount":5,"currency":"EUR","attributes":{"n":9007199254740993},"extra":[9007199254740993]}`},
+		rawRequest{"acme", "", "", js, `{"quantity":1,"amount":5,"currency":"EUR","attributes":{"n":9007199254740992},"extra":[9007199254740992.0]}`})
 	seed(0, rawRequest{"acme", "", "", form, "quantity=1&amount=9007199254740993&currency=EUR"},
 		rawRequest{"acme", "", "", form, "quantity=1&amount=9223372036854775808&currency=EUR"})
 	// 3. header and cookie parameters; an excluded header
@@ -251,6 +383,32 @@ func FuzzGeneratedRequests(f *testing.F) {
 	// 7. merge patch: absent, null and a value
 	seed(1, rawRequest{"1", "", "", "application/merge-patch+json", `{"note":null}`}, rawRequest{"1", "", "", "application/merge-patch+json", `{}`})
 	seed(1, rawRequest{"1", "", "", "application/merge-patch+json", `{"note":"x","title":"t"}`}, rawRequest{"01", "", "", "", `{"title":"t","note":"x"}`})
+
+	// 8. issue 20: names nested past the limits (refused, not recursed
+	// into), at them, and a multipart upload and a deepObject GET
+	deep := func(n int) string { return strings.Repeat("[a]", n) }
+	seed(0, rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&deep" + deep(2000) + "=1"},
+		rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&items[0][sku]=AB-1&items[0][zz]" + deep(2000) + "=1"})
+	seed(0, rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&items[0][sku]=AB-1&items[0][zz]" + deep(29) + "=1"},
+		rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&items[0][sku]=AB-1&items[0][zz]" + deep(30) + "=1"})
+	seed(0, rawRequest{"acme", "", "", js, `{"quantity":1,"amount":5,"currency":"EUR","items":[{"sku":"AB-1","zz":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}]}`},
+		rawRequest{"acme", "", "", form, strings.Repeat("a=1&", 1001)})
+	// kept values (attributes: additionalProperties: true; extra: {}) past
+	// the limit and at it
+	seed(0, rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&attributes" + deep(40) + "=1"},
+		rawRequest{"acme", "", "", js, `{"quantity":1,"amount":5,"currency":"EUR","extra":` + strings.Repeat("[", 40) + strings.Repeat("]", 40) + `}`})
+	seed(0, rawRequest{"acme", "", "", form, "quantity=1&amount=5&currency=EUR&attributes" + deep(31) + "=1"},
+		rawRequest{"acme", "", "", js, `{"quantity":1,"amount":5,"currency":"EUR","extra":` + strings.Repeat("[", 31) + strings.Repeat("]", 31) + `}`})
+	const mp = "multipart/form-data"
+	upload := "@file=hello&details=" + url.QueryEscape(`{"kind":"memo","pages":2}`) + "&title=t"
+	seed(2, rawRequest{"acme", "", "", mp, upload + "&note=a"}, rawRequest{"acme", "", "", mp, upload + "&note=b"})
+	seed(2, rawRequest{"acme", "", "", mp, upload + "&lines=" + url.QueryEscape(`{"sku":"AB-1"}`) + "&lines=" + url.QueryEscape(`{"sku":"AB-2","count":2}`)},
+		rawRequest{"acme", "", "", mp, "@file=hello&details[kind]=memo&details[zz]" + deep(2000) + "=1"})
+	seed(2, rawRequest{"acme", "", "", mp, "@file=hello&details[kind]=memo&details[pages]=3&@extra=x"},
+		rawRequest{"acme", "", "", "multipart/form-data; boundary=b2", "@file=hello&details[kind]=memo&details[pages]=03"})
+	seed(3, rawRequest{"", "filter[account]=acme&filter[amount][gte]=1&filter[amount][lte]=9", "", "", ""},
+		rawRequest{"", "filter[zz]" + deep(2000) + "=1", "", "", ""})
+	seed(3, rawRequest{"", "filter[amount][gte]=1" + strings.Repeat("&x=1", 60), "", "", ""}, rawRequest{"", "filter[amount]=1", "", "", ""})
 
 	f.Fuzz(func(t *testing.T, op uint8, p1, q1, h1, c1, b1, p2, q2, h2, c2, b2 string) {
 		o := &fuzzOps[int(op)%len(fuzzOps)]
@@ -303,12 +461,17 @@ func respellings(rr rawRequest) []rawRequest {
 			out = append(out, v)
 		}
 	}
-	if err == nil && essence == "application/x-www-form-urlencoded" {
+	if err == nil && (essence == "application/x-www-form-urlencoded" || essence == "multipart/form-data") {
 		if body, ok := respellForm(rr.body, true); ok {
 			v := rr
 			v.body = body
 			out = append(out, v)
 		}
+	}
+	if err == nil && essence == "multipart/form-data" {
+		v := rr
+		v.contentType = "multipart/form-data; boundary=another-boundary"
+		out = append(out, v)
 	}
 	if q, ok := respellForm(rr.query, false); ok && rr.query != "" {
 		v := rr
@@ -580,6 +743,19 @@ func checkCreateOrder(t *testing.T, r *http.Request, typed any) {
 	conform(t, "body", loadSpec(t).Components.Schemas["Order"].Value, body)
 }
 
+func checkCreateUpload(t *testing.T, _ *http.Request, typed any) {
+	req := typed.(CreateUploadRequest)
+	conform(t, "path parameter account", paramSchemas(t, "/accounts/{account}/uploads", "POST")["account"], req.Account)
+	conform(t, "body", loadSpec(t).Components.Schemas["Upload"].Value, req.Body)
+}
+
+func checkListOrders(t *testing.T, _ *http.Request, typed any) {
+	req := typed.(ListOrdersRequest)
+	if req.Filter != nil {
+		conform(t, "parameter filter", paramSchemas(t, "/orders", "GET")["filter"], req.Filter)
+	}
+}
+
 func checkUpdateNote(t *testing.T, _ *http.Request, typed any) {
 	req := typed.(UpdateNoteRequest)
 	conform(t, "path parameter id", paramSchemas(t, "/notes/{id}", "PATCH")["id"], req.ID)
@@ -601,6 +777,8 @@ func sentAsDecoded(t *testing.T, body string, typed any) {
 		v = req.Body
 	case UpdateNoteRequest:
 		v = req.Body
+	default:
+		return // no JSON body (listOrders: found by this target)
 	}
 	b, err := json.Marshal(v)
 	if err != nil {
@@ -663,10 +841,13 @@ func subsetOf(seen, sent any, at string) error {
 			return fmt.Errorf("%s: %v where %v was sent", at, seen, sent)
 		}
 		if a.Cmp(b) != 0 {
-			// A non-integer is the nearest double to what was sent.
+			// An integer an int64 holds is exact; any other number is the
+			// nearest double to what was sent (which may be an integer:
+			// 9007199254740992.1 is 9007199254740992, found by this
+			// target).
 			fa, _ := a.Float64()
 			fb, _ := b.Float64()
-			if a.IsInt() || fa != fb {
+			if b.IsInt() && b.Num().IsInt64() || fa != fb {
 				return fmt.Errorf("%s: %v where %v was sent", at, seen, sent)
 			}
 		}

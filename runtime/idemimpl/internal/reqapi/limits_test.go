@@ -207,3 +207,36 @@ func TestValueLimit(t *testing.T) {
 		"holds more than 10000 values")
 	s.noneLeft(t, 2, 2)
 }
+
+// TestUndeclaredPartsDropped is issue 20's item 7a: a part the schema does
+// not declare is dropped, as an undeclared member of a JSON or form body is
+// (TestValidatedAsTheHandlerSeesIt): Upload declares properties but no
+// additionalProperties, so its Go type has no field for others. The
+// handler never sees it and the fingerprint does not cover it, so a retry
+// with another undeclared part, a file included, is a replay, not a 409.
+func TestUndeclaredPartsDropped(t *testing.T) {
+	s := newStack(t)
+	path := "/accounts/acme/uploads"
+	k := key()
+	mp, ct := upload(t, part{"title", "", "minutes"}, part{"note", "", "a"})
+	first := s.order(t, "with note=a", path, k, ct, mp)
+	wantCreated(t, first, false, `"title":"minutes"`)
+	if bytes.Contains(first.body, []byte("note")) {
+		t.Errorf("the handler saw the undeclared part: %s", first.body)
+	}
+	for name, extra := range map[string][]part{
+		"note=b":             {{"note", "", "b"}},
+		"no undeclared part": nil,
+		"an undeclared file": {{"attachment", "x.bin", "some bytes"}},
+		"bracket notation":   {{"note[a][b]", "", "1"}},
+	} {
+		mp, ct := upload(t, append([]part{{"title", "", "minutes"}}, extra...)...)
+		wantCreated(t, s.order(t, name, path, k, ct, mp), true, `"title":"minutes"`)
+	}
+	// What the handler sees is the request: another title is another one.
+	mp, ct = upload(t, part{"title", "", "notes"}, part{"note", "", "a"})
+	wantConflict(t, s.order(t, "another title", path, k, ct, mp))
+	if n := s.count(t, "uploads"); n != 1 {
+		t.Fatalf("%d uploads, want 1", n)
+	}
+}

@@ -261,7 +261,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateOrderResponse(resp)
 		}}, nil
 	})
 }
@@ -313,7 +313,7 @@ func (h *handler) handleCreateUpload(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateUploadResponse(resp)
 		}}, nil
 	})
 }
@@ -349,7 +349,7 @@ func (h *handler) handleUpdateNote(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUpdateNoteResponse(resp)
 		}}, nil
 	})
 }
@@ -387,7 +387,8 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListOrdersResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsListOrders describes the parameters of listOrders.
@@ -436,33 +437,15 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "0"},                                                                                     // 23: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema/properties/from
 	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                             // 24: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
 	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32},                                                                                   // 25: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 4, Required: true}, {Name: "comment", Schema: 27}, {Name: "currency", Schema: 28, Required: true}, {Name: "express", Schema: 29}, {Name: "items", Schema: 30}, {Name: "metadata", Schema: 31}, {Name: "note", Schema: 32}, {Name: "price", Schema: 33}, {Name: "quantity", Schema: 34, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 26: #/components/schemas/Order
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 27: #/components/schemas/Order/properties/comment
-	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 28: #/components/schemas/Order/properties/currency
-	{Types: idemimpl.TypeBoolean}, // 29: #/components/schemas/Order/properties/express
-	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 14},      // 30: #/components/schemas/Order/properties/items
-	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 18},                                   // 31: #/components/schemas/Order/properties/metadata
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 32: #/components/schemas/Order/properties/note
-	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 33: #/components/schemas/Order/properties/price
-	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 34: #/components/schemas/Order/properties/quantity
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 4, Required: true}, {Name: "attributes", Schema: 27}, {Name: "comment", Schema: 28}, {Name: "currency", Schema: 29, Required: true}, {Name: "express", Schema: 30}, {Name: "extra", Schema: 31}, {Name: "items", Schema: 32}, {Name: "metadata", Schema: 33}, {Name: "note", Schema: 34}, {Name: "price", Schema: 35}, {Name: "quantity", Schema: 36, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 26: #/components/schemas/Order
+	{Types: idemimpl.TypeObject}, // 27: #/components/schemas/Order/properties/attributes
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 28: #/components/schemas/Order/properties/comment
+	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 29: #/components/schemas/Order/properties/currency
+	{Types: idemimpl.TypeBoolean}, // 30: #/components/schemas/Order/properties/express
+	{},                            // 31: #/components/schemas/Order/properties/extra
+	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 14},      // 32: #/components/schemas/Order/properties/items
+	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 18},                                   // 33: #/components/schemas/Order/properties/metadata
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 34: #/components/schemas/Order/properties/note
+	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 35: #/components/schemas/Order/properties/price
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 36: #/components/schemas/Order/properties/quantity
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

@@ -63,15 +63,17 @@ type NotePatch struct {
 
 // Order is generated from #/components/schemas/Order.
 type Order struct {
-	Amount   int64             `json:"amount"`           // In minor units; may exceed 2^53.
-	Comment  *string           `json:"comment,omitzero"` // Not validated (validation.skip in idemgen.yaml).
-	Currency OrderCurrency     `json:"currency"`
-	Express  *bool             `json:"express,omitzero"`
-	Items    []Item            `json:"items,omitzero"`
-	Metadata map[string]string `json:"metadata,omitzero"`
-	Note     *string           `json:"note,omitzero"`
-	Price    *float64          `json:"price,omitzero"`
-	Quantity int32             `json:"quantity"`
+	Amount     int64             `json:"amount"`              // In minor units; may exceed 2^53.
+	Attributes map[string]any    `json:"attributes,omitzero"` // Untyped values; a number in them reaches the handler as a json.Number.
+	Comment    *string           `json:"comment,omitzero"`    // Not validated (validation.skip in idemgen.yaml).
+	Currency   OrderCurrency     `json:"currency"`
+	Express    *bool             `json:"express,omitzero"`
+	Extra      any               `json:"extra,omitzero"` // Any value.
+	Items      []Item            `json:"items,omitzero"`
+	Metadata   map[string]string `json:"metadata,omitzero"`
+	Note       *string           `json:"note,omitzero"`
+	Price      *float64          `json:"price,omitzero"`
+	Quantity   int32             `json:"quantity"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -148,7 +150,6 @@ type CreateOrderRequest struct {
 //   - CreateOrder201Response
 type CreateOrderResponse interface {
 	isCreateOrderResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /accounts/{account}/orders): The order, as the handler saw the request.
@@ -157,8 +158,18 @@ type CreateOrder201Response struct {
 }
 
 func (CreateOrder201Response) isCreateOrderResponse() {}
-func (r CreateOrder201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateOrderResponse encodes a response of createOrder.
+func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateOrder201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateUploadRequest is the decoded request of operation createUpload (POST /accounts/{account}/uploads).
@@ -171,7 +182,6 @@ type CreateUploadRequest struct {
 //   - CreateUpload201Response
 type CreateUploadResponse interface {
 	isCreateUploadResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateUpload201Response is the 201 response of operation createUpload (POST /accounts/{account}/uploads): The upload, as the handler saw the request.
@@ -180,8 +190,18 @@ type CreateUpload201Response struct {
 }
 
 func (CreateUpload201Response) isCreateUploadResponse() {}
-func (r CreateUpload201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateUploadResponse encodes a response of createUpload.
+func encodeCreateUploadResponse(resp CreateUploadResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateUpload201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // UpdateNoteRequest is the decoded request of operation updateNote (PATCH /notes/{id}).
@@ -194,7 +214,6 @@ type UpdateNoteRequest struct {
 //   - UpdateNote200Response
 type UpdateNoteResponse interface {
 	isUpdateNoteResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // UpdateNote200Response is the 200 response of operation updateNote (PATCH /notes/{id}): The note after the patch.
@@ -203,8 +222,18 @@ type UpdateNote200Response struct {
 }
 
 func (UpdateNote200Response) isUpdateNoteResponse() {}
-func (r UpdateNote200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeUpdateNoteResponse encodes a response of updateNote.
+func encodeUpdateNoteResponse(resp UpdateNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case UpdateNote200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // ListOrdersRequest is the decoded request of operation listOrders (GET /orders).
@@ -216,7 +245,6 @@ type ListOrdersRequest struct {
 //   - ListOrders200Response
 type ListOrdersResponse interface {
 	isListOrdersResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): The filter, as the handler saw it.
@@ -225,16 +253,23 @@ type ListOrders200Response struct {
 }
 
 func (ListOrders200Response) isListOrdersResponse() {}
-func (r ListOrders200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeListOrdersResponse encodes a response of listOrders.
+func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case ListOrders200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateOrderResponse()  {}
 func (unimplementedResponse) isCreateUploadResponse() {}
 func (unimplementedResponse) isUpdateNoteResponse()   {}

@@ -249,7 +249,7 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateNoteResponse(resp)
 		}}, nil
 	})
 }
@@ -275,26 +275,6 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString}, // 2: #/components/schemas/Note/properties/id
 	{Types: idemimpl.TypeString, Enum: []string{"\"hello\"", "\"fail\"", "\"other\"", "\"twice\""}}, // 3: #/components/schemas/Note/properties/text
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}
 
 // securitySchemes describes the security schemes that operations require.
 var securitySchemes = [...]idemimpl.Scheme{

@@ -48,7 +48,6 @@ type CreateNoteRequest struct {
 //   - CreateNote201Response
 type CreateNoteResponse interface {
 	isCreateNoteResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateNote201Response is the 201 response of operation createNote (POST /notes): Created.
@@ -57,14 +56,21 @@ type CreateNote201Response struct {
 }
 
 func (CreateNote201Response) isCreateNoteResponse() {}
-func (r CreateNote201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateNoteResponse encodes a response of createNote.
+func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateNote201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateNoteResponse() {}

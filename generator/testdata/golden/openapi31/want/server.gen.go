@@ -218,7 +218,7 @@ func (h *handler) handleCreateNote(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateNoteResponse(resp)
 		}}, nil
 	})
 }
@@ -250,7 +250,8 @@ func (h *handler) handleGetNote(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeGetNoteResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsGetNote describes the parameters of getNote.
@@ -280,23 +281,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString | idemimpl.TypeNull},              // 6: #/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/color
 	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime}, // 7: #/paths/~1notes~1{note-id}/get/parameters/query/at/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

@@ -79,7 +79,6 @@ type CreateNoteRequest struct {
 //   - CreateNote201Response
 type CreateNoteResponse interface {
 	isCreateNoteResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateNote201Response is the 201 response of operation createNote (POST /notes/): Created.
@@ -88,8 +87,18 @@ type CreateNote201Response struct {
 }
 
 func (CreateNote201Response) isCreateNoteResponse() {}
-func (r CreateNote201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateNoteResponse encodes a response of createNote.
+func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateNote201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetNoteRequest is the decoded request of operation getNote (GET /notes/{note-id}).
@@ -102,7 +111,6 @@ type GetNoteRequest struct {
 //   - GetNote200Response
 type GetNoteResponse interface {
 	isGetNoteResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetNote200Response is the 200 response of operation getNote (GET /notes/{note-id}): The note.
@@ -111,15 +119,22 @@ type GetNote200Response struct {
 }
 
 func (GetNote200Response) isGetNoteResponse() {}
-func (r GetNote200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeGetNoteResponse encodes a response of getNote.
+func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetNote200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isCreateNoteResponse() {}
 func (unimplementedResponse) isGetNoteResponse()    {}

@@ -237,7 +237,8 @@ func (h *handler) handleFindPets(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeFindPetsResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsFindPets describes the parameters of findPets.
@@ -268,7 +269,7 @@ func (h *handler) handleAddPet(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeAddPetResponse(resp)
 		}}, nil
 	})
 }
@@ -301,7 +302,8 @@ func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeDeletePetResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsDeletePet describes the parameters of deletePet.
@@ -332,7 +334,8 @@ func (h *handler) handleFindPetByID(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeFindPetByIDResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsFindPetByID describes the parameters of find pet by id.
@@ -358,25 +361,5 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "name", Schema: 3, Required: true}, {Name: "tag", Schema: 3}}}, // 4: #/components/schemas/NewPet
 	{Types: idemimpl.TypeInteger}, // 5: #/paths/~1pets~1{id}/delete/parameters/path/id/schema
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}
 
 // Operations served: 4.

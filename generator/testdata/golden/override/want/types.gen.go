@@ -57,7 +57,6 @@ type FindPetsRequest struct {
 //   - FindPetsDefaultResponse
 type FindPetsResponse interface {
 	isFindPetsResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // FindPets200Response is the 200 response of operation findPets (GET /pets): pet response
@@ -66,9 +65,6 @@ type FindPets200Response struct {
 }
 
 func (FindPets200Response) isFindPetsResponse() {}
-func (r FindPets200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // FindPetsDefaultResponse is the default response of operation findPets (GET /pets): unexpected error
 type FindPetsDefaultResponse struct {
@@ -77,8 +73,20 @@ type FindPetsDefaultResponse struct {
 }
 
 func (FindPetsDefaultResponse) isFindPetsResponse() {}
-func (r FindPetsDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeFindPetsResponse encodes a response of findPets.
+func encodeFindPetsResponse(resp FindPetsResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case FindPets200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case FindPetsDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // AddPetRequest is the decoded request of operation addPet (POST /pets).
@@ -92,7 +100,6 @@ type AddPetRequest struct {
 //   - AddPetDefaultResponse
 type AddPetResponse interface {
 	isAddPetResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // AddPet200Response is the 200 response of operation addPet (POST /pets): pet response
@@ -101,9 +108,6 @@ type AddPet200Response struct {
 }
 
 func (AddPet200Response) isAddPetResponse() {}
-func (r AddPet200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // AddPetDefaultResponse is the default response of operation addPet (POST /pets): unexpected error
 type AddPetDefaultResponse struct {
@@ -112,8 +116,20 @@ type AddPetDefaultResponse struct {
 }
 
 func (AddPetDefaultResponse) isAddPetResponse() {}
-func (r AddPetDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeAddPetResponse encodes a response of addPet.
+func encodeAddPetResponse(resp AddPetResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case AddPet200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case AddPetDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // DeletePetRequest is the decoded request of operation deletePet (DELETE /pets/{id}).
@@ -127,16 +143,12 @@ type DeletePetRequest struct {
 //   - DeletePetDefaultResponse
 type DeletePetResponse interface {
 	isDeletePetResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // DeletePet204Response is the 204 response of operation deletePet (DELETE /pets/{id}): pet deleted
 type DeletePet204Response struct{}
 
 func (DeletePet204Response) isDeletePetResponse() {}
-func (r DeletePet204Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(204)
-}
 
 // DeletePetDefaultResponse is the default response of operation deletePet (DELETE /pets/{id}): unexpected error
 type DeletePetDefaultResponse struct {
@@ -145,8 +157,20 @@ type DeletePetDefaultResponse struct {
 }
 
 func (DeletePetDefaultResponse) isDeletePetResponse() {}
-func (r DeletePetDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeDeletePetResponse encodes a response of deletePet.
+func encodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case DeletePet204Response:
+		return idemimpl.EmptyResponse(204)
+	case DeletePetDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // FindPetByIDRequest is the decoded request of operation find pet by id (GET /pets/{id}).
@@ -160,7 +184,6 @@ type FindPetByIDRequest struct {
 //   - FindPetByIDDefaultResponse
 type FindPetByIDResponse interface {
 	isFindPetByIDResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // FindPetByID200Response is the 200 response of operation find pet by id (GET /pets/{id}): pet response
@@ -169,9 +192,6 @@ type FindPetByID200Response struct {
 }
 
 func (FindPetByID200Response) isFindPetByIDResponse() {}
-func (r FindPetByID200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // FindPetByIDDefaultResponse is the default response of operation find pet by id (GET /pets/{id}): unexpected error
 type FindPetByIDDefaultResponse struct {
@@ -180,16 +200,25 @@ type FindPetByIDDefaultResponse struct {
 }
 
 func (FindPetByIDDefaultResponse) isFindPetByIDResponse() {}
-func (r FindPetByIDDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+
+// encodeFindPetByIDResponse encodes a response of find pet by id.
+func encodeFindPetByIDResponse(resp FindPetByIDResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case FindPetByID200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case FindPetByIDDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isFindPetsResponse()    {}
 func (unimplementedResponse) isAddPetResponse()      {}
 func (unimplementedResponse) isDeletePetResponse()   {}

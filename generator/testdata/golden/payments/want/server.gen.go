@@ -109,7 +109,7 @@ var opUpdatePayment = idem.Operation{
 	PathParams: []string{"id"},
 	Policy: idem.Policy{
 		Header: "Idempotency-Key", Required: true, KeyFormat: idem.KeyFormatUUIDv7,
-		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute,
+		TTL: 12 * time.Hour, Mode: idem.ModeLease, Lease: 1 * time.Minute, MaxHold: 10 * time.Minute,
 		InFlight: idem.InFlightWait, Wait: 2 * time.Second,
 		ReplayStatuses: []int{409}, FingerprintExclude: nil,
 		SchemaVersion: "v3", OnSchemaChange: idem.SchemaChangeReject,
@@ -310,7 +310,8 @@ func (h *handler) handleListPayments(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListPaymentsResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsListPayments describes the parameters of listPayments.
@@ -346,7 +347,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -378,7 +379,8 @@ func (h *handler) handleDeletePayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeDeletePaymentResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsDeletePayment describes the parameters of deletePayment.
@@ -408,7 +410,8 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeGetPaymentResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsGetPayment describes the parameters of getPayment.
@@ -436,7 +439,7 @@ func (h *handler) handleUpdatePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUpdatePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -472,7 +475,7 @@ func (h *handler) handleReplacePayment(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeReplacePaymentResponse(resp)
 		}}, nil
 	})
 }
@@ -510,7 +513,8 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeCapturePaymentResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // paramsCapturePayment describes the parameters of capturePayment.
@@ -541,7 +545,7 @@ func (h *handler) handleUploadReceipt(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUploadReceiptResponse(resp)
 		}}, nil
 	})
 }
@@ -586,23 +590,3 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "description", Schema: 4}, {Name: "metadata", Schema: 16}}},        // 15: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema
 	{Types: idemimpl.TypeObject, AdditionalProperties: 4},                                                                         // 16: #/paths/~1payments~1{id}/patch/requestBody/content/application~1json/schema/properties/metadata
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}

@@ -191,7 +191,6 @@ type ListPaymentsRequest struct {
 //   - ListPayments200Response
 type ListPaymentsResponse interface {
 	isListPaymentsResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ListPayments200Response is the 200 response of operation listPayments (GET /payments): A page of payments.
@@ -201,8 +200,18 @@ type ListPayments200Response struct {
 }
 
 func (ListPayments200Response) isListPaymentsResponse() {}
-func (r ListPayments200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
+
+// encodeListPaymentsResponse encodes a response of listPayments.
+func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case ListPayments200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreatePaymentRequest is the decoded request of operation createPayment (POST /payments).
@@ -217,7 +226,6 @@ type CreatePaymentRequest struct {
 //   - CreatePaymentDefaultResponse
 type CreatePaymentResponse interface {
 	isCreatePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreatePayment201Response is the 201 response of operation createPayment (POST /payments): Created.
@@ -227,9 +235,6 @@ type CreatePayment201Response struct {
 }
 
 func (CreatePayment201Response) isCreatePaymentResponse() {}
-func (r CreatePayment201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location)
-}
 
 // CreatePayment402Response is the 402 response of operation createPayment (POST /payments): Insufficient funds.
 type CreatePayment402Response struct {
@@ -237,9 +242,6 @@ type CreatePayment402Response struct {
 }
 
 func (CreatePayment402Response) isCreatePaymentResponse() {}
-func (r CreatePayment402Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(402, "application/problem+json", r.Body)
-}
 
 // CreatePaymentDefaultResponse is the default response of operation createPayment (POST /payments): Error.
 type CreatePaymentDefaultResponse struct {
@@ -248,8 +250,22 @@ type CreatePaymentDefaultResponse struct {
 }
 
 func (CreatePaymentDefaultResponse) isCreatePaymentResponse() {}
-func (r CreatePaymentDefaultResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
+
+// encodeCreatePaymentResponse encodes a response of createPayment.
+func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreatePayment201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location)
+	case CreatePayment402Response:
+		return idemimpl.JSONResponse(402, "application/problem+json", r.Body)
+	case CreatePaymentDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // DeletePaymentRequest is the decoded request of operation deletePayment (DELETE /payments/{id}).
@@ -261,15 +277,24 @@ type DeletePaymentRequest struct {
 //   - DeletePayment204Response
 type DeletePaymentResponse interface {
 	isDeletePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // DeletePayment204Response is the 204 response of operation deletePayment (DELETE /payments/{id}): Deleted.
 type DeletePayment204Response struct{}
 
 func (DeletePayment204Response) isDeletePaymentResponse() {}
-func (r DeletePayment204Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(204)
+
+// encodeDeletePaymentResponse encodes a response of deletePayment.
+func encodeDeletePaymentResponse(resp DeletePaymentResponse) (*idem.Response, error) {
+	switch resp.(type) {
+	case DeletePayment204Response:
+		return idemimpl.EmptyResponse(204)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // GetPaymentRequest is the decoded request of operation getPayment (GET /payments/{id}).
@@ -282,7 +307,6 @@ type GetPaymentRequest struct {
 //   - GetPayment404Response
 type GetPaymentResponse interface {
 	isGetPaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // GetPayment200Response is the 200 response of operation getPayment (GET /payments/{id}): The payment.
@@ -291,16 +315,25 @@ type GetPayment200Response struct {
 }
 
 func (GetPayment200Response) isGetPaymentResponse() {}
-func (r GetPayment200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{id}): Not found.
 type GetPayment404Response struct{}
 
 func (GetPayment404Response) isGetPaymentResponse() {}
-func (r GetPayment404Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(404)
+
+// encodeGetPaymentResponse encodes a response of getPayment.
+func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case GetPayment200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetPayment404Response:
+		return idemimpl.EmptyResponse(404)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // UpdatePaymentRequest is the decoded request of operation updatePayment (PATCH /payments/{id}).
@@ -314,7 +347,6 @@ type UpdatePaymentRequest struct {
 //   - UpdatePayment409Response
 type UpdatePaymentResponse interface {
 	isUpdatePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // UpdatePayment200Response is the 200 response of operation updatePayment (PATCH /payments/{id}): Updated.
@@ -323,16 +355,25 @@ type UpdatePayment200Response struct {
 }
 
 func (UpdatePayment200Response) isUpdatePaymentResponse() {}
-func (r UpdatePayment200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
-}
 
 // UpdatePayment409Response is the 409 response of operation updatePayment (PATCH /payments/{id}): Conflict.
 type UpdatePayment409Response struct{}
 
 func (UpdatePayment409Response) isUpdatePaymentResponse() {}
-func (r UpdatePayment409Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(409)
+
+// encodeUpdatePaymentResponse encodes a response of updatePayment.
+func encodeUpdatePaymentResponse(resp UpdatePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case UpdatePayment200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case UpdatePayment409Response:
+		return idemimpl.EmptyResponse(409)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // ReplacePaymentRequest is the decoded request of operation replacePayment (PUT /payments/{id}).
@@ -345,15 +386,24 @@ type ReplacePaymentRequest struct {
 //   - ReplacePayment204Response
 type ReplacePaymentResponse interface {
 	isReplacePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ReplacePayment204Response is the 204 response of operation replacePayment (PUT /payments/{id}): Replaced.
 type ReplacePayment204Response struct{}
 
 func (ReplacePayment204Response) isReplacePaymentResponse() {}
-func (r ReplacePayment204Response) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(204)
+
+// encodeReplacePaymentResponse encodes a response of replacePayment.
+func encodeReplacePaymentResponse(resp ReplacePaymentResponse) (*idem.Response, error) {
+	switch resp.(type) {
+	case ReplacePayment204Response:
+		return idemimpl.EmptyResponse(204)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CapturePaymentRequest is the decoded request of operation capturePayment (POST /payments/{id}/capture).
@@ -365,7 +415,6 @@ type CapturePaymentRequest struct {
 //   - CapturePayment2XXResponse
 type CapturePaymentResponse interface {
 	isCapturePaymentResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CapturePayment2XXResponse is the 2XX response of operation capturePayment (POST /payments/{id}/capture): Captured.
@@ -374,8 +423,18 @@ type CapturePayment2XXResponse struct {
 }
 
 func (CapturePayment2XXResponse) isCapturePaymentResponse() {}
-func (r CapturePayment2XXResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.EmptyResponse(r.Status)
+
+// encodeCapturePaymentResponse encodes a response of capturePayment.
+func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CapturePayment2XXResponse:
+		return idemimpl.EmptyResponse(r.Status)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // UploadReceiptRequest is the decoded request of operation uploadReceipt (PUT /payments/{id}/receipt).
@@ -388,7 +447,6 @@ type UploadReceiptRequest struct {
 //   - UploadReceipt200Response
 type UploadReceiptResponse interface {
 	isUploadReceiptResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // UploadReceipt200Response is the 200 response of operation uploadReceipt (PUT /payments/{id}/receipt): Stored.
@@ -397,16 +455,23 @@ type UploadReceipt200Response struct {
 }
 
 func (UploadReceipt200Response) isUploadReceiptResponse() {}
-func (r UploadReceipt200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.RawResponse(200, "application/pdf", r.Body)
+
+// encodeUploadReceiptResponse encodes a response of uploadReceipt.
+func encodeUploadReceiptResponse(resp UploadReceiptResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case UploadReceipt200Response:
+		return idemimpl.RawResponse(200, "application/pdf", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isListPaymentsResponse()   {}
 func (unimplementedResponse) isCreatePaymentResponse()  {}
 func (unimplementedResponse) isDeletePaymentResponse()  {}

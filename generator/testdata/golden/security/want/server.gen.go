@@ -479,7 +479,7 @@ func (h *handler) handleAndOr(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeAndOrResponse(resp)
 		}}, nil
 	})
 }
@@ -512,7 +512,7 @@ func (h *handler) handleBasic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeBasicResponse(resp)
 		}}, nil
 	})
 }
@@ -545,7 +545,7 @@ func (h *handler) handleCookieKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCookieKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -578,7 +578,7 @@ func (h *handler) handleHeaderKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeHeaderKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -617,7 +617,7 @@ func (h *handler) handleOidc(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOidcResponse(resp)
 		}}, nil
 	})
 }
@@ -650,7 +650,7 @@ func (h *handler) handleOptional(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeOptionalResponse(resp)
 		}}, nil
 	})
 }
@@ -685,7 +685,8 @@ func (h *handler) handleListOrders(w http.ResponseWriter, r *http.Request) {
 		idem.WriteProblem(w, r, h.fail(r, err))
 		return
 	}
-	writeResponse(w, r, resp)
+	out, err := encodeListOrdersResponse(resp)
+	idemimpl.WriteResponse(w, r, out, err)
 }
 
 // decodeListOrdersRequest decodes and validates the request of listOrders; q holds its
@@ -710,7 +711,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeCreateOrderResponse(resp)
 		}}, nil
 	})
 }
@@ -740,7 +741,7 @@ func (h *handler) handlePublic(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodePublicResponse(resp)
 		}}, nil
 	})
 }
@@ -773,7 +774,7 @@ func (h *handler) handleQueryKey(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeQueryKeyResponse(resp)
 		}}, nil
 	})
 }
@@ -806,7 +807,7 @@ func (h *handler) handleScoped(w http.ResponseWriter, r *http.Request) {
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeScopedResponse(resp)
 		}}, nil
 	})
 }
@@ -839,7 +840,7 @@ func (h *handler) handleUndefinedScheme(w http.ResponseWriter, r *http.Request) 
 			if err != nil {
 				return nil, h.fail(r, err)
 			}
-			return respond(resp)
+			return encodeUndefinedSchemeResponse(resp)
 		}}, nil
 	})
 }
@@ -864,26 +865,6 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "item", Schema: 2, Required: true}}}, // 1: #/components/schemas/Order
 	{Types: idemimpl.TypeString}, // 2: #/components/schemas/Order/properties/item
 }}
-
-// responder is implemented by the response types of every operation; its
-// method is unexported, so a Server returns only the declared responses.
-type responder interface {
-	toResponse() (*idem.Response, error)
-}
-
-// respond encodes a Server method's response.
-func respond(resp responder) (*idem.Response, error) {
-	if resp == nil {
-		return nil, idemimpl.ErrNilResponse
-	}
-	return resp.toResponse()
-}
-
-// writeResponse writes the response of an operation that bypasses the engine.
-func writeResponse(w http.ResponseWriter, r *http.Request, resp responder) {
-	out, err := respond(resp)
-	idemimpl.WriteResponse(w, r, out, err)
-}
 
 // securitySchemes describes the security schemes that operations require.
 var securitySchemes = [...]idemimpl.Scheme{

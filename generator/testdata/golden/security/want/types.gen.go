@@ -41,7 +41,6 @@ type AndOrRequest struct {
 //   - AndOr201Response
 type AndOrResponse interface {
 	isAndOrResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // AndOr201Response is the 201 response of operation andOr (POST /and-or): created
@@ -50,8 +49,18 @@ type AndOr201Response struct {
 }
 
 func (AndOr201Response) isAndOrResponse() {}
-func (r AndOr201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeAndOrResponse encodes a response of andOr.
+func encodeAndOrResponse(resp AndOrResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case AndOr201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // BasicRequest is the decoded request of operation basic (POST /basic).
@@ -63,7 +72,6 @@ type BasicRequest struct {
 //   - Basic201Response
 type BasicResponse interface {
 	isBasicResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // Basic201Response is the 201 response of operation basic (POST /basic): created
@@ -72,8 +80,18 @@ type Basic201Response struct {
 }
 
 func (Basic201Response) isBasicResponse() {}
-func (r Basic201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeBasicResponse encodes a response of basic.
+func encodeBasicResponse(resp BasicResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case Basic201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CookieKeyRequest is the decoded request of operation cookieKey (POST /cookie-key).
@@ -85,7 +103,6 @@ type CookieKeyRequest struct {
 //   - CookieKey201Response
 type CookieKeyResponse interface {
 	isCookieKeyResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CookieKey201Response is the 201 response of operation cookieKey (POST /cookie-key): created
@@ -94,8 +111,18 @@ type CookieKey201Response struct {
 }
 
 func (CookieKey201Response) isCookieKeyResponse() {}
-func (r CookieKey201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCookieKeyResponse encodes a response of cookieKey.
+func encodeCookieKeyResponse(resp CookieKeyResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CookieKey201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // HeaderKeyRequest is the decoded request of operation headerKey (POST /header-key).
@@ -108,7 +135,6 @@ type HeaderKeyRequest struct {
 //   - HeaderKey201Response
 type HeaderKeyResponse interface {
 	isHeaderKeyResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // HeaderKey201Response is the 201 response of operation headerKey (POST /header-key): created
@@ -117,8 +143,18 @@ type HeaderKey201Response struct {
 }
 
 func (HeaderKey201Response) isHeaderKeyResponse() {}
-func (r HeaderKey201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeHeaderKeyResponse encodes a response of headerKey.
+func encodeHeaderKeyResponse(resp HeaderKeyResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case HeaderKey201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // OidcRequest is the decoded request of operation oidc (POST /oidc).
@@ -130,7 +166,6 @@ type OidcRequest struct {
 //   - Oidc201Response
 type OidcResponse interface {
 	isOidcResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // Oidc201Response is the 201 response of operation oidc (POST /oidc): created
@@ -139,8 +174,18 @@ type Oidc201Response struct {
 }
 
 func (Oidc201Response) isOidcResponse() {}
-func (r Oidc201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeOidcResponse encodes a response of oidc.
+func encodeOidcResponse(resp OidcResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case Oidc201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // OptionalRequest is the decoded request of operation optional (POST /optional).
@@ -152,7 +197,6 @@ type OptionalRequest struct {
 //   - Optional201Response
 type OptionalResponse interface {
 	isOptionalResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // Optional201Response is the 201 response of operation optional (POST /optional): created
@@ -161,8 +205,18 @@ type Optional201Response struct {
 }
 
 func (Optional201Response) isOptionalResponse() {}
-func (r Optional201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeOptionalResponse encodes a response of optional.
+func encodeOptionalResponse(resp OptionalResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case Optional201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // ListOrdersRequest is the decoded request of operation listOrders (GET /orders).
@@ -172,7 +226,6 @@ type ListOrdersRequest struct{}
 //   - ListOrders200Response
 type ListOrdersResponse interface {
 	isListOrdersResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): the principal
@@ -181,8 +234,18 @@ type ListOrders200Response struct {
 }
 
 func (ListOrders200Response) isListOrdersResponse() {}
-func (r ListOrders200Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(200, "application/json", r.Body)
+
+// encodeListOrdersResponse encodes a response of listOrders.
+func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case ListOrders200Response:
+		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateOrderRequest is the decoded request of operation createOrder (POST /orders).
@@ -194,7 +257,6 @@ type CreateOrderRequest struct {
 //   - CreateOrder201Response
 type CreateOrderResponse interface {
 	isCreateOrderResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /orders): created
@@ -203,8 +265,18 @@ type CreateOrder201Response struct {
 }
 
 func (CreateOrder201Response) isCreateOrderResponse() {}
-func (r CreateOrder201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeCreateOrderResponse encodes a response of createOrder.
+func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateOrder201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // PublicRequest is the decoded request of operation public (POST /public).
@@ -216,7 +288,6 @@ type PublicRequest struct {
 //   - Public201Response
 type PublicResponse interface {
 	isPublicResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // Public201Response is the 201 response of operation public (POST /public): created
@@ -225,8 +296,18 @@ type Public201Response struct {
 }
 
 func (Public201Response) isPublicResponse() {}
-func (r Public201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodePublicResponse encodes a response of public.
+func encodePublicResponse(resp PublicResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case Public201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // QueryKeyRequest is the decoded request of operation queryKey (POST /query-key).
@@ -238,7 +319,6 @@ type QueryKeyRequest struct {
 //   - QueryKey201Response
 type QueryKeyResponse interface {
 	isQueryKeyResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // QueryKey201Response is the 201 response of operation queryKey (POST /query-key): created
@@ -247,8 +327,18 @@ type QueryKey201Response struct {
 }
 
 func (QueryKey201Response) isQueryKeyResponse() {}
-func (r QueryKey201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeQueryKeyResponse encodes a response of queryKey.
+func encodeQueryKeyResponse(resp QueryKeyResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case QueryKey201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // ScopedRequest is the decoded request of operation scoped (POST /scoped).
@@ -260,7 +350,6 @@ type ScopedRequest struct {
 //   - Scoped201Response
 type ScopedResponse interface {
 	isScopedResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // Scoped201Response is the 201 response of operation scoped (POST /scoped): created
@@ -269,8 +358,18 @@ type Scoped201Response struct {
 }
 
 func (Scoped201Response) isScopedResponse() {}
-func (r Scoped201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeScopedResponse encodes a response of scoped.
+func encodeScopedResponse(resp ScopedResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case Scoped201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // UndefinedSchemeRequest is the decoded request of operation undefinedScheme (POST /undefined).
@@ -282,7 +381,6 @@ type UndefinedSchemeRequest struct {
 //   - UndefinedScheme201Response
 type UndefinedSchemeResponse interface {
 	isUndefinedSchemeResponse()
-	toResponse() (*idem.Response, error)
 }
 
 // UndefinedScheme201Response is the 201 response of operation undefinedScheme (POST /undefined): created
@@ -291,16 +389,23 @@ type UndefinedScheme201Response struct {
 }
 
 func (UndefinedScheme201Response) isUndefinedSchemeResponse() {}
-func (r UndefinedScheme201Response) toResponse() (*idem.Response, error) {
-	return idemimpl.JSONResponse(201, "application/json", r.Body)
+
+// encodeUndefinedSchemeResponse encodes a response of undefinedScheme.
+func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case UndefinedScheme201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case unimplementedResponse:
+		return idemimpl.NotImplementedResponse(), nil
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // unimplementedResponse is what Unimplemented returns: 501 problem+json.
 type unimplementedResponse struct{}
 
-func (unimplementedResponse) toResponse() (*idem.Response, error) {
-	return idemimpl.NotImplementedResponse(), nil
-}
 func (unimplementedResponse) isAndOrResponse()           {}
 func (unimplementedResponse) isBasicResponse()           {}
 func (unimplementedResponse) isCookieKeyResponse()       {}
