@@ -219,45 +219,58 @@ type templateSet struct {
 
 // loadTemplates parses the embedded defaults, then the user's directory: a
 // file there replaces the default of the same name; any other name is an
-// error.
-func loadTemplates(dir string) (*templateSet, error) {
+// error. A whole template replaced (not slots.tmpl) is a warning unless it
+// is a copy of today's built-in one (its eject header says which).
+func loadTemplates(dir string) (*templateSet, []Warning, error) {
 	im := newImporter()
 	set := template.New("idemgen").Funcs(funcMap(im))
 	known := map[string]bool{}
 	for _, tf := range templates.Files {
 		data, err := fs.ReadFile(templates.FS, tf.Template)
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		if _, err := set.New(tf.Template).Parse(string(data)); err != nil {
-			return nil, fmt.Errorf("default template %s: %w", tf.Template, err)
+			return nil, nil, fmt.Errorf("default template %s: %w", tf.Template, err)
 		}
 		known[tf.Template] = true
 	}
 	if dir == "" {
-		return &templateSet{set, im}, nil
+		return &templateSet{set, im}, nil, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
-		return nil, fmt.Errorf("templates: %w", err)
+		return nil, nil, fmt.Errorf("templates: %w", err)
 	}
+	var warnings []Warning
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
 		}
+		path := filepath.Join(dir, e.Name())
 		if !known[e.Name()] {
 			names := sortedKeys(known)
-			return nil, fmt.Errorf("templates: %s matches no default template (want one of %s)", filepath.Join(dir, e.Name()), strings.Join(names, ", "))
+			return nil, nil, fmt.Errorf("templates: %s matches no default template (want one of %s)%s", path, strings.Join(names, ", "), didYouMean(e.Name(), names))
 		}
-		data, err := os.ReadFile(filepath.Join(dir, e.Name()))
+		data, err := os.ReadFile(path)
 		if err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
+			return nil, nil, fmt.Errorf("templates: %w", err)
 		}
 		if _, err := set.New(e.Name()).Parse(string(data)); err != nil {
-			return nil, fmt.Errorf("templates: %w", err)
+			return nil, nil, fmt.Errorf("templates: %w", err)
+		}
+		// A whole template replaced stops getting idemgen's fixes: say so
+		// unless it is a copy of today's built-in one.
+		if e.Name() != "slots.tmpl" {
+			switch sum, now := templates.EjectedSum(data), templates.Sum(e.Name()); {
+			case sum == "":
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name())})
+			case sum != now:
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now)})
+			}
 		}
 	}
-	return &templateSet{set, im}, nil
+	return &templateSet{set, im}, warnings, nil
 }
 
 // renderTemplate renders a template into a Go file, not yet formatted; nil

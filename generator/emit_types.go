@@ -364,15 +364,15 @@ func renderWithoutWriteOnly(f *jen.File, t *Type) {
 			switch {
 			case fl.WriteOnly:
 				g.Id(recv).Dot(fl.Name).Op("=").Add(zeroValue(fl.Type))
-			case reachesWriteOnly(fl.Type):
+			case fl.Type.reachesWriteOnly():
 				g.Id(recv).Dot(fl.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(fl.Name), fl.Type))
 			}
 		}
-		if ap := t.AdditionalProperties; ap != nil && reachesWriteOnly(ap.Type) {
+		if ap := t.AdditionalProperties; ap != nil && ap.Type.reachesWriteOnly() {
 			g.Id(recv).Dot(ap.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(ap.Name), ap.Type))
 		}
 		for _, v := range t.Variants {
-			if reachesWriteOnly(v.Type) {
+			if v.Type.reachesWriteOnly() {
 				vt := ptr(v.Type)
 				g.Id(recv).Dot(v.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(v.Name), vt))
 			}
@@ -489,7 +489,7 @@ func renderOpTypes(f *jen.File, o *Operation) {
 		case r.JSON:
 			call = "JSONResponse"
 			body := jen.Id("r").Dot("Body")
-			if reachesWriteOnly(r.Body) {
+			if r.Body.reachesWriteOnly() {
 				body = jen.Add(stripWriteOnly(body, r.Body))
 			}
 			args = append(args, jen.Lit(responseContentType(r.MediaType)), body)

@@ -70,7 +70,7 @@ func render(cfg Config) ([]File, []Warning, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, nil, err
 	}
-	set, err := loadTemplates(cfg.Templates)
+	set, tw, err := loadTemplates(cfg.Templates)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -78,7 +78,7 @@ func render(cfg Config) ([]File, []Warning, error) {
 	if err != nil {
 		return nil, nil, err
 	}
-	warnings := specWarnings(doc, specName(&cfg), false)
+	warnings := append(tw, specWarnings(doc, specName(&cfg), false)...)
 	m, err := newModel(doc, &cfg)
 	if err != nil {
 		return nil, warnings, err

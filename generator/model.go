@@ -201,6 +201,18 @@ func ptr(t GoType) GoType { return GoType{Kind: GoPointer, Elem: &t} }
 
 func named(t *Type) GoType { return GoType{Kind: GoNamed, Named: t} }
 
+// reachesWriteOnly reports whether a value of t may hold a writeOnly member
+// (Type.WriteOnly), which responses leave out.
+func (t GoType) reachesWriteOnly() bool {
+	switch t.Kind {
+	case GoNamed:
+		return t.Named.WriteOnly
+	case GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty:
+		return t.Elem.reachesWriteOnly()
+	}
+	return false
+}
+
 // TypeName is the name of a GoNamed type ("" for other kinds).
 func (t GoType) TypeName() string {
 	if t.Kind == GoNamed && t.Named != nil {

@@ -134,7 +134,7 @@ func TestTemplateOverride(t *testing.T) {
 		t.Fatal(err)
 	}
 	_, _, err = Generate(over)
-	want := "templates: " + filepath.Join(dir, "sever.go.tmpl") + " matches no default template (want one of client.go.tmpl, server.go.tmpl, slots.tmpl, webhooks.go.tmpl)"
+	want := "templates: " + filepath.Join(dir, "sever.go.tmpl") + " matches no default template (want one of client.go.tmpl, server.go.tmpl, slots.tmpl, webhooks.go.tmpl) (did you mean server.go.tmpl?)"
 	if err == nil || err.Error() != want {
 		t.Errorf("error = %v, want %s", err, want)
 	}

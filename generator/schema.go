@@ -816,32 +816,22 @@ func markWriteOnly(types []*Type) {
 			}
 			reach := false
 			for _, f := range t.Fields {
-				reach = reach || f.WriteOnly || reachesWriteOnly(f.Type)
+				reach = reach || f.WriteOnly || f.Type.reachesWriteOnly()
 			}
 			if t.AdditionalProperties != nil {
-				reach = reach || reachesWriteOnly(t.AdditionalProperties.Type)
+				reach = reach || t.AdditionalProperties.Type.reachesWriteOnly()
 			}
 			for _, v := range t.Variants {
-				reach = reach || reachesWriteOnly(v.Type)
+				reach = reach || v.Type.reachesWriteOnly()
 			}
 			if t.Kind == KindAlias {
-				reach = reachesWriteOnly(t.Alias)
+				reach = t.Alias.reachesWriteOnly()
 			}
 			if reach {
 				t.WriteOnly, changed = true, true
 			}
 		}
 	}
-}
-
-func reachesWriteOnly(t GoType) bool {
-	switch t.Kind {
-	case GoNamed:
-		return t.Named.WriteOnly
-	case GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty:
-		return reachesWriteOnly(*t.Elem)
-	}
-	return false
 }
 
 // enumSuffixes names the constants of an enum's values: enumSuffix, but

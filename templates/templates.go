@@ -4,7 +4,13 @@
 // func map and the slots.
 package templates
 
-import "embed"
+import (
+	"crypto/sha256"
+	"embed"
+	"encoding/hex"
+	"fmt"
+	"regexp"
+)
 
 // FS holds the default templates: every *.tmpl file of this directory.
 //
@@ -20,4 +26,33 @@ var Files = []struct{ Template, Output string }{
 	{"webhooks.go.tmpl", "webhooks.gen.go"},
 	{"client.go.tmpl", "client.gen.go"},
 	{"slots.tmpl", ""},
+}
+
+// Sum is the short SHA-256 of the default template name ("" for none):
+// what `idemgen templates eject` records in a copy, so that generate can
+// tell a copy of today's template from one of an older idemgen.
+func Sum(name string) string {
+	data, err := FS.ReadFile(name)
+	if err != nil {
+		return ""
+	}
+	sum := sha256.Sum256(data)
+	return hex.EncodeToString(sum[:6])
+}
+
+// EjectHeader is the first line of a copy of the default template name:
+// a template comment that renders nothing.
+func EjectHeader(name string) string {
+	return fmt.Sprintf("{{- /* idemgen templates eject: %s sha256:%s. This copy replaces the built-in template and no longer gets idemgen's fixes; prefer the slots of slots.tmpl. */ -}}\n", name, Sum(name))
+}
+
+var ejectHeader = regexp.MustCompile(`^\{\{- /\* idemgen templates eject: (\S+) sha256:([0-9a-f]+)\.`)
+
+// EjectedSum returns the sum recorded in a copy's header, or "" when data
+// has none (a copy made by hand, or by an idemgen before the header).
+func EjectedSum(data []byte) string {
+	if m := ejectHeader.FindSubmatch(data); m != nil {
+		return string(m[2])
+	}
+	return ""
 }

@@ -8,7 +8,9 @@
 //	idemgen generate [-config idemgen.yaml] [-check]
 //	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 //	idemgen lint [-require] SPEC
-//	idemgen templates eject DIR
+//	idemgen init [-dir .] [-module PATH] [-force]
+//	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
+//	idemgen templates eject [-all] DIR [TEMPLATE...]
 //	idemgen records get|list|resolve|stats|reseal ...
 //	idemgen version
 //
@@ -67,11 +69,26 @@
 // -require is for teams that want opt-outs to fail too (as the config's
 // requireIdempotent does for generate).
 //
+// # migrations
+//
+// `idemgen migrations -format F [-dir migrations/idemgen] [-check]` writes
+// the runtime's migrations (what idem.Migrate applies) as files of the
+// service's migration tool: goose, migrate (golang-migrate), atlas (with
+// atlas.sum) or plain (.up.sql/.down.sql). Each up file also records its
+// version where idem.New looks for it. The directory must hold nothing
+// else; -check writes nothing and exits 1 when it differs from what this
+// version writes. See docs/migrations.md for applying them with a version
+// table of their own.
+//
 // # templates eject
 //
-// Copies the default templates into DIR (which must not already hold them),
-// to be edited and named by `templates:`. See templates/README.md for the
-// data the templates receive, the func map and the slots.
+// `idemgen templates eject [-all] DIR [TEMPLATE...]` writes slots.tmpl into
+// DIR, where slot definitions go while the built-in templates around them
+// keep getting fixes; named templates (or -all) are copied whole, each with
+// a header recording the built-in version it copies, and generate warns
+// once that version has changed. Nothing is overwritten. See
+// docs/templates.md, and templates/README.md for the data the templates
+// receive, the func map and the slots.
 //
 // # records
 //
@@ -131,7 +148,7 @@ var synopses = map[string]string{
 	"generate":   "idemgen generate [-config idemgen.yaml] [-check] [-strict]\n\tidemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check] [-strict]",
 	"lint":       "idemgen lint [-require] SPEC",
 	"init":       "idemgen init [-dir .] [-module PATH] [-force]",
-	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir DIR] [-check]",
+	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]",
 	"eject":      "idemgen templates eject [-all] DIR [TEMPLATE...]",
 }
 
@@ -159,8 +176,9 @@ const usage = `usage:
 	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
 	idemgen lint [-require] SPEC
 	idemgen init [-dir .] [-module PATH] [-force]
+	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
-	idemgen templates eject DIR
+	idemgen templates eject [-all] DIR [TEMPLATE...]
 	idemgen records get|list|resolve|stats|reseal ...   (idemgen records help)
 	idemgen version
 `
@@ -215,15 +233,17 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return lint(args[1:], stdout, stderr)
 	case "init":
 		return initCmd(args[1:], stdout, stderr)
+	case "migrations":
+		return migrationsCmd(args[1:], stdout, stderr)
 	case "records":
 		return records(args[1:], stdout, stderr)
 	case "conformance":
 		return conformanceCmd(args[1:], stdout, stderr)
 	case "templates":
-		if len(args) != 3 || args[1] != "eject" {
-			return usageError{msg: "want: templates eject DIR"}
+		if len(args) < 2 || args[1] != "eject" {
+			return usageError{msg: "want: templates eject [-all] DIR [TEMPLATE...]"}
 		}
-		return eject(args[2])
+		return ejectCmd(args[2:], stderr)
 	case "version":
 		if len(args) != 1 {
 			return usageError{msg: "version takes no arguments"}
@@ -329,21 +349,54 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	return err
 }
 
-func eject(dir string) error {
+// ejectCmd runs `idemgen templates eject [-all] DIR [TEMPLATE...]`: by
+// default only slots.tmpl, where slot definitions go while the built-in
+// templates around them keep getting fixes; named templates (or -all) are
+// copied whole, with a header recording which version they copy.
+func ejectCmd(args []string, stderr io.Writer) error {
+	flags := newFlags("eject", stderr)
+	all := flags.Bool("all", false, "copy every built-in template (each then replaces the built-in one)")
+	if err := parse(flags, args); err != nil {
+		return err
+	}
+	if flags.NArg() < 1 {
+		return usageError{msg: "templates eject: want a directory", fs: flags}
+	}
+	dir, names := flags.Arg(0), flags.Args()[1:]
+	known := map[string]bool{}
+	var builtin []string
 	for _, tf := range templates.Files {
-		if _, err := os.Stat(filepath.Join(dir, tf.Template)); err == nil {
-			return fmt.Errorf("templates eject: %s already exists", filepath.Join(dir, tf.Template))
+		known[tf.Template] = true
+		builtin = append(builtin, tf.Template)
+	}
+	switch {
+	case *all && len(names) > 0:
+		return usageError{msg: "templates eject: -all or template names, not both", fs: flags}
+	case *all:
+		names = builtin
+	case len(names) == 0:
+		names = []string{"slots.tmpl"}
+	}
+	for _, n := range names {
+		if !known[n] {
+			return usageError{msg: fmt.Sprintf("templates eject: %q is not a built-in template (want one of %s)", n, strings.Join(builtin, ", ")), fs: flags}
+		}
+		if _, err := os.Stat(filepath.Join(dir, n)); err == nil {
+			return fmt.Errorf("templates eject: %s already exists; nothing written", filepath.Join(dir, n))
 		}
 	}
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
-	for _, tf := range templates.Files {
-		data, err := fs.ReadFile(templates.FS, tf.Template)
+	for _, n := range names {
+		data, err := fs.ReadFile(templates.FS, n)
 		if err != nil {
 			return err
 		}
-		if err := os.WriteFile(filepath.Join(dir, tf.Template), data, 0o644); err != nil {
+		if n != "slots.tmpl" {
+			data = append([]byte(templates.EjectHeader(n)), data...)
+		}
+		if err := os.WriteFile(filepath.Join(dir, n), data, 0o644); err != nil {
 			return err
 		}
 	}

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"os"
 	"path/filepath"
+	"regexp"
 	"strings"
 	"testing"
 )
@@ -143,16 +144,77 @@ idemgen: note: openapi.yaml: operation "cancelOrder" (POST /orders/{id}/cancel):
 	}
 }
 
+// TestEject: templates eject writes only slots.tmpl unless templates are
+// named (or -all); a whole copy carries a header that renders nothing and
+// records the built-in version; generate warns about a whole copy of
+// another version, or of none it can tell, and -strict fails on it.
 func TestEject(t *testing.T) {
-	dir := filepath.Join(t.TempDir(), "tmpl")
-	if code, _, stderr := runCmd(t, "templates", "eject", dir); code != 0 {
+	dir := t.TempDir()
+	t.Chdir(dir)
+	write(t, "openapi.yaml", "x-idempotent: {}\n"+spec)
+	generate := func(tmpl string, args ...string) (int, string, string) {
+		t.Helper()
+		cfg := "spec: openapi.yaml\npackage: api\noutput: out-" + tmpl + "\n"
+		if tmpl != "none" {
+			cfg += "templates: " + tmpl + "\n"
+		}
+		write(t, "idemgen-"+tmpl+".yaml", cfg)
+		code, _, stderr := runCmd(t, append([]string{"generate", "-config", "idemgen-" + tmpl + ".yaml"}, args...)...)
+		server, _ := os.ReadFile(filepath.Join("out-"+tmpl, "server.gen.go"))
+		return code, stderr, string(server)
+	}
+	_, _, want := generate("none")
+
+	if code, _, stderr := runCmd(t, "templates", "eject", "slots"); code != 0 {
 		t.Fatalf("eject: %d %s", code, stderr)
 	}
-	if _, err := os.Stat(filepath.Join(dir, "server.go.tmpl")); err != nil {
-		t.Fatal(err)
+	if entries, _ := os.ReadDir("slots"); len(entries) != 1 || entries[0].Name() != "slots.tmpl" {
+		t.Errorf("eject wrote %v, want slots.tmpl alone", entries)
 	}
-	if code, _, stderr := runCmd(t, "templates", "eject", dir); code != 1 || !strings.Contains(stderr, "already exists") {
+	if code, stderr, got := generate("slots", "-strict"); code != 0 || stderr != "" || got != want {
+		t.Errorf("generate with the ejected slots.tmpl: exit %d, %s; same output %v", code, stderr, got == want)
+	}
+	if code, _, stderr := runCmd(t, "templates", "eject", "slots"); code != 1 || !strings.Contains(stderr, "already exists") {
 		t.Errorf("second eject: %d %s", code, stderr)
+	}
+
+	if code, _, stderr := runCmd(t, "templates", "eject", "whole", "server.go.tmpl"); code != 0 {
+		t.Fatalf("eject server.go.tmpl: %d %s", code, stderr)
+	}
+	copied, err := os.ReadFile(filepath.Join("whole", "server.go.tmpl"))
+	if err != nil || !strings.HasPrefix(string(copied), "{{- /* idemgen templates eject: server.go.tmpl sha256:") {
+		t.Fatalf("the copy has no header (%v):\n%.200s", err, copied)
+	}
+	if code, stderr, got := generate("whole", "-strict"); code != 0 || stderr != "" || got != want {
+		t.Errorf("generate with today's copy: exit %d, %s; same output %v", code, stderr, got == want)
+	}
+	// A copy of another version: the sum in its header differs.
+	old := regexp.MustCompile(`sha256:[0-9a-f]+`).ReplaceAllString(string(copied), "sha256:000000000000")
+	write(t, filepath.Join("whole", "server.go.tmpl"), old)
+	code, stderr, _ := generate("whole")
+	if code != 0 || !strings.Contains(stderr, "replaces the built-in server.go.tmpl, which changed since this copy was ejected (sha256:000000000000, now sha256:") {
+		t.Errorf("generate with an old copy: exit %d, %s", code, stderr)
+	}
+	if code, stderr, _ := generate("whole", "-strict"); code != 1 || !strings.Contains(stderr, "-strict") {
+		t.Errorf("generate -strict with an old copy: exit %d, %s", code, stderr)
+	}
+	// A copy without the header.
+	write(t, filepath.Join("whole", "server.go.tmpl"), strings.SplitN(string(copied), "\n", 2)[1])
+	if _, stderr, _ := generate("whole"); !strings.Contains(stderr, "idemgen cannot tell which version it copies") {
+		t.Errorf("generate with a copy made by hand: %s", stderr)
+	}
+
+	if code, _, stderr := runCmd(t, "templates", "eject", "-all", "all"); code != 0 {
+		t.Fatalf("eject -all: %d %s", code, stderr)
+	} else if entries, _ := os.ReadDir("all"); len(entries) != 4 {
+		t.Errorf("eject -all wrote %d files, want 4", len(entries))
+	}
+	if code, _, stderr := runCmd(t, "templates", "eject", "x", "sever.go.tmpl"); code != 2 || !strings.Contains(stderr, "server.go.tmpl") {
+		t.Errorf("eject of an unknown template: %d %s", code, stderr)
+	}
+	write(t, filepath.Join("typo", "sever.go.tmpl"), "")
+	if code, stderr, _ := generate("typo"); code != 1 || !strings.Contains(stderr, "(did you mean server.go.tmpl?)") {
+		t.Errorf("generate with a misnamed template: exit %d, %s", code, stderr)
 	}
 }
 

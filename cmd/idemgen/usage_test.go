@@ -19,6 +19,8 @@ func TestCommandHelp(t *testing.T) {
 		{[]string{"generate", "-help"}, 0, "usage: idemgen generate [-config idemgen.yaml]", "-strict"},
 		{[]string{"lint", "-h"}, 0, "usage: idemgen lint [-require] SPEC", "-require"},
 		{[]string{"init", "-h"}, 0, "usage: idemgen init", "-module"},
+		{[]string{"migrations", "-h"}, 0, "usage: idemgen migrations -format goose|migrate|atlas|plain", "-check"},
+		{[]string{"templates", "eject", "-h"}, 0, "usage: idemgen templates eject [-all] DIR [TEMPLATE...]", "-all"},
 		{[]string{"generate", "-bogus"}, 2, "usage: idemgen generate", "-config"},
 	} {
 		code, stdout, stderr := runCmd(t, tc.args...)

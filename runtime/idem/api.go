@@ -1,15 +1,8 @@
-// Package idem is the idemgen runtime: it makes an HTTP operation idempotent
-// with PostgreSQL as the single authority.
-//
-// Generated servers call (*Engine).Serve once per idempotent request; a
-// hand-written handler can do the same (see the package example). The engine
-// parses the Idempotency-Key header, fingerprints the request, claims a record
-// keyed (tenant, operation, key) with INSERT ... ON CONFLICT, runs the handler
-// in a transaction, stores the outcome and replays it on retries.
-//
-// This file holds the stable surface that generated code compiles against.
-// Changing an exported name here is a breaking change for generated code: bump
-// SupportPackageIsVersion instead of editing in place.
+// The stable surface that generated code compiles against: changing an
+// exported name here is a breaking change for generated code, so bump
+// SupportPackageIsVersion instead of editing in place. The package's
+// documentation is in doc.go.
+
 package idem
 
 import (

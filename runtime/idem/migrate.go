@@ -15,8 +15,9 @@ import (
 	"github.com/idemgen/idemgen/queries"
 )
 
-// MigrationsTable is the table Migrate records applied migrations in.
-const MigrationsTable = "idem_schema_migrations"
+// MigrationsTable is the table Migrate records applied migrations in (as
+// do the files of `idemgen migrations`).
+const MigrationsTable = queries.MigrationsTable
 
 // Migrate applies idemgen's own migrations (queries.Migrations) that db has
 // not applied yet. Safe to call from many processes at once.
@@ -59,8 +60,7 @@ func MigrateFS(ctx context.Context, db DB, fsys fs.FS, table string) error {
 	}
 	sort.Slice(todo, func(i, j int) bool { return todo[i].version < todo[j].version })
 
-	create := "CREATE TABLE IF NOT EXISTS " + table +
-		" (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
+	create := queries.CreateMigrationsTable(table)
 	if _, err := db.Exec(ctx, create); err != nil {
 		// Two first-ever callers can race on CREATE TABLE IF NOT EXISTS;
 		// the loser sees a duplicate catalog entry (unique_violation on
