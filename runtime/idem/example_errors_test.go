@@ -54,8 +54,9 @@ func ExampleErrorMapper() {
 }
 
 // The README's mapping (the code block after its
-// `<!-- snippet: runtime/idem/example_errors_test.go -->` line), kept
-// compiling and running here; TestReadmeSnippet holds the two equal.
+// `<!-- go: excerpt runtime/idem/example_errors_test.go -->` line), kept
+// compiling and running here; examples/docsnippets' TestSnippets holds the
+// README's lines to this file's.
 func ExampleConfig_errors() {
 	pool, _ := pgxpool.New(context.Background(), "postgres://localhost/shop") // connects on first use
 	engine, err := idem.New(pool, idem.Config{
