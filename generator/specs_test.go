@@ -128,10 +128,9 @@ func renderRealSpec(t testing.TB, file string) ([]File, []Warning, error) {
 
 // TestRealSpecs generates every public spec without a config (with a root
 // `x-idempotent: {}`) and, unless -short, builds, vets and tests the output
-// (checkRoutesRegister). Every spec's package goes into one module, built,
-// vetted and tested by one go command each: the go command compiles,
-// links and runs the packages side by side, and the module graph is
-// loaded once.
+// (writeRouteTests). Every spec's package goes into one module, built,
+// vetted and tested by one go test: it compiles, vets, links and runs the
+// packages side by side, and loads the module graph once.
 func TestRealSpecs(t *testing.T) {
 	var mod string
 	var pkgs []string
@@ -205,15 +204,16 @@ func TestRealSpecs(t *testing.T) {
 	if testing.Short() || len(pkgs) == 0 {
 		return
 	}
-	// go vet ./... covers the generated code and the tests written beside
-	// it, so the go test below runs no vet of its own.
-	goBuildVet(t, mod)
+	// One go command builds every package, vets it with all of go vet's
+	// checks (-vet=all: what go vet ./... runs, on the generated code and
+	// the tests beside it, in the same action graph as the build) and runs
+	// the tests.
 	start := time.Now()
-	out, err := goCommand(mod, append([]string{"test", "-count=1", "-vet=off", "-v", "-run", "^(TestRoutesRegister|TestValidRequests)$"}, pkgs...)...).CombinedOutput()
+	out, err := goCommand(mod, append([]string{"test", "-count=1", "-vet=all", "-v", "-run", "^(TestRoutesRegister|TestValidRequests)$"}, pkgs...)...).CombinedOutput()
 	if err != nil {
-		t.Fatalf("tests of the generated packages: %v\n%s", err, out)
+		t.Fatalf("build, vet or tests of the generated packages: %v\n%s", err, out)
 	}
-	t.Logf("NewHandler registers its routes, valid requests reach the handler (%v): %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(out))
+	t.Logf("built and vetted; NewHandler registers its routes, valid requests reach the handler (%v): %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(out))
 }
 
 // realSpecPackage is the directory, in TestRealSpecs' module, of the
@@ -253,7 +253,7 @@ var realSpecExceptions = map[string]map[string]string{
 // PostgreSQL (DATABASE_URL; under CI=true it fails without it, through
 // runtime/pgtest) and wants each to reach the handler, and malformed bodies
 // refused with 400 problem+json and no record. An external test package,
-// so that the package built by goBuildVet is reused.
+// so that the generated package is compiled as it is built, not with tests.
 func writeRouteTests(t *testing.T, dir, importPath string, files []File, file string) {
 	t.Helper()
 	var server []byte
