@@ -140,6 +140,13 @@ type Config struct {
 	// to New for every request; with Shard set, New accepts a nil DB. See
 	// docs/scaling.md.
 	Shard func(ctx context.Context, tenant string) (DB, error)
+	// Region, when set, makes the engine serve one region of several whose
+	// records replicate to each other (SetupRegion, SubscribeRegion): every
+	// keyed response names the key's home region (HomeRegionHeader), and a
+	// key whose record replicated here from another region is refused with
+	// 421 naming it, at the cost of one more read per keyed request. Nil:
+	// one region, nothing of this runs. See docs/scaling.md.
+	Region *Region
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
@@ -207,6 +214,13 @@ type Engine struct {
 func New(db DB, cfg Config) (*Engine, error) {
 	if db == nil && cfg.Shard == nil {
 		return nil, errors.New("idem: nil DB (and no Config.Shard)")
+	}
+	if cfg.Region != nil {
+		r, err := cfg.Region.prepared()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Region = r
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)

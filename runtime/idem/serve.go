@@ -248,6 +248,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return err
 	}
 	rq.fp = fp[:]
+	if e.cfg.Region != nil {
+		if err := e.checkHome(rq); err != nil {
+			return err
+		}
+	}
 	return e.serveKeyed(rq, handler)
 }
 
