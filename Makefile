@@ -91,7 +91,7 @@ unit-env:
 # case; the split loader's parts decoded on every core in unit-modules
 # (generator/internal/load, whose TestSplitLoadsAlike then only loads).
 unit-generator: unit-env
-	$(GO) test -count=1 -timeout 20m ./generator ./generator/internal/load
+	$(GO) test -count=1 -timeout 45m ./generator ./generator/internal/load
 	$(GO) test -race -count=1 -run '^TestGolden$$' ./generator
 
 # Every package of every module but the generator's and examples/payments,
