@@ -110,8 +110,10 @@ type Config struct {
 	Operations []*Operation
 	// Recover holds lease-mode recovery hooks by operation ID. When a request
 	// takes over a stale claim (its holder died, or an earlier hook said
-	// Unknown), the hook decides before the handler runs again. Without a
-	// hook the handler simply runs again.
+	// Unknown), or retries an attempt that failed after its handler ran (an
+	// error, a panic or a 5xx: the handler may have acted outside the
+	// database first), the hook decides before the handler runs again.
+	// Without a hook the handler simply runs again.
 	Recover map[string]RecoverFunc
 	// Sealer, when set, encrypts what records store at rest: every stored
 	// response (its status, headers and body, sealed together) and lease-mode

@@ -63,8 +63,10 @@ func (rq *request) claimed(attempts int32, fence int64) {
 // profile, in its body or Config.Errors's (see WriteError).
 //
 // A handler that panics is recovered: its transaction rolls back, the key is
-// left FAILED_RETRYABLE (so the same request may retry) and the client gets
-// a 500 problem; http.ErrAbortHandler is re-panicked after that clean-up.
+// left FAILED_RETRYABLE (so the same request may retry; in lease mode through
+// the recovery hook, as after any failure of a handler that ran) and the
+// client gets a 500 problem; http.ErrAbortHandler is re-panicked after that
+// clean-up.
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
 		body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
