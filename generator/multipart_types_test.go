@@ -61,7 +61,7 @@ components:
 
 // TestSharedSchemaTypes: a component schema taken by a JSON body and a
 // multipart body has a type per representation where they differ (a binary
-// member somewhere below it): Doc with []byte, DocMultipart with idem.File,
+// member somewhere below it): Doc with []byte, DocMultipart with idemtype.File,
 // nested and recursive components alike; Tag, without one, is shared. The
 // types are the same whichever use comes first.
 func TestSharedSchemaTypes(t *testing.T) {
