@@ -86,7 +86,7 @@ func TestSharedSchemaTypes(t *testing.T) {
 		}
 		for _, want := range []string{
 			`(?m)^type Doc struct \{\n(\t.*\n)*\tContent \[\]byte `,
-			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tContent idem\.File `,
+			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tContent idemtype\.File `,
 			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tMeta +\*MetaMultipart `,
 			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tTags +\[\]Tag `,
 			`(?m)^type Doc struct \{\n(\t.*\n)*\tMeta +\*Meta `,
