@@ -137,7 +137,11 @@ SELECT (1 / count(*))::integer AS stored, coalesce(min(left_ms), 0)::bigint AS l
 --   * FAILED_RETRYABLE with the same fingerprint (a handler error or 5xx);
 --   * an expired final record when onExpired is execute (any fingerprint);
 --   * an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one, with the
---     same fingerprint (taken_over tells the caller to recover).
+--     same fingerprint.
+-- taken_over tells the caller to recover before the handler runs: the
+-- claim follows an attempt that may have acted outside the database (a
+-- lapsed or UNKNOWN claim, or a FAILED_RETRYABLE one whose handler ran,
+-- which FailRetryable marks with taken_over).
 -- Returns no row when the key is held otherwise (or the row is another
 -- key's whose id collides); the caller then reads the record to classify
 -- (replay, conflict, in flight, expired, collision).
@@ -159,7 +163,8 @@ ON CONFLICT (id) DO UPDATE SET
     attempts         = r.attempts + 1,
     fence            = r.fence + 1,
     lease_expires_at = EXCLUDED.lease_expires_at,
-    taken_over       = r.state IN ('IN_PROGRESS', 'UNKNOWN'),
+    taken_over       = r.state IN ('IN_PROGRESS', 'UNKNOWN')
+                       OR (r.state = 'FAILED_RETRYABLE' AND r.taken_over AND r.expires_at > now()),
     recovery_point   = CASE WHEN r.expires_at <= now() THEN NULL ELSE r.recovery_point END,
     recovery_data    = CASE WHEN r.expires_at <= now() THEN NULL ELSE r.recovery_data END,
     created_at       = CASE WHEN r.expires_at <= now() THEN now() ELSE r.created_at END,
@@ -211,10 +216,14 @@ WITH done AS (
 SELECT (1 / count(*))::integer AS stored, max(completed_at)::timestamptz AS completed_at FROM done;
 
 -- name: FailRetryable :execrows
--- Lease mode: the handler failed and its writes were rolled back; a retry
--- with the same payload may run again.
+-- Lease mode: the attempt failed and its writes were rolled back; a retry
+-- with the same payload may run again. taken_over stays set when the claim
+-- was a takeover, and is set when the handler ran (@handler_ran): what it
+-- did outside the database is not known, so the retry's claim recovers
+-- first (Claim returns taken_over).
 UPDATE idem_records SET
-    state = 'FAILED_RETRYABLE', lease_expires_at = NULL, taken_over = false, updated_at = now()
+    state = 'FAILED_RETRYABLE', lease_expires_at = NULL,
+    taken_over = taken_over OR @handler_ran::boolean, updated_at = now()
 WHERE id = @id AND fence = @fence AND state = 'IN_PROGRESS';
 
 -- name: RecordRetryable :execrows

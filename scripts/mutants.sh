@@ -36,6 +36,7 @@ MUTANTS=(
 	"h|the sweeper abandons live claims (the lease is ignored)|s/^      AND \(s\.lease_expires_at IS NULL OR s\.lease_expires_at <= now\(\)\)\$/      AND true/"
 	"i|unresolved UNKNOWN records are deleted without waiting for the grace|s/WHERE s\.state = 'UNKNOWN' AND s\.expires_at <= now\(\) - \(@grace_ms::bigint\)/WHERE s.state = 'UNKNOWN' AND now() >= now() - (@grace_ms::bigint)/"
 	"j|only Complete and CompleteOrAbort ignore the fence: a fenced-out holder's outcome is stored|/^-- name: Complete(OrAbort)? :/,/;\$/ s/AND fence = @fence AND state = 'IN_PROGRESS'/AND (fence = @fence OR true) AND state = 'IN_PROGRESS'/"
+	"k|a lease claim of a FAILED_RETRYABLE record whose handler ran is not a takeover: the retry runs without its recovery hook|s/OR \(r\.state = 'FAILED_RETRYABLE' AND r\.taken_over AND/OR (r.state = 'FAILED_RETRYABLE' AND false AND/"
 )
 
 backup=$(mktemp -d)

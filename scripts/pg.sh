@@ -13,6 +13,7 @@
 #   PG_DURABLE=1   keep fsync and synchronous_commit on (benchmarks); the
 #                  default turns them off, which is safe for a throwaway server
 #   PG_BIN=DIR     use the server binaries in DIR
+#   PG_OPTS=...    more server options (scripts/regions.sh: -c wal_level=logical)
 #
 # On Debian or Ubuntu the script installs the `postgresql` package when no
 # server binaries are found, without letting the package create or start a
@@ -101,7 +102,7 @@ start() {
 	[ "${PG_DURABLE:-}" = 1 ] && durable="-c fsync=on -c synchronous_commit=on"
 	for try in 1 2 3 4 5; do
 		port=$(free_port)
-		echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c shared_buffers=256MB $durable" >"$dir/opts"
+		echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c shared_buffers=256MB $durable ${PG_OPTS:-}" >"$dir/opts"
 		if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/opts")" >/dev/null; then
 			echo "$port" >"$dir/port"
 			echo "$bin" >"$dir/bin"

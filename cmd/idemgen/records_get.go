@@ -187,7 +187,11 @@ func (c *recordsCmd) printRecord(r recordJSON, now time.Time) {
 	line("fence", fmt.Sprint(r.Fence))
 	line("lease expires", at(r.LeaseExpiresAt))
 	if r.TakenOver != nil && *r.TakenOver {
-		line("taken over", "yes: the current claim took over an earlier one")
+		if r.State == string(idem.StateFailedRetryable) {
+			line("taken over", "yes: a handler ran and failed; the next retry asks the recovery hook first")
+		} else {
+			line("taken over", "yes: the current claim took over an earlier one")
+		}
 	}
 	line("created", at(r.CreatedAt))
 	line("updated", at(r.UpdatedAt))

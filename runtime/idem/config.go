@@ -110,8 +110,10 @@ type Config struct {
 	Operations []*Operation
 	// Recover holds lease-mode recovery hooks by operation ID. When a request
 	// takes over a stale claim (its holder died, or an earlier hook said
-	// Unknown), the hook decides before the handler runs again. Without a
-	// hook the handler simply runs again.
+	// Unknown), or retries an attempt that failed after its handler ran (an
+	// error, a panic or a 5xx: the handler may have acted outside the
+	// database first), the hook decides before the handler runs again.
+	// Without a hook the handler simply runs again.
 	Recover map[string]RecoverFunc
 	// Sealer, when set, encrypts what records store at rest: every stored
 	// response (its status, headers and body, sealed together) and lease-mode
@@ -138,6 +140,13 @@ type Config struct {
 	// to New for every request; with Shard set, New accepts a nil DB. See
 	// docs/scaling.md.
 	Shard func(ctx context.Context, tenant string) (DB, error)
+	// Region, when set, makes the engine serve one region of several whose
+	// records replicate to each other (SetupRegion, SubscribeRegion): every
+	// keyed response names the key's home region (HomeRegionHeader), and a
+	// key whose record replicated here from another region is refused with
+	// 421 naming it, at the cost of one more read per keyed request. Nil:
+	// one region, nothing of this runs. See docs/scaling.md.
+	Region *Region
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
@@ -194,6 +203,7 @@ type Engine struct {
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
 	shards    sync.Map // DB -> *Engine (see onShard)
+	guesses   sync.Map // *Operation -> *readGuess (guess.go)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -205,6 +215,13 @@ type Engine struct {
 func New(db DB, cfg Config) (*Engine, error) {
 	if db == nil && cfg.Shard == nil {
 		return nil, errors.New("idem: nil DB (and no Config.Shard)")
+	}
+	if cfg.Region != nil {
+		r, err := cfg.Region.prepared()
+		if err != nil {
+			return nil, err
+		}
+		cfg.Region = r
 	}
 	if cfg.MaxBodyBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxBodyBytes %d is negative", cfg.MaxBodyBytes)

@@ -48,14 +48,17 @@
 //  5. runs the Handler and stores its outcome: a 2xx, or a status of
 //     Policy.ReplayStatuses, is kept and replayed to every retry; other
 //     4xx release the key for a corrected request; an error or a 5xx marks
-//     it retryable.
+//     it retryable. In ModeLease the retry of a failure after the handler
+//     ran is a takeover: the handler may have acted outside the database
+//     before it failed, so the operation's RecoverFunc decides first.
 //
 // In ModeAtomic the record is written in the handler's own transaction (the
 // pgx.Tx the handler receives): the business writes and the stored
 // response commit together, or neither does. ModeLease claims the key
 // first and commits the outcome afterwards, for handlers that call other
 // systems: a claim whose holder died lapses after Policy.Lease and the
-// next retry takes over, after the operation's RecoverFunc (Config.Recover)
+// next retry takes over (so does the retry of an attempt that failed after
+// its handler ran), after the operation's RecoverFunc (Config.Recover)
 // decides — NotExecuted, Completed or Unknown — from the last point the
 // handler saved (SaveRecoveryPoint, RecoveryPointFrom). KeyFromContext
 // gives a handler the request's key, to pass on to a system that

@@ -267,9 +267,15 @@ func (l *leaseRun) release(bk context.Context, x *execution) {
 	}
 }
 
-// retryable marks the claim FAILED_RETRYABLE, if it still holds.
+// retryable marks the claim FAILED_RETRYABLE, if it still holds. When the
+// handler ran (x.tx is set), the record says so: the handler may have
+// acted outside the database before it failed (charged a card, then lost a
+// statement), so the retry's claim is a takeover and the recovery hook
+// decides before the handler runs again (see Claim). Only an attempt that
+// failed before its handler ran leaves the record to run again as it is
+// (unless the claim it failed under was itself a takeover).
 func (l *leaseRun) retryable(bk context.Context, x *execution) bool {
-	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
+	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{ID: x.rq.ref.id, Fence: l.claim.Fence, HandlerRan: x.tx != nil})
 	if err != nil {
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}

@@ -14,8 +14,9 @@ import (
 )
 
 // RecoverFunc decides, for a lease-mode operation, what became of an earlier
-// attempt whose claim this request took over: its holder died, or an earlier
-// hook answered Unknown. It typically asks the external system (by the key
+// attempt whose claim this request took over: its holder died, its handler
+// failed after it ran (an error, a panic, a 5xx, a lost connection), or an
+// earlier hook answered Unknown. It typically asks the external system (by the key
 // from KeyFromContext) whether the side effect happened. ctx carries the key
 // and the claim, so the hook may call SaveRecoveryPoint.
 //

@@ -32,7 +32,9 @@ type request struct {
 	toCache  *cached
 	// raced: the record write lost to a concurrent duplicate on the
 	// primary key (Outcome.Raced).
-	raced   bool
+	raced bool
+	// found: the replay read found a record of the key (guess.go).
+	found   bool
 	r       *http.Request
 	w       http.ResponseWriter
 	key     Key
@@ -63,8 +65,10 @@ func (rq *request) claimed(attempts int32, fence int64) {
 // profile, in its body or Config.Errors's (see WriteError).
 //
 // A handler that panics is recovered: its transaction rolls back, the key is
-// left FAILED_RETRYABLE (so the same request may retry) and the client gets
-// a 500 problem; http.ErrAbortHandler is re-panicked after that clean-up.
+// left FAILED_RETRYABLE (so the same request may retry; in lease mode through
+// the recovery hook, as after any failure of a handler that ran) and the
+// client gets a 500 problem; http.ErrAbortHandler is re-panicked after that
+// clean-up.
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
 		body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
@@ -246,6 +250,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return err
 	}
 	rq.fp = fp[:]
+	if e.cfg.Region != nil {
+		if err := e.checkHome(rq); err != nil {
+			return err
+		}
+	}
 	return e.serveKeyed(rq, handler)
 }
 
@@ -283,6 +292,7 @@ func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *st
 	if !found {
 		return nil, nil, false, nil
 	}
+	rq.found = true
 	act, aerr := e.classify(rq, &rec)
 	switch act {
 	case actReplay:

@@ -42,7 +42,8 @@ type Client struct {
 	newKey  func(format string) (string, error)
 	editors []func(*http.Request) error
 	agent   string
-	base    string // the server's base path, added to root unless root ends in it
+	base    string   // the server's base path, added to root unless root ends in it
+	regions *regions // nil: one region (WithRegions)
 }
 
 // Option configures a Client.
@@ -97,6 +98,11 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	}
 	if c.base != "" && !strings.HasSuffix(strings.TrimSuffix(u.EscapedPath(), "/"), c.base) {
 		c.root += c.base
+	}
+	if c.regions != nil {
+		if err := c.regions.resolve(c.base); err != nil {
+			return nil, err
+		}
 	}
 	return c, nil
 }
@@ -166,6 +172,7 @@ type call struct {
 	timeout  time.Duration
 	header   http.Header
 	observe  func(Attempt)
+	region   string // where the next attempt goes (WithRegions)
 }
 
 // WithIdempotencyKey sends key instead of a fresh one: use it to carry one
@@ -265,6 +272,10 @@ type Result[T any] struct {
 	// Replayed is set when the server answered with the stored outcome of an
 	// earlier attempt (Idempotent-Replayed: true) instead of running it.
 	Replayed bool
+	// HomeRegion is the region the key belongs to, as the server named it
+	// (Idempotency-Home-Region); "" when it named none. Keep it with a key
+	// you carry to a later call (WithHomeRegion).
+	HomeRegion string
 }
 
 // ErrNoBaseURL is returned by calls on a zero Client.

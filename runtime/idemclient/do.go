@@ -48,6 +48,9 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 	}
 	// May a request that reached the server be sent again?
 	safe := (op.Idempotent && key != "") || idempotentMethod[op.Method] || cl.unsafe
+	if c.regions != nil && cl.region == "" {
+		cl.region = c.regions.home
+	}
 
 	for n := 1; ; n++ {
 		resp, err := c.attempt(ctx, op, req, key, &cl, pol.AttemptTimeout)
@@ -56,8 +59,12 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 			return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: ctx.Err(), Unsafe: !safe}
 		}
 		retry, wait := false, time.Duration(0)
+		moved := c.followHome(&cl, resp)
 		if safe && n < pol.MaxAttempts {
 			retry, wait = decideRetry(resp, err, n, pol)
+			if moved && resp.Status == http.StatusMisdirectedRequest {
+				retry, wait = true, 0 // sent to the wrong region: go home now
+			}
 		}
 		if retry {
 			if dl, ok := ctx.Deadline(); ok && time.Now().Add(wait).After(dl) {
@@ -84,7 +91,7 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 				return nil, derr
 			}
 			return &Result[T]{Response: out, Status: resp.Status, Header: resp.Header, Key: key, Attempts: n,
-				Replayed: resp.Header.Get("Idempotent-Replayed") == "true"}, nil
+				Replayed: resp.Header.Get("Idempotent-Replayed") == "true", HomeRegion: resp.Header.Get(HomeRegionHeader)}, nil
 		}
 		t := time.NewTimer(wait)
 		select {
@@ -109,7 +116,7 @@ func (c *Client) attempt(ctx context.Context, op *Operation, req *Request, key s
 		ctx, cancel = context.WithTimeout(ctx, timeout)
 		defer cancel()
 	}
-	u := c.root + req.Path
+	u := c.rootFor(cl.region) + req.Path
 	if len(req.Query) > 0 {
 		u += "?" + req.Query.Encode()
 	}

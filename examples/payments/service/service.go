@@ -91,9 +91,11 @@ func (s *Service) CreatePayment(ctx context.Context, tx pgx.Tx, req api.CreatePa
 	}
 	ch, err := s.gw.Charge(ctx, key, p.Amount, p.Currency)
 	if err != nil {
-		// A 5xx is not kept: the claim becomes FAILED_RETRYABLE and a retry
-		// with the same key and payload runs this again, which finds the
-		// charge if the gateway made one despite the error.
+		// A 5xx is not kept: the claim becomes FAILED_RETRYABLE, and a
+		// retry with the same key and payload asks RecoverCreatePayment
+		// first (the handler ran, so the engine treats the retry as a
+		// takeover), which finds the charge if the gateway made one despite
+		// the error.
 		// The cause (an address, a dial error) goes to the log, not to the
 		// client.
 		s.log.WarnContext(ctx, "gateway charge", "key_hash", keyHash(ctx), "err", err)
@@ -113,8 +115,10 @@ func (s *Service) CreatePayment(ctx context.Context, tx pgx.Tx, req api.CreatePa
 
 // RecoverCreatePayment is createPayment's recovery hook (idem.RecoverFunc).
 // The engine calls it when a retry takes over a claim whose holder died (the
-// service crashed or lost its database mid-request) and so may have charged
-// the card without recording the payment. The business transaction of that
+// service crashed or lost its database mid-request), or follows an attempt
+// that failed after the handler ran (the gateway timed out, the payment's
+// INSERT failed, a panic), and so may have charged the card without
+// recording the payment. The business transaction of that
 // attempt rolled back, so the payment row must be written again either way:
 // the hook never answers Completed. It tells the handler what happened:
 //

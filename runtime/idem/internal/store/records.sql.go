@@ -91,7 +91,8 @@ ON CONFLICT (id) DO UPDATE SET
     attempts         = r.attempts + 1,
     fence            = r.fence + 1,
     lease_expires_at = EXCLUDED.lease_expires_at,
-    taken_over       = r.state IN ('IN_PROGRESS', 'UNKNOWN'),
+    taken_over       = r.state IN ('IN_PROGRESS', 'UNKNOWN')
+                       OR (r.state = 'FAILED_RETRYABLE' AND r.taken_over AND r.expires_at > now()),
     recovery_point   = CASE WHEN r.expires_at <= now() THEN NULL ELSE r.recovery_point END,
     recovery_data    = CASE WHEN r.expires_at <= now() THEN NULL ELSE r.recovery_data END,
     created_at       = CASE WHEN r.expires_at <= now() THEN now() ELSE r.created_at END,
@@ -136,8 +137,12 @@ type ClaimRow struct {
 //   - FAILED_RETRYABLE with the same fingerprint (a handler error or 5xx);
 //   - an expired final record when onExpired is execute (any fingerprint);
 //   - an IN_PROGRESS claim whose lease lapsed, or an UNKNOWN one, with the
-//     same fingerprint (taken_over tells the caller to recover).
+//     same fingerprint.
 //
+// taken_over tells the caller to recover before the handler runs: the
+// claim follows an attempt that may have acted outside the database (a
+// lapsed or UNKNOWN claim, or a FAILED_RETRYABLE one whose handler ran,
+// which FailRetryable marks with taken_over).
 // Returns no row when the key is held otherwise (or the row is another
 // key's whose id collides); the caller then reads the record to classify
 // (replay, conflict, in flight, expired, collision).
@@ -256,19 +261,24 @@ func (q *Queries) CompleteOrAbort(ctx context.Context, arg CompleteOrAbortParams
 
 const failRetryable = `-- name: FailRetryable :execrows
 UPDATE idem_records SET
-    state = 'FAILED_RETRYABLE', lease_expires_at = NULL, taken_over = false, updated_at = now()
-WHERE id = $1 AND fence = $2 AND state = 'IN_PROGRESS'
+    state = 'FAILED_RETRYABLE', lease_expires_at = NULL,
+    taken_over = taken_over OR $1::boolean, updated_at = now()
+WHERE id = $2 AND fence = $3 AND state = 'IN_PROGRESS'
 `
 
 type FailRetryableParams struct {
-	ID    pgtype.UUID
-	Fence int64
+	HandlerRan bool
+	ID         pgtype.UUID
+	Fence      int64
 }
 
-// Lease mode: the handler failed and its writes were rolled back; a retry
-// with the same payload may run again.
+// Lease mode: the attempt failed and its writes were rolled back; a retry
+// with the same payload may run again. taken_over stays set when the claim
+// was a takeover, and is set when the handler ran (@handler_ran): what it
+// did outside the database is not known, so the retry's claim recovers
+// first (Claim returns taken_over).
 func (q *Queries) FailRetryable(ctx context.Context, arg FailRetryableParams) (int64, error) {
-	result, err := q.db.Exec(ctx, failRetryable, arg.ID, arg.Fence)
+	result, err := q.db.Exec(ctx, failRetryable, arg.HandlerRan, arg.ID, arg.Fence)
 	if err != nil {
 		return 0, err
 	}

@@ -1,0 +1,97 @@
+#!/usr/bin/env bash
+# Two throwaway PostgreSQL clusters on loopback that stand for two regions,
+# a and b, each with wal_level=logical so that each can publish its own
+# idempotency records to the other (idem.SetupRegion and
+# idem.SubscribeRegion create the schemas, publications and subscriptions;
+# docs/scaling.md, "Regions").
+#
+#   scripts/regions.sh start DIR     start both clusters under DIR (DIR/a, DIR/b);
+#                                    prints the exports of REGION_A_URL,
+#                                    REGION_B_URL, REGION_A_DIR and REGION_B_DIR
+#   scripts/regions.sh stop DIR      stop both and delete DIR
+#   scripts/regions.sh crash RDIR    kill -9 one cluster's postmaster (by the PID
+#                                    in its postmaster.pid): a region that is cut off
+#   scripts/regions.sh revive RDIR   start that cluster again on its port and data
+#   scripts/regions.sh run CMD...    start, run CMD with the variables set, stop and
+#                                    delete even when CMD fails; exits with CMD's status
+#
+# Each cluster is started by scripts/pg.sh (which installs PostgreSQL from
+# Debian's packages when it is missing and runs the server as the postgres
+# user); this script only adds the logical-replication settings.
+set -euo pipefail
+
+here=$(cd "$(dirname "$0")" && pwd)
+log() { echo "regions.sh: $*" >&2; }
+
+export PG_OPTS="-c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10 -c max_logical_replication_workers=8 -c wal_sender_timeout=10s -c wal_receiver_timeout=10s ${PG_OPTS:-}"
+
+start() {
+	local dir=$1 r url
+	mkdir -p "$dir"
+	dir=$(cd "$dir" && pwd)
+	chmod 755 "$dir" # the postgres user must reach DIR/a and DIR/b
+	for r in a b; do
+		url=$("$here/pg.sh" start "$dir/$r" | sed -n "s/^export DATABASE_URL='\(.*\)'$/\1/p")
+		[ -n "$url" ] || { log "region $r did not start"; stop "$dir"; exit 1; }
+		local up
+		up=$(echo "$r" | tr a-z A-Z)
+		echo "export REGION_${up}_URL='$url' REGION_${up}_DIR='$dir/$r'"
+	done
+	log "regions a and b up under $dir"
+}
+
+stop() {
+	local dir=$1 r
+	for r in a b; do "$here/pg.sh" stop "$dir/$r" || true; done
+	rm -rf "$dir"
+}
+
+# crash kills the postmaster by its PID; its children exit when it is gone
+# (and the next start recovers from the WAL, like after a power cut).
+crash() {
+	local rdir=$1 pid
+	[ -f "$rdir/data/postmaster.pid" ] || { log "$rdir is not running"; return 1; }
+	pid=$(head -n 1 "$rdir/data/postmaster.pid")
+	kill -9 "$pid"
+	# Its backends notice the postmaster's death and exit; wait for the port.
+	local port i
+	port=$(cat "$rdir/port")
+	for i in $(seq 1 100); do
+		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+		sleep 0.05
+	done
+	log "killed postmaster $pid of $rdir"
+}
+
+revive() {
+	local rdir=$1 bin
+	bin=$(cat "$rdir/bin")
+	rm -f "$rdir/data/postmaster.pid"
+	if [ "$(id -u)" -eq 0 ]; then
+		runuser -u postgres -- "$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null
+	else
+		"$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null
+	fi
+	log "restarted $rdir"
+}
+
+case "${1:-}" in
+start) [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }; start "$2" ;;
+stop) [ $# -eq 2 ] || { echo "usage: $0 stop DIR" >&2; exit 2; }; stop "$2" ;;
+crash) [ $# -eq 2 ] || { echo "usage: $0 crash REGION_DIR" >&2; exit 2; }; crash "$2" ;;
+revive) [ $# -eq 2 ] || { echo "usage: $0 revive REGION_DIR" >&2; exit 2; }; revive "$2" ;;
+run)
+	shift
+	[ $# -ge 1 ] || { echo "usage: $0 run CMD..." >&2; exit 2; }
+	dir=$(mktemp -d "${TMPDIR:-/tmp}/idemgen-regions.XXXXXX")
+	trap 'stop "$dir"' EXIT
+	trap 'exit 130' INT TERM
+	env=$(start "$dir") || exit 1
+	eval "$env"
+	export REGION_A_URL REGION_B_URL REGION_A_DIR REGION_B_DIR REGIONS_SCRIPT="$here/regions.sh"
+	status=0
+	"$@" || status=$?
+	exit $status
+	;;
+*) echo "usage: $0 start DIR | stop DIR | crash REGION_DIR | revive REGION_DIR | run CMD..." >&2; exit 2 ;;
+esac
