@@ -86,7 +86,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 func TestPetDiscriminator(t *testing.T) {
