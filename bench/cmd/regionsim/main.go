@@ -4,11 +4,13 @@
 // region's records replicated to the other by native logical replication,
 // a payments service per region on loopback, and clients whose first
 // answer is lost, so that every call is retried with the same key. Each
-// phase sends fresh keys under one fault (none, replication lag, a
-// partition, a region crashed), once with home routing (idemclient
-// WithRegions: retries go to the key's home region) and once without
-// (retries go to the other region, as behind a global load balancer that
-// fails over). After the fault heals and replication catches up, it counts
+// phase sends fresh keys (half to an atomic-mode operation, half to a
+// lease-mode one) under one fault (none, replication lag, a partition, a
+// region crashed), three times: with home routing (idemclient WithRegions:
+// retries go to the key's home region), with the server's header alone (a
+// client in the other region that does not know the key's home follows a
+// 421), and without (retries go to the other region, as behind a global
+// load balancer that fails over). After the fault heals and replication catches up, it counts
 // from the databases themselves: keys executed in both regions, those the
 // conflict triggers detected, compensations queued, and compensations
 // drained. It exits non-zero when home routing let a duplicate execute, or
@@ -26,6 +28,7 @@ import (
 	"io"
 	"log"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	"net/url"
@@ -104,14 +107,14 @@ func main() {
 	var rows []result
 	failed := false
 	for _, ph := range phases {
-		for _, routed := range []bool{true, false} {
-			res, err := run(ctx, a, b, ph, routed)
+		for _, routing := range []string{"home", "header", "none"} {
+			res, err := run(ctx, a, b, ph, routing)
 			if err != nil {
 				log.Fatalf("regionsim: phase %s: %v", ph.name, err)
 			}
 			log.Printf("%s", res.line())
 			rows = append(rows, res)
-			if routed && res.twice > 0 {
+			if routing == "home" && res.twice > 0 {
 				failed = true
 				log.Printf("regionsim: FAIL: home routing let %d keys execute twice", res.twice)
 			}
@@ -171,11 +174,23 @@ func (r *region) open(ctx context.Context) error {
 	return err
 }
 
-var payOp = &idem.Operation{ID: "createPayment", Method: "POST", Pattern: "/payments", Policy: func() idem.Policy {
+var (
+	payOp      = &idem.Operation{ID: "createPayment", Method: "POST", Pattern: "/payments", Policy: policy(idem.ModeAtomic)}
+	payLeaseOp = &idem.Operation{ID: "createLeasePayment", Method: "POST", Pattern: "/lease-payments", Policy: policy(idem.ModeLease)}
+)
+
+func policy(m idem.Mode) idem.Policy {
 	p := idem.DefaultPolicy()
-	p.Mode = idem.ModeAtomic
+	p.Mode = m
 	return p
-}()}
+}
+
+func other(a, b, r *region) *region {
+	if r == a {
+		return b
+	}
+	return a
+}
 
 // serve starts the region's payments service: one atomic-mode operation
 // whose business effect is a row in payments.
@@ -185,13 +200,17 @@ func (r *region) serve() {
 
 // payments is the service over pool, in region def (nil: one region).
 func payments(pool *pgxpool.Pool, def *idem.Region, name string) *httptest.Server {
-	eng, err := idem.New(pool, idem.Config{Region: def, Operations: []*idem.Operation{payOp},
+	eng, err := idem.New(pool, idem.Config{Region: def, Operations: []*idem.Operation{payOp, payLeaseOp},
 		Logger: slog.New(slog.NewTextHandler(io.Discard, nil))})
 	if err != nil {
 		log.Fatal(err)
 	}
 	return httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, req *http.Request) {
-		eng.Serve(w, req, payOp, func(body []byte) (idem.Prepared, error) {
+		op := payOp
+		if req.URL.Path == payLeaseOp.Pattern {
+			op = payLeaseOp
+		}
+		eng.Serve(w, req, op, func(body []byte) (idem.Prepared, error) {
 			return idem.Prepared{Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 				k, _ := idem.KeyFromContext(ctx)
 				if _, err := tx.Exec(ctx, "INSERT INTO payments (idem_key, amount) VALUES ($1, 1)", k.Value); err != nil {
@@ -211,7 +230,7 @@ type phase struct {
 
 type result struct {
 	phase             string
-	routed            bool
+	routing           string // home, header or none (see run)
 	keys              int
 	ok, refused, fail int // final answers: 2xx, 421, other or none
 	misdirected       int // 421 answers seen on the way
@@ -225,8 +244,8 @@ type result struct {
 }
 
 func (r result) line() string {
-	return fmt.Sprintf("%-9s routed=%-5v keys=%d ok=%d 421=%d failed=%d seen421=%d twice=%d detected=%d queued=%d drained=%d silent=%d (%.1fs)",
-		r.phase, r.routed, r.keys, r.ok, r.refused, r.fail, r.misdirected, r.twice, r.detected, r.queued, r.drained, r.silent, r.seconds)
+	return fmt.Sprintf("%-9s routing=%-6s keys=%d ok=%d 421=%d failed=%d seen421=%d twice=%d detected=%d queued=%d drained=%d silent=%d (%.1fs)",
+		r.phase, r.routing, r.keys, r.ok, r.refused, r.fail, r.misdirected, r.twice, r.detected, r.queued, r.drained, r.silent, r.seconds)
 }
 
 // lossy loses the answer to the first attempt of every key (after the
@@ -275,8 +294,15 @@ func host(u string) string {
 	return p.Host
 }
 
-func run(ctx context.Context, a, b *region, ph phase, routed bool) (result, error) {
-	res := result{phase: ph.name, routed: routed, keys: *keysFlag}
+// run sends the phase's keys, each first to its home region, whose answer
+// is lost. Then, by routing: home, the same client retries (idemclient
+// WithRegions: to the key's home); header, another client in the other
+// region, with WithRegions but not knowing the key's home, sends the key
+// there and follows a 421 (the server's half of home routing alone); none,
+// the retries go to the other region and a 421 is final.
+func run(ctx context.Context, a, b *region, ph phase, routing string) (result, error) {
+	res := result{phase: ph.name, routing: routing, keys: *keysFlag}
+	routed := routing != "none"
 	start := time.Now()
 	keys := make([]string, *keysFlag)
 	homes := make([]*region, *keysFlag)
@@ -349,6 +375,10 @@ func run(ctx context.Context, a, b *region, ph phase, routed bool) (result, erro
 		}
 	}
 
+	ops := []*idemclient.Operation{
+		{ID: payOp.ID, Method: "POST", Idempotent: true, KeyHeader: "Idempotency-Key", KeyFormat: "uuid"},
+		{ID: payLeaseOp.ID, Method: "POST", Idempotent: true, KeyHeader: "Idempotency-Key", KeyFormat: "uuid"},
+	}
 	var okN, refusedN, failN, misN atomic.Int64
 	var wg sync.WaitGroup
 	sem := make(chan struct{}, *conc)
@@ -358,30 +388,44 @@ func run(ctx context.Context, a, b *region, ph phase, routed bool) (result, erro
 	for i, key := range keys {
 		wg.Add(1)
 		sem <- struct{}{}
-		go func(key string, home *region) {
+		go func(key string, home *region, op *idemclient.Operation) {
 			defer wg.Done()
 			defer func() { <-sem }()
 			req := idemclient.NewRequest("/payments")
+			if op.ID == payLeaseOp.ID {
+				req = idemclient.NewRequest("/lease-payments")
+			}
 			if err := req.JSON("application/json", map[string]any{"amount": 1}); err != nil {
 				log.Fatal(err)
 			}
 			cctx, cancel := context.WithTimeout(ctx, 90*time.Second)
 			defer cancel()
+			firstCall := true
 			observe := idemclient.WithAttemptObserver(func(at idemclient.Attempt) {
 				if at.Status == http.StatusMisdirectedRequest {
 					misN.Add(1)
 				}
-				if at.N == 1 && ph.name == "crash" && firsts.Add(1) == int64(len(keys)) {
+				if at.N == 1 && firstCall && ph.name == "crash" && firsts.Add(1) == int64(len(keys)) {
 					crashOnce.Do(func() { close(crashed) })
 				}
 			})
-			out, err := idemclient.Do(cctx, clients[home], &idemclient.Operation{ID: payOp.ID, Method: "POST", Idempotent: true,
-				KeyHeader: "Idempotency-Key", KeyFormat: "uuid"}, req, func(r *idemclient.Response) (int, error) {
+			decode := func(r *idemclient.Response) (int, error) {
 				if r.Status/100 == 2 {
 					return r.Status, nil
 				}
 				return 0, r.Error()
-			}, idemclient.WithIdempotencyKey(key), observe)
+			}
+			c := clients[home]
+			if routing == "header" {
+				// The first call's one attempt is lost; the key moves on to
+				// a client in the other region.
+				_, _ = idemclient.Do(cctx, c, op, req, decode, idemclient.WithIdempotencyKey(key), idemclient.WithMaxAttempts(1), observe)
+				c = clients[other(a, b, home)]
+				firstCall = false
+				// As long as a retry would have waited (the first backoff).
+				time.Sleep(pol.InitialBackoff/2 + time.Duration(rand.Int64N(int64(pol.InitialBackoff/2)+1)))
+			}
+			out, err := idemclient.Do(cctx, c, op, req, decode, idemclient.WithIdempotencyKey(key), observe)
 			var ce *idemclient.Error
 			switch {
 			case err == nil && out.Status/100 == 2:
@@ -391,7 +435,7 @@ func run(ctx context.Context, a, b *region, ph phase, routed bool) (result, erro
 			default:
 				failN.Add(1)
 			}
-		}(key, homes[i])
+		}(key, homes[i], ops[(i/2)%2])
 		if ph.name == "crash" && i == len(keys)-1 {
 			// Every first attempt reached b (and was lost): crash it now,
 			// while the retries back off.
@@ -585,10 +629,7 @@ func render(phases []phase, rows []result, lag string) string {
 	fmt.Fprintf(&b, "| fault | routing | keys | 2xx | 421 final | other final | 421 on the way | executed twice | detected | compensations queued | drained | silent |\n")
 	fmt.Fprintf(&b, "|---|---|---|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
-		routing := "home"
-		if !r.routed {
-			routing = "none"
-		}
+		routing := r.routing
 		fmt.Fprintf(&b, "| %s | %s | %d | %d | %d | %d | %d | %d | %d | %d | %d | %d |\n", r.phase, routing, r.keys, r.ok, r.refused, r.fail,
 			r.misdirected, r.twice, r.detected, r.queued, r.drained, r.silent)
 	}
@@ -678,50 +719,48 @@ func cost(ctx context.Context, a *region) (string, error) {
 		return nil
 	}
 	names := []string{"one region", "region a"}
-	type sample struct{ first, replay time.Duration }
-	got := map[string][]sample{}
+	// Per request, the two variants one after the other (which first
+	// alternates), so that load from outside falls on both alike; the
+	// medians of all requests are compared.
+	lat := map[string][2][]time.Duration{}
 	for round := 0; round < *rounds; round++ {
-		order := names
-		if round%2 == 1 {
-			order = []string{names[1], names[0]}
-		}
-		for _, n := range order {
-			keys := make([]string, *costN)
-			for i := range keys {
-				keys[i] = uuid.Must(uuid.NewV7()).String()
+		keys := map[string][]string{}
+		for _, n := range names {
+			for i := 0; i < *costN; i++ {
+				keys[n] = append(keys[n], uuid.Must(uuid.NewV7()).String())
 			}
-			var sm sample
-			for pass, d := range []*time.Duration{&sm.first, &sm.replay} {
-				_ = pass
-				start := time.Now()
-				for _, k := range keys {
-					if err := post(srvs[n].URL, k); err != nil {
+		}
+		for pass := 0; pass < 2; pass++ { // 0: new keys, 1: their replays
+			for i := 0; i < *costN; i++ {
+				order := names
+				if (i+round)%2 == 1 {
+					order = []string{names[1], names[0]}
+				}
+				for _, n := range order {
+					start := time.Now()
+					if err := post(srvs[n].URL, keys[n][i]); err != nil {
 						return "", fmt.Errorf("%s: %w", n, err)
 					}
+					l := lat[n]
+					l[pass] = append(l[pass], time.Since(start))
+					lat[n] = l
 				}
-				*d = time.Since(start) / time.Duration(len(keys))
 			}
-			got[n] = append(got[n], sm)
 		}
 	}
-	med := func(n string, f func(sample) time.Duration) time.Duration {
-		var ds []time.Duration
-		for _, s := range got[n] {
-			ds = append(ds, f(s))
-		}
+	q := func(ds []time.Duration, f float64) time.Duration {
+		ds = append([]time.Duration(nil), ds...)
 		sort.Slice(ds, func(i, j int) bool { return ds[i] < ds[j] })
-		return ds[len(ds)/2]
+		return ds[int(f*float64(len(ds)-1))]
 	}
 	us := func(d time.Duration) string { return fmt.Sprintf("%.0f µs", float64(d.Nanoseconds())/1000) }
 	var b bytes.Buffer
-	fmt.Fprintf(&b, "Cost of a region (cluster a, sequential requests, median of %d alternating rounds of %d requests):\n\n", *rounds, *costN)
-	fmt.Fprintf(&b, "| request | one region | region a | ratio |\n|---|---|---|---|\n")
-	for _, row := range []struct {
-		name string
-		f    func(sample) time.Duration
-	}{{"new key (executes)", func(s sample) time.Duration { return s.first }}, {"replay", func(s sample) time.Duration { return s.replay }}} {
-		one, reg := med("one region", row.f), med("region a", row.f)
-		fmt.Fprintf(&b, "| %s | %s | %s | %.2f |\n", row.name, us(one), us(reg), float64(reg)/float64(one))
+	fmt.Fprintf(&b, "Cost of a region (cluster a, sequential requests, %d rounds of %d requests per variant, the variants interleaved request by request; median and p90 of all):\n\n", *rounds, *costN)
+	fmt.Fprintf(&b, "| request | one region: median / p90 | region a: median / p90 | ratio of medians |\n|---|---|---|---|\n")
+	for pass, name := range []string{"new key (executes)", "replay"} {
+		one, reg := lat["one region"][pass], lat["region a"][pass]
+		fmt.Fprintf(&b, "| %s | %s / %s | %s / %s | %.2f |\n", name, us(q(one, 0.5)), us(q(one, 0.9)), us(q(reg, 0.5)), us(q(reg, 0.9)),
+			float64(q(reg, 0.5))/float64(q(one, 0.5)))
 	}
 	return b.String(), nil
 }
