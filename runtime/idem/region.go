@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,7 +61,7 @@ type Region struct {
 // regionPrep is what an engine prepares of its Region once.
 type regionPrep struct {
 	homeSQL  string
-	verified atomic.Bool
+	verified sync.Map // *Engine (one per shard) -> struct{}: its search path was checked
 }
 
 var regionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -124,11 +124,11 @@ func (r *Region) prepared() (*Region, error) {
 func (e *Engine) checkHome(rq *request) error {
 	r := e.cfg.Region
 	ctx := rq.r.Context()
-	if !r.prep.verified.Load() {
+	if _, ok := r.prep.verified.Load(e); !ok {
 		if err := verifyRegionSchema(ctx, e.db, r.Name); err != nil {
 			return err
 		}
-		r.prep.verified.Store(true)
+		r.prep.verified.Store(e, struct{}{})
 	}
 	var home string
 	err := e.db.QueryRow(ctx, r.prep.homeSQL, rq.ref.id, rq.key.Tenant, rq.key.Operation, rq.key.Value).Scan(&home)
@@ -477,4 +477,25 @@ func (r Region) drainOne(ctx context.Context, db DB, table string,
 		return 0, fmt.Errorf("idem: region %s: drain compensations: commit: %w", r.Name, err)
 	}
 	return 1, nil
+}
+
+// PruneConflicts deletes the conflicts of region r's database (db) that
+// need nothing more (compensation NONE or DONE) and have not changed for
+// olderThan: idem_region_conflicts is an audit trail the sweeper does not
+// touch, so a service prunes it on its own schedule (after its records'
+// ttl, say). Queued compensations are never deleted. It returns how many
+// rows went.
+func (r Region) PruneConflicts(ctx context.Context, db DB, olderThan time.Duration) (int64, error) {
+	if err := r.validate(); err != nil {
+		return 0, err
+	}
+	if olderThan < 0 {
+		return 0, fmt.Errorf("idem: region %s: prune conflicts older than %v: negative", r.Name, olderThan)
+	}
+	tag, err := db.Exec(ctx, "DELETE FROM "+RegionSchema(r.Name)+".idem_region_conflicts WHERE compensation <> 'QUEUED' AND updated_at < now() - make_interval(secs => $1)",
+		olderThan.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("idem: region %s: prune conflicts: %w", r.Name, err)
+	}
+	return tag.RowsAffected(), nil
 }
