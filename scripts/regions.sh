@@ -23,7 +23,10 @@ set -euo pipefail
 here=$(cd "$(dirname "$0")" && pwd)
 log() { echo "regions.sh: $*" >&2; }
 
-export PG_OPTS="-c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10 -c max_logical_replication_workers=8 -c wal_sender_timeout=10s -c wal_receiver_timeout=10s ${PG_OPTS:-}"
+# synchronous_commit=on: a region killed with kill -9 keeps every commit it
+# acknowledged (pg.sh turns it off for speed; fsync may stay off, since the
+# operating system outlives the killed server).
+export PG_OPTS="-c synchronous_commit=on -c wal_level=logical -c max_replication_slots=10 -c max_wal_senders=10 -c max_logical_replication_workers=8 -c wal_sender_timeout=10s -c wal_receiver_timeout=10s ${PG_OPTS:-}"
 
 start() {
 	local dir=$1 r url

@@ -39,6 +39,16 @@ type atomicMode struct{ e *Engine }
 func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
+	g := m.e.guessOf(rq.op)
+	if !rq.skipRead && g.insertFirst() {
+		rq.skipRead = true // see guess.go
+	}
+	err := m.serveKey(rq, h, st)
+	g.observe(rq.found || rq.raced)
+	return err
+}
+
+func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 	e := m.e
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy

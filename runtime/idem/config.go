@@ -203,6 +203,7 @@ type Engine struct {
 	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN   atomic.Int32
 	shards    sync.Map // DB -> *Engine (see onShard)
+	guesses   sync.Map // *Operation -> *readGuess (guess.go)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid

@@ -2,3 +2,17 @@ package idem
 
 // CacheKeyOf is cacheKey, for the tests of package idem_test.
 var CacheKeyOf = cacheKey
+
+// PinInsertFirst fixes how e serves op's atomic requests, before any
+// request: insert first (true) or read first (false), whatever the guess
+// would say (guess.go).
+func PinInsertFirst(e *Engine, op *Operation, insert bool) {
+	g := e.guessOf(op)
+	g.pinned = -1
+	if insert {
+		g.pinned = 1
+	}
+}
+
+// InsertsFirst reports whether e's next atomic request of op inserts first.
+func InsertsFirst(e *Engine, op *Operation) bool { return e.guessOf(op).insertFirst() }

@@ -7,7 +7,7 @@ import (
 	"net/http"
 	"regexp"
 	"strings"
-	"sync/atomic"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -61,7 +61,7 @@ type Region struct {
 // regionPrep is what an engine prepares of its Region once.
 type regionPrep struct {
 	homeSQL  string
-	verified atomic.Bool
+	verified sync.Map // *Engine (one per shard) -> struct{}: its search path was checked
 }
 
 var regionName = regexp.MustCompile(`^[a-z][a-z0-9_]*$`)
@@ -124,11 +124,11 @@ func (r *Region) prepared() (*Region, error) {
 func (e *Engine) checkHome(rq *request) error {
 	r := e.cfg.Region
 	ctx := rq.r.Context()
-	if !r.prep.verified.Load() {
+	if _, ok := r.prep.verified.Load(e); !ok {
 		if err := verifyRegionSchema(ctx, e.db, r.Name); err != nil {
 			return err
 		}
-		r.prep.verified.Store(true)
+		r.prep.verified.Store(e, struct{}{})
 	}
 	var home string
 	err := e.db.QueryRow(ctx, r.prep.homeSQL, rq.ref.id, rq.key.Tenant, rq.key.Operation, rq.key.Value).Scan(&home)

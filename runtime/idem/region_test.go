@@ -127,13 +127,24 @@ func (d *regionDB) conflict(t *testing.T, key string) (idem.RegionConflict, bool
 	return idem.RegionConflict{}, false
 }
 
-// TestRegionConflictRule: whatever order the two copies of a key arrive
+// TestRegions runs the region tests on one pair of databases (creating
+// a database costs about a second): each uses keys of its own, and they
+// run in an order where no test's queued compensations reach another's
+// drain.
+func TestRegions(t *testing.T) {
+	a, b := newRegionDBs(t)
+	t.Run("CompensationDrain", func(t *testing.T) { testRegionCompensationDrain(t, b) })
+	t.Run("Home", func(t *testing.T) { testRegionHome(t, b) })
+	t.Run("DetectsConcurrentWriters", func(t *testing.T) { testRegionDetectsConcurrentWriters(t, b) })
+	t.Run("ConflictRule", func(t *testing.T) { testRegionConflictRule(t, a, b) })
+}
+
+// testRegionConflictRule: whatever order the two copies of a key arrive
 // in, both regions record the same winner by the rule (COMPLETED over
 // FAILED_REPLAYABLE over a claim over FAILED_RETRYABLE/EXPIRED; then the
 // region that sorts first), and only a completed loser queues a
 // compensation, in its own region.
-func TestRegionConflictRule(t *testing.T) {
-	a, b := newRegionDBs(t)
+func testRegionConflictRule(t *testing.T, a, b *regionDB) {
 	early, late := time.Now().Add(-time.Minute), time.Now()
 	cases := []struct {
 		aState, bState string
@@ -225,12 +236,11 @@ func TestRegionConflictRule(t *testing.T) {
 	})
 }
 
-// TestRegionDetectsConcurrentWriters: a key's own record and its peer's
+// testRegionDetectsConcurrentWriters: a key's own record and its peer's
 // copy written at the same time, each in a transaction that cannot see
 // the other's uncommitted row: the later one waits for the earlier to
 // commit and records the conflict.
-func TestRegionDetectsConcurrentWriters(t *testing.T) {
-	_, b := newRegionDBs(t)
+func testRegionDetectsConcurrentWriters(t *testing.T, b *regionDB) {
 	ctx := context.Background()
 	key := "race"
 	local, err := b.Begin(ctx)
@@ -294,11 +304,10 @@ func TestRegionDetectsConcurrentWriters(t *testing.T) {
 	}
 }
 
-// TestRegionCompensationDrain: a queued compensation is handed to the
+// testRegionCompensationDrain: a queued compensation is handed to the
 // service once, in the transaction that marks it done; a failing one
 // stays queued.
-func TestRegionCompensationDrain(t *testing.T) {
-	_, b := newRegionDBs(t)
+func testRegionCompensationDrain(t *testing.T, b *regionDB) {
 	ctx := context.Background()
 	now := time.Now()
 	for _, k := range []string{"dup-1", "dup-2"} {
@@ -400,11 +409,10 @@ func postKey(t *testing.T, srv *httptest.Server, key string) (int, http.Header, 
 	return res.StatusCode, res.Header, string(body)
 }
 
-// TestRegionHome: a region engine names the key's home region on its
+// testRegionHome: a region engine names the key's home region on its
 // answers, and refuses (421, naming it) a key whose record replicated in
 // from another region, running nothing.
-func TestRegionHome(t *testing.T) {
-	_, b := newRegionDBs(t)
+func testRegionHome(t *testing.T, b *regionDB) {
 	srv, runs := regionServer(t, b, idem.Config{Region: &idem.Region{Name: "b", Peers: []string{"a"}}})
 
 	key, fromA, both := newKey(), newKey(), newKey()

@@ -32,7 +32,9 @@ type request struct {
 	toCache  *cached
 	// raced: the record write lost to a concurrent duplicate on the
 	// primary key (Outcome.Raced).
-	raced   bool
+	raced bool
+	// found: the replay read found a record of the key (guess.go).
+	found   bool
 	r       *http.Request
 	w       http.ResponseWriter
 	key     Key
@@ -290,6 +292,7 @@ func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *st
 	if !found {
 		return nil, nil, false, nil
 	}
+	rq.found = true
 	act, aerr := e.classify(rq, &rec)
 	switch act {
 	case actReplay:

@@ -68,20 +68,21 @@ type worker struct {
 
 func main() {
 	var (
-		serverBin = flag.String("server", "", "benchserver binary to start")
-		dbURL     = flag.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL the server uses")
-		duration  = flag.Duration("duration", 3*time.Second, "length of one measured run")
-		rounds    = flag.Int("rounds", 3, "rounds; each round runs every scenario at every concurrency")
-		concFlag  = flag.String("concurrency", "1,8,32", "client concurrencies")
-		stormKeys = flag.Int("storm-keys", 20, "keys per storm round (200 concurrent requests each)")
-		stormSize = flag.Int("storm-size", 200, "concurrent requests per storm key")
-		outPath   = flag.String("out", "", "write the markdown table here too")
-		svgPath   = flag.String("svg", "", "write a latency chart (SVG) here")
-		pool      = flag.Int("pool", 40, "server connection pool size")
-		only      = flag.String("scenarios", "", "comma-separated scenarios to run (default all; \"storm\" names the storm)")
-		profDir   = flag.String("profile", "", "write a server CPU profile of every run into this directory")
-		scaleFlag = flag.String("scale", "", "record counts for the scale curve, e.g. 10000,1000000,10000000 (none: skip)")
-		sweepRows = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
+		serverBin   = flag.String("server", "", "benchserver binary to start")
+		dbURL       = flag.String("database-url", os.Getenv("DATABASE_URL"), "PostgreSQL the server uses")
+		duration    = flag.Duration("duration", 3*time.Second, "length of one measured run")
+		rounds      = flag.Int("rounds", 3, "rounds; each round runs every scenario at every concurrency")
+		concFlag    = flag.String("concurrency", "1,8,32", "client concurrencies")
+		stormKeys   = flag.Int("storm-keys", 20, "keys per storm round (200 concurrent requests each)")
+		stormSize   = flag.Int("storm-size", 200, "concurrent requests per storm key")
+		outPath     = flag.String("out", "", "write the markdown table here too")
+		svgPath     = flag.String("svg", "", "write a latency chart (SVG) here")
+		pool        = flag.Int("pool", 40, "server connection pool size")
+		only        = flag.String("scenarios", "", "comma-separated scenarios to run (default all; \"storm\" names the storm)")
+		profDir     = flag.String("profile", "", "write a server CPU profile of every run into this directory")
+		scaleFlag   = flag.String("scale", "", "record counts for the scale curve, e.g. 10000,1000000,10000000 (none: skip)")
+		sweepRows   = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
+		sweepBudget = flag.Float64("sweep-budget", 0, "the sweeper's SweeperConfig.Budget in that run (0: its default)")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -107,6 +108,7 @@ func main() {
 			want[n] = true
 		}
 	}
+	loadStart := loadAvg()
 	srv, err := startServer(ctx, *serverBin, *dbURL, *pool)
 	if err != nil {
 		fatalf("%v", err)
@@ -122,7 +124,7 @@ func main() {
 		},
 	}
 	b := &bench{client: client, srv: srv, db: *dbURL, profDir: *profDir,
-		start: func() (*server, error) { return startServer(ctx, *serverBin, *dbURL, *pool) }}
+		start: func(env ...string) (*server, error) { return startServer(ctx, *serverBin, *dbURL, *pool, env...) }}
 	defer b.stopExtra()
 
 	replayKeys, err := b.prepareReplayKeys(2000)
@@ -173,8 +175,8 @@ func main() {
 					fatalf("%s c=%d: %v", s.name, c, err)
 				}
 				results[rkey(s.name, c)] = append(results[rkey(s.name, c)], res)
-				fmt.Fprintf(os.Stderr, "round %d  %-8s c=%-3d %8.0f req/s  p50 %6.2fms  p99 %6.2fms  %5.0f allocs/req\n",
-					r+1, s.name, c, res.rps(), ms(res.pct(50)), ms(res.pct(99)), res.allocsPerReq())
+				fmt.Fprintf(os.Stderr, "round %d  %-8s c=%-3d %8.0f req/s  p50 %6.2fms  p99 %6.2fms  %5.0f allocs/req  %d cache fallbacks\n",
+					r+1, s.name, c, res.rps(), ms(res.pct(50)), ms(res.pct(99)), res.allocsPerReq(), res.fallbacks)
 			}
 		}
 	}
@@ -191,6 +193,29 @@ func main() {
 					tg.name, procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
 				storms = append(storms, res)
 			}
+		}
+	}
+	if os.Getenv("REDIS_URL") != "" && (len(want) == 0 || want["storm"] || want["storm-redis"]) {
+		// The same storms through the Redis fast path; then, with a Redis
+		// of the storm's own, that Redis killed (kill -9) mid-storm.
+		tg := stormTarget{name: "idemgen-redis", path: "/redis/atomic", counter: "atomic", idemgen: true}
+		for _, procs := range []int{1, 2} {
+			res, err := b.storm(tg, procs, *stormKeys, *stormSize, *rounds)
+			if err != nil {
+				fatalf("storm %s, %d processes: %v", tg.name, procs, err)
+			}
+			fmt.Fprintf(os.Stderr, "storm %-8s %d process(es): effects per key %d..%d, handler runs per key %.2f, p99 %.2fms\n",
+				tg.name, procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
+			storms = append(storms, res)
+		}
+		if sh := os.Getenv("REDIS_SH"); sh != "" {
+			res, err := b.stormRedisKilled(sh, *stormKeys, *stormSize)
+			if err != nil {
+				fatalf("storm with Redis killed: %v", err)
+			}
+			fmt.Fprintf(os.Stderr, "storm %s %d process(es): effects per key %d..%d, handler runs per key %.2f, p99 %.2fms\n",
+				res.target.name, res.procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
+			storms = append(storms, res)
 		}
 	}
 	var mismatches []mismatchResult
@@ -211,7 +236,7 @@ func main() {
 	}
 	var sweep *sweepResult
 	if *sweepRows > 0 && (len(want) == 0 || want["sweep"]) {
-		if sweep, err = b.sweepUnderTraffic(*sweepRows, *duration); err != nil {
+		if sweep, err = b.sweepUnderTraffic(*sweepRows, max(*rounds, 5), *duration, *sweepBudget); err != nil {
 			fatalf("sweep: %v", err)
 		}
 	}
@@ -219,6 +244,7 @@ func main() {
 	var md strings.Builder
 	writeTable(&md, scenarios, concs, results, storms, mismatches)
 	writeScale(&md, scale, sweep)
+	fmt.Fprintf(&md, "\nLoad average (1, 5, 15 min) at the start: %s; at the end: %s.\n", loadStart, loadAvg())
 	fmt.Print(md.String())
 	if *outPath != "" {
 		if err := os.WriteFile(*outPath, []byte(md.String()), 0o644); err != nil {
@@ -235,6 +261,15 @@ func main() {
 			fatalf("storm (%d processes): idemgen committed %d..%d effects per key, want exactly 1", st.procs, st.minEff, st.maxEff)
 		}
 	}
+}
+
+// loadAvg is the machine's load average (Linux), or "unknown".
+func loadAvg() string {
+	b, err := os.ReadFile("/proc/loadavg")
+	if f := strings.Fields(string(b)); err == nil && len(f) >= 3 {
+		return strings.Join(f[:3], " ")
+	}
+	return "unknown"
 }
 
 func fatalf(format string, args ...any) {
@@ -268,7 +303,7 @@ type server struct {
 
 // startServer runs the server binary on free loopback ports and waits until
 // it answers.
-func startServer(ctx context.Context, bin, dbURL string, pool int) (*server, error) {
+func startServer(ctx context.Context, bin, dbURL string, pool int, env ...string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
 		return nil, err
@@ -279,6 +314,7 @@ func startServer(ctx context.Context, bin, dbURL string, pool int) (*server, err
 	}
 	cmd := exec.CommandContext(ctx, bin)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ADDR="+addr, "FIBER_ADDR="+fiberAddr, fmt.Sprintf("POOL_SIZE=%d", pool))
+	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
@@ -327,7 +363,7 @@ type bench struct {
 	profDir string
 	// start starts another server process (storms with two processes);
 	// extra is the one it started.
-	start func() (*server, error)
+	start func(env ...string) (*server, error)
 	extra *server
 	// replayKeys are completed keys with their bodies in replayBodies.
 	replayKeys []string
@@ -352,6 +388,9 @@ type run struct {
 	elapsed time.Duration
 	lat     []time.Duration // sorted
 	allocs  uint64
+	// fallbacks counts the Redis engine's requests whose cache call failed
+	// (Outcome.Cache "fallback": a time-out, most often, on a busy machine).
+	fallbacks int64
 }
 
 func (r run) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -415,6 +454,7 @@ func (b *bench) exchange(url, key string, body []byte) (int, []byte, error) {
 type serverStats struct {
 	Mallocs     uint64
 	Invocations map[string]int64
+	Cache       map[string]int64 // requests of the Redis engine by Outcome.Cache
 }
 
 func (b *bench) stats(srv *server) (serverStats, error) {
@@ -451,7 +491,8 @@ func (b *bench) prepareReplayKeys(n int) ([]string, error) {
 }
 
 func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []string, round int) (run, error) {
-	before, err := b.serverMallocs()
+	st0, err := b.stats(b.srv)
+	before := st0.Mallocs
 	if err != nil {
 		return run{}, err
 	}
@@ -481,13 +522,14 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	if err != nil {
 		return run{}, err
 	}
-	after, err := b.serverMallocs()
+	st1, err := b.stats(b.srv)
 	if err != nil {
 		return run{}, err
 	}
 	// The two /_stats calls allocate too; they are noise next to thousands
 	// of requests and are not subtracted.
-	res.allocs = after - before
+	res.allocs = st1.Mallocs - before
+	res.fallbacks = st1.Cache["fallback"] - st0.Cache["fallback"]
 	return res, nil
 }
 

@@ -34,19 +34,38 @@ func median(xs []float64) float64 {
 // ratio is the median over rounds of (scenario req/s ÷ baseline req/s in the
 // same round): each ratio compares two runs made back to back.
 func ratio(results map[string][]run, name string, c int) float64 {
-	base, cur := results[rkey("baseline", c)], results[rkey(name, c)]
+	m, _ := ratioTo(results, name, "baseline", c)
+	return m
+}
+
+// ratioTo is the median over rounds of (scenario req/s ÷ ref req/s in the
+// same round), and the per-round ratios.
+func ratioTo(results map[string][]run, name, ref string, c int) (float64, []float64) {
+	base, cur := results[rkey(ref, c)], results[rkey(name, c)]
 	var rs []float64
 	for i := range cur {
 		if i < len(base) && base[i].rps() > 0 {
 			rs = append(rs, cur[i].rps()/base[i].rps())
 		}
 	}
-	return median(rs)
+	return median(rs), rs
+}
+
+func ratios(rs []float64) string {
+	f := make([]string, len(rs))
+	for i, r := range rs {
+		f[i] = fmt.Sprintf("%.2f", r)
+	}
+	return strings.Join(f, " ")
 }
 
 func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storms []stormResult, mismatches []mismatchResult) {
-	fmt.Fprintln(w, "| scenario | concurrency | req/s (median) | × baseline | p50 ms | p90 ms | p99 ms | allocs/req (server) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|---:|")
+	fiber := false
+	for _, s := range scenarios {
+		fiber = fiber || s.fiber
+	}
+	fmt.Fprintln(w, "| scenario | concurrency | req/s (median) | × baseline | per round × baseline | × fiber | per round × fiber | p50 ms | p90 ms | p99 ms | allocs/req (server) |")
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|")
 	for _, c := range concs {
 		for _, s := range scenarios {
 			runs := results[rkey(s.name, c)]
@@ -56,8 +75,14 @@ func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[stri
 				allocs = append(allocs, r.allocsPerReq())
 			}
 			lat := pooled(runs)
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %.2f | %.2f | %.2f | %.0f |\n",
-				s.name, c, median(rps), ratio(results, s.name, c),
+			mb, rb := ratioTo(results, s.name, "baseline", c)
+			fcol, frounds := "", ""
+			if fiber && s.name != "baseline" && !s.fiber {
+				mf, rf := ratioTo(results, s.name, "fiber", c)
+				fcol, frounds = fmt.Sprintf("%.2f", mf), ratios(rf)
+			}
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %s | %s | %s | %.2f | %.2f | %.2f | %.0f |\n",
+				s.name, c, median(rps), mb, ratios(rb), fcol, frounds,
 				ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), median(allocs))
 		}
 	}
@@ -108,15 +133,33 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 	}
 	if sw != nil {
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "| sweeper, %d expired records, batch %d | rows | seconds | rows/s | traffic req/s | traffic p99 ms | p99 × alone |\n", sw.rows, sw.batch)
-		fmt.Fprintln(w, "|---|---:|---:|---:|---:|---:|---:|")
-		fmt.Fprintf(w, "| atomic traffic alone, c=8 | | | | %.0f | %.2f | 1.00 |\n", sw.alone.rps(), ms(sw.alone.pct(99)))
-		row := func(name string, n int64, took time.Duration, tr run) {
-			fmt.Fprintf(w, "| %s | %d | %.1f | %.0f | %.0f | %.2f | %.2f |\n", name, n, took.Seconds(),
-				float64(n)/took.Seconds(), tr.rps(), ms(tr.pct(99)), float64(tr.pct(99))/float64(sw.alone.pct(99)))
+		fmt.Fprintf(w, "Sweeper under traffic: %d expired records loaded (in %.0f s), batch %d, budget %.2f; atomic traffic at c=32, alone and with the sweeper running, in %d alternating windows.\n\n",
+			sw.rows, sw.loadTime.Seconds(), sw.batch, sw.budget, len(sw.alone))
+		fmt.Fprintln(w, "| | median | per round |")
+		fmt.Fprintln(w, "|---|---:|---|")
+		var thr, p99, rpsAlone, rpsDuring []float64
+		for i := range sw.alone {
+			a, d := sw.alone[i], sw.during[i]
+			thr = append(thr, d.rps()/a.rps())
+			p99 = append(p99, float64(d.pct(99))/float64(a.pct(99)))
+			rpsAlone, rpsDuring = append(rpsAlone, a.rps()), append(rpsDuring, d.rps())
 		}
-		row("delete expired records", sw.deleted, sw.deleteTime, sw.deleting)
+		fmt.Fprintf(w, "| traffic req/s alone | %.0f | %s |\n", median(rpsAlone), ints(rpsAlone))
+		fmt.Fprintf(w, "| traffic req/s while sweeping | %.0f | %s |\n", median(rpsDuring), ints(rpsDuring))
+		fmt.Fprintf(w, "| throughput, sweeping ÷ alone | %.2f | %s |\n", median(thr), ratios(thr))
+		fmt.Fprintf(w, "| p99, sweeping ÷ alone | %.2f | %s |\n", median(p99), ratios(p99))
+		rate := float64(sw.deleted) / sw.sweeping.Seconds()
+		fmt.Fprintf(w, "\nDeleted %d records in %.1f s of sweeping (pauses included): %.0f records/s, against %.0f inserts/s of the traffic while sweeping.\n",
+			sw.deleted, sw.sweeping.Seconds(), rate, median(rpsDuring))
 	}
+}
+
+func ints(xs []float64) string {
+	f := make([]string, len(xs))
+	for i, x := range xs {
+		f[i] = fmt.Sprintf("%.0f", x)
+	}
+	return strings.Join(f, " ")
 }
 
 // chart draws p50 and p99 latency per scenario and concurrency as horizontal

@@ -2,6 +2,7 @@ package main
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"os"
 	"time"
@@ -116,16 +117,22 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration) ([]scalePoint, error) {
 
 // sweepResult is the sweeper retiring expired records while traffic runs.
 type sweepResult struct {
-	rows, batch     int
-	deleted         int64
-	deleteTime      time.Duration
-	alone, deleting run // atomic traffic, c=8
+	rows, batch int
+	budget      float64
+	loadTime    time.Duration
+	deleted     int64
+	sweeping    time.Duration // time the sweeper ran, pauses included
+	// Traffic (atomic, c=32) alone and with the sweeper running, in
+	// alternating windows.
+	alone, during []run
 }
 
-// sweepUnderTraffic loads rows expired records (past the sweeper's grace)
-// and runs the sweeper over them while atomic-mode traffic runs, against
-// the same traffic alone.
-func (b *bench) sweepUnderTraffic(rows int, d time.Duration) (*sweepResult, error) {
+// sweepUnderTraffic loads rows expired records (past the sweeper's grace),
+// then alternates windows of atomic traffic at c=32 alone and with the
+// sweeper running over the backlog (the sweeper is stopped at the end of
+// each window and started again in the next: a pass walks the table from
+// its first page, and finds the pages it cleared empty).
+func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget float64) (*sweepResult, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -135,6 +142,7 @@ func (b *bench) sweepUnderTraffic(rows int, d time.Duration) (*sweepResult, erro
 	// One expiry per millisecond, as a service writing a thousand records a
 	// second leaves them (a bulk load with one timestamp for every row is
 	// no service's table).
+	t0 := time.Now()
 	if err := loadRecords(ctx, conn, "sweep", 1, int64(rows), "now() - interval '2 hours' - g * interval '1 millisecond'"); err != nil {
 		return nil, fmt.Errorf("load %d expired records: %w", rows, err)
 	}
@@ -143,44 +151,38 @@ func (b *bench) sweepUnderTraffic(rows int, d time.Duration) (*sweepResult, erro
 		return nil, err
 	}
 	defer pool.Close()
-	res := &sweepResult{rows: rows, batch: 5000}
+	res := &sweepResult{rows: rows, batch: 5000, budget: budget, loadTime: time.Since(t0)}
+	fmt.Fprintf(os.Stderr, "sweep: %d expired records loaded in %v\n", rows, res.loadTime.Round(time.Second))
 	traffic := scenario{name: "atomic", path: "/atomic", key: newKey, want: []int{201}}
-	if res.alone, err = b.measure(traffic, 8, d, b.replayKeys, 1); err != nil {
-		return nil, err
-	}
-	// One pass, deleting every record (the grace is shorter than their
-	// age).
-	phase := func(grace time.Duration) (idem.SweepResult, time.Duration, run, error) {
-		s := idem.NewSweeper(pool, idem.SweeperConfig{BatchSize: res.batch, Grace: grace})
+	s := idem.NewSweeper(pool, idem.SweeperConfig{BatchSize: res.batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
+	for r := 0; r < rounds; r++ {
+		alone, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
+		if err != nil {
+			return nil, err
+		}
+		sctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
 		var sr idem.SweepResult
 		var serr error
-		var took time.Duration
+		t0 := time.Now()
 		go func() {
 			defer close(done)
-			t0 := time.Now()
-			sr, serr = s.RunOnce(ctx)
-			took = time.Since(t0)
+			sr, serr = s.RunOnce(sctx)
 		}()
-		tr, err := b.drive(traffic, 8, b.replayKeys, func() bool {
-			select {
-			case <-done:
-				return false
-			default:
-				return true
-			}
-		})
+		during, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
+		stop()
 		<-done
-		if err == nil {
-			err = serr
+		res.sweeping += time.Since(t0)
+		if err != nil {
+			return nil, err
 		}
-		return sr, took, tr, err
+		if serr != nil && !errors.Is(serr, context.Canceled) {
+			return nil, serr
+		}
+		res.deleted += sr.Deleted
+		res.alone, res.during = append(res.alone, alone), append(res.during, during)
+		fmt.Fprintf(os.Stderr, "sweep round %d: alone %.0f req/s p99 %.2fms; sweeping %.0f req/s p99 %.2fms, %d deleted\n",
+			r+1, alone.rps(), ms(alone.pct(99)), during.rps(), ms(during.pct(99)), sr.Deleted)
 	}
-	sr, took, tr, err := phase(time.Hour)
-	if err != nil {
-		return nil, err
-	}
-	res.deleted, res.deleteTime, res.deleting = sr.Deleted, took, tr
-	fmt.Fprintf(os.Stderr, "sweep: %d deleted in %v\n", res.deleted, res.deleteTime)
 	return res, nil
 }

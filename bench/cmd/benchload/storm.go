@@ -68,11 +68,17 @@ func (b *bench) servers(procs int) ([]*server, error) {
 // over procs server processes, for keys keys per round, and counts per key
 // the business writes that committed and the handler runs it took.
 func (b *bench) storm(tg stormTarget, procs, keys, size, rounds int) (stormResult, error) {
-	res := stormResult{target: tg, procs: procs, statuses: map[int]int{}, minEff: 1 << 30}
 	srvs, err := b.servers(procs)
 	if err != nil {
-		return res, err
+		return stormResult{target: tg, procs: procs}, err
 	}
+	return b.stormOn(tg, srvs, keys, size, rounds, nil)
+}
+
+// stormOn is storm on the given processes; released, when set, is called
+// with each key's number as its requests are released.
+func (b *bench) stormOn(tg stormTarget, srvs []*server, keys, size, rounds int, released func(k int)) (stormResult, error) {
+	res := stormResult{target: tg, procs: len(srvs), statuses: map[int]int{}, minEff: 1 << 30}
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -133,6 +139,9 @@ func (b *bench) storm(tg stormTarget, procs, keys, size, rounds int) (stormResul
 				}()
 			}
 			close(gate)
+			if released != nil {
+				released(r*keys + k)
+			}
 			wg.Wait()
 			if firstErr != nil {
 				return res, firstErr

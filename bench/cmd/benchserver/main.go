@@ -21,6 +21,7 @@ import (
 	"errors"
 	"fmt"
 	"log"
+	"log/slog"
 	"net/http"
 	"net/http/pprof"
 	"os"
@@ -54,6 +55,11 @@ VALUES ($1, $2, $3, $4) RETURNING id`
 var invocations = map[string]*atomic.Int64{
 	"baseline": new(atomic.Int64), "atomic": new(atomic.Int64), "lease": new(atomic.Int64),
 	"naive": new(atomic.Int64), "fiber": new(atomic.Int64),
+}
+
+// cacheResults counts the Redis engine's requests by what the cache did.
+var cacheResults = map[idem.CacheResult]*atomic.Int64{
+	idem.CacheHit: new(atomic.Int64), idem.CacheMiss: new(atomic.Int64), idem.CacheFallback: new(atomic.Int64),
 }
 
 type service struct{ pool *pgxpool.Pool }
@@ -133,7 +139,15 @@ func run() error {
 			return err
 		}
 	}
-	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations})
+	// The engine logs one line per request at Info; the baseline and the
+	// peers log nothing, so the engines here log from Warn up, like a
+	// service with an access log of its own (LOG_REQUESTS=1: every line).
+	level := slog.LevelWarn
+	if os.Getenv("LOG_REQUESTS") != "" {
+		level = slog.LevelInfo
+	}
+	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
+	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Logger: logger})
 	if err != nil {
 		return err
 	}
@@ -142,12 +156,25 @@ func run() error {
 	mux.Handle("/", api.NewHandler(service{pool: pool}, engine))
 	mux.HandleFunc("POST /naive", naive(pool))
 	if url := os.Getenv("REDIS_URL"); url != "" {
-		cache, err := idemredis.New(url, idemredis.Options{Prefix: "bench:"})
+		// Timeout: a cache call that takes longer falls back to
+		// PostgreSQL; REDIS_TIMEOUT sets it (default: the runtime's).
+		var timeout time.Duration
+		if t := os.Getenv("REDIS_TIMEOUT"); t != "" {
+			if timeout, err = time.ParseDuration(t); err != nil {
+				return fmt.Errorf("REDIS_TIMEOUT: %w", err)
+			}
+		}
+		cache, err := idemredis.New(url, idemredis.Options{Prefix: "bench:", Timeout: timeout})
 		if err != nil {
 			return fmt.Errorf("REDIS_URL: %w", err)
 		}
 		defer cache.Close()
-		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: cache})
+		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: cache, Logger: logger,
+			Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) {
+				if c := cacheResults[o.Cache]; c != nil {
+					c.Add(1)
+				}
+			}}})
 		if err != nil {
 			return err
 		}
@@ -161,7 +188,11 @@ func run() error {
 			inv[k] = v.Load()
 		}
 		w.Header().Set("Content-Type", "application/json")
-		_ = json.NewEncoder(w).Encode(map[string]any{"Mallocs": m.Mallocs, "Invocations": inv})
+		cr := map[string]int64{}
+		for k, v := range cacheResults {
+			cr[string(k)] = v.Load()
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"Mallocs": m.Mallocs, "Invocations": inv, "Cache": cr})
 	})
 	if fa := os.Getenv("FIBER_ADDR"); fa != "" {
 		stopFiber, err := startFiber(pool, fa)

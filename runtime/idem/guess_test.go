@@ -1,0 +1,157 @@
+package idem_test
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"sync/atomic"
+	"testing"
+	"time"
+
+	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// TestInsertFirstGuess: an atomic operation reads first until it has served
+// about a hundred first executions with no record found, then inserts
+// first (no read before its transaction); once replays come, it reads first
+// again after the first one, so replays stop running the handler.
+func TestInsertFirstGuess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{})
+	if idem.InsertsFirst(e.eng, e.op) {
+		t.Fatal("a new operation inserts first; want it to read first")
+	}
+	const n = 100
+	keys := make([]string, n)
+	bodies := map[string]string{}
+	for i := range keys {
+		keys[i] = newKey()
+		r := e.post(keys[i], payReq{Amount: i + 1})
+		if r.Status != 201 {
+			t.Fatalf("first execution %d: %d %s", i, r.Status, r.Body)
+		}
+		bodies[keys[i]] = string(r.Body)
+	}
+	if !idem.InsertsFirst(e.eng, e.op) {
+		t.Fatalf("after %d first executions and no replay, the operation still reads first", n)
+	}
+	before := e.runs.Load()
+	for i, k := range keys {
+		r := e.post(k, payReq{Amount: i + 1})
+		if r.Status != 201 || string(r.Body) != bodies[k] || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay %d: %d %s %v, want the replay of %s", i, r.Status, r.Body, r.Header, bodies[k])
+		}
+	}
+	// The first replay was guessed wrong: its handler ran, and rolled back.
+	if extra := e.runs.Load() - before; extra < 1 || extra > 3 {
+		t.Fatalf("%d replays ran the handler %d times; want 1 to 3 (the wrong guesses)", n, extra)
+	}
+	if idem.InsertsFirst(e.eng, e.op) {
+		t.Fatal("after a run of replays the operation still inserts first")
+	}
+	if p := e.payments(); p != n {
+		t.Fatalf("%d payments for %d keys", p, n)
+	}
+}
+
+// TestInsertFirstAnswers: an atomic operation that inserts first answers
+// every request as one that reads first does — a replay, a reused key, a
+// retry after a failure that was not kept, duplicates from two processes —
+// on a pool (pipelined) and on a plain DB.
+func TestInsertFirstAnswers(t *testing.T) {
+	t.Parallel()
+	for _, plain := range []bool{false, true} {
+		t.Run(fmt.Sprintf("plain=%v", plain), func(t *testing.T) {
+			t.Parallel()
+			p := testPolicy(idem.ModeAtomic)
+			p.InFlight = idem.InFlightWait
+			p.Wait = 20 * time.Second
+			a := newEnvDB(t, plain, p, idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}})
+			var bdb idem.DB = a.db
+			if plain {
+				bdb = plainDB{a.db}
+			}
+			b := newEnvWith(t, a.db, bdb, p, idem.Config{})
+			for _, e := range []*env{a, b} {
+				idem.PinInsertFirst(e.eng, e.op, true)
+			}
+
+			// A replay: the handler runs and rolls back, the stored
+			// response answers.
+			key := newKey()
+			first := a.post(key, payReq{Amount: 10})
+			if first.Status != 201 {
+				t.Fatalf("first: %d %s", first.Status, first.Body)
+			}
+			r := a.post(key, payReq{Amount: 10})
+			if r.Status != 201 || string(r.Body) != string(first.Body) || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("replay: %d %s %v, want %s", r.Status, r.Body, r.Header, first.Body)
+			}
+			// A reused key with another payload.
+			a.post(key, payReq{Amount: 11}).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "CONFLICTING_IDEMPOTENT_REQUEST")
+			if n := a.payments(); n != 1 {
+				t.Fatalf("%d payments after a first execution, a replay and a conflict", n)
+			}
+
+			// A failure that is not kept, then the retry, then its replay.
+			fail := true
+			var mu sync.Mutex
+			a.handle("flaky", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+				mu.Lock()
+				defer mu.Unlock()
+				if fail {
+					fail = false
+					return &idem.Response{Status: 503, Body: []byte("try later")}, nil
+				}
+				return &idem.Response{Status: 201, Body: []byte("ok")}, nil
+			})
+			key = newKey()
+			if r := a.post(key, payReq{Amount: 1, Behave: "flaky"}); r.Status != 503 {
+				t.Fatalf("flaky, first: %d %s", r.Status, r.Body)
+			}
+			if r := a.post(key, payReq{Amount: 1, Behave: "flaky"}); r.Status != 201 || string(r.Body) != "ok" {
+				t.Fatalf("flaky, retry: %d %s", r.Status, r.Body)
+			}
+			if r := a.post(key, payReq{Amount: 1, Behave: "flaky"}); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" {
+				t.Fatalf("flaky, replay: %d %s", r.Status, r.Body)
+			}
+			if a.state(key) != idem.StateCompleted || a.payments() != 2 {
+				t.Fatalf("flaky: state %s, %d payments in all", a.state(key), a.payments())
+			}
+
+			// Duplicates from two processes, each inserting first.
+			for _, e := range []*env{a, b} {
+				e.handle("slow", func(context.Context, pgx.Tx) (*idem.Response, error) {
+					time.Sleep(20 * time.Millisecond)
+					return &idem.Response{Status: 201, Body: []byte("paid")}, nil
+				})
+			}
+			const keys, perProcess = 10, 20
+			var wg sync.WaitGroup
+			var bad atomic.Int64
+			for range keys {
+				key := newKey()
+				for i := range 2 * perProcess {
+					e := a
+					if i%2 == 1 {
+						e = b
+					}
+					wg.Add(1)
+					go func() {
+						defer wg.Done()
+						if r := e.post(key, payReq{Amount: 3, Behave: "slow"}); r.Status != 201 || string(r.Body) != "paid" {
+							bad.Add(1)
+							t.Errorf("%d %s", r.Status, r.Body)
+						}
+					}()
+				}
+			}
+			wg.Wait()
+			if n := a.payments(); n != 2+keys || bad.Load() > 0 {
+				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad.Load())
+			}
+		})
+	}
+}
