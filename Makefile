@@ -67,10 +67,11 @@ bench:
 # load tool (bench/cmd/benchload) against the generated bench server on a
 # PostgreSQL with durable commits: idemgen and its peers (a naive middleware,
 # Fiber's), the Redis fast path (atomic-redis, replay-redis: REDIS_URL is
-# set), duplicate storms, the reused-key check, then the cost with 10 k,
+# set), duplicate storms (through Redis too, and with that Redis killed
+# mid-storm), the reused-key check, then the cost with 10 k,
 # 1 M and 10 M records in the table (about 6 GB of disk) and the sweeper
 # under traffic. Results: bench/results.md, docs/bench-latency.svg.
-BENCH_FLAGS ?= -duration 3s -rounds 3 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
+BENCH_FLAGS ?= -duration 3s -rounds 5 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
 bench-in-db:
 	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
 	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload

@@ -53,7 +53,7 @@ type builder struct {
 	rootLimits limitsPatch
 
 	// fileParts is set while the schema of a multipart/form-data body is
-	// typed: a binary string there is a file part (idem.File).
+	// typed: a binary string there is a file part (idemtype.File).
 	fileParts bool
 	parts     partTypes // multipart variants of named types (multipart.go)
 }

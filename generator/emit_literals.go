@@ -314,13 +314,13 @@ func (t GoType) String() string {
 	case GoUUID:
 		return "uuid.UUID"
 	case GoDate:
-		return "idem.Date"
+		return "idemtype.Date"
 	case GoBytes:
 		return "[]byte"
 	case GoReader:
 		return "io.Reader"
 	case GoFile:
-		return "idem.File"
+		return "idemtype.File"
 	case GoSlice:
 		return "[]" + t.Elem.String()
 	case GoMap:
@@ -328,9 +328,9 @@ func (t GoType) String() string {
 	case GoPointer:
 		return "*" + t.Elem.String()
 	case GoNullable:
-		return "idem.Nullable[" + t.Elem.String() + "]"
+		return "idemtype.Nullable[" + t.Elem.String() + "]"
 	case GoOrEmpty:
-		return "idem.OrEmpty[" + t.Elem.String() + "]"
+		return "idemtype.OrEmpty[" + t.Elem.String() + "]"
 	}
 	return "any"
 }

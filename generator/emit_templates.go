@@ -181,9 +181,9 @@ func qualType(im *importer, t GoType) string {
 	case GoUUID:
 		return q(uuidPkg, "UUID")
 	case GoDate:
-		return q(idemPkgPath, "Date")
+		return q(typePkgPath, "Date")
 	case GoFile:
-		return q(idemPkgPath, "File")
+		return q(typePkgPath, "File")
 	case GoReader:
 		return q("io", "Reader")
 	case GoSlice:
@@ -193,14 +193,17 @@ func qualType(im *importer, t GoType) string {
 	case GoPointer:
 		return "*" + qualType(im, *t.Elem)
 	case GoNullable:
-		return q(idemPkgPath, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
+		return q(typePkgPath, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
 	case GoOrEmpty:
-		return q(idemPkgPath, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
+		return q(typePkgPath, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
 	}
 	return t.String() // any, builtins, []byte, the package's own types
 }
 
-const idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
+const (
+	idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
+	typePkgPath = "github.com/idemgen/idemgen/runtime/idemtype"
+)
 
 var idemConsts = map[string]string{
 	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque", "KeyFormat/printable": "KeyFormatPrintable",

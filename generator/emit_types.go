@@ -11,6 +11,7 @@ import (
 
 const (
 	idemPkg = "github.com/idemgen/idemgen/runtime/idem"
+	typePkg = "github.com/idemgen/idemgen/runtime/idemtype"
 	implPkg = "github.com/idemgen/idemgen/runtime/idemimpl"
 	uuidPkg = "github.com/google/uuid"
 )
@@ -22,11 +23,11 @@ func jenType(t GoType) jen.Code {
 	case GoNamed:
 		return jen.Id(t.Named.Name)
 	case GoDate:
-		return jen.Qual(idemPkg, "Date")
+		return jen.Qual(typePkg, "Date")
 	case GoNullable:
-		return jen.Qual(idemPkg, "Nullable").Types(jenType(*t.Elem))
+		return jen.Qual(typePkg, "Nullable").Types(jenType(*t.Elem))
 	case GoOrEmpty:
-		return jen.Qual(idemPkg, "OrEmpty").Types(jenType(*t.Elem))
+		return jen.Qual(typePkg, "OrEmpty").Types(jenType(*t.Elem))
 	case GoTime:
 		return jen.Qual("time", "Time")
 	case GoUUID:
@@ -36,7 +37,7 @@ func jenType(t GoType) jen.Code {
 	case GoReader:
 		return jen.Qual("io", "Reader")
 	case GoFile:
-		return jen.Qual(idemPkg, "File")
+		return jen.Qual(typePkg, "File")
 	case GoSlice:
 		return jen.Index().Add(jenType(*t.Elem))
 	case GoMap:
@@ -52,6 +53,7 @@ func jenType(t GoType) jen.Code {
 func renderTypes(m *Model) *jen.File {
 	f := jen.NewFile(m.Package)
 	f.ImportName(idemPkg, "idem")
+	f.ImportName(typePkg, "idemtype")
 	f.ImportName(implPkg, "idemimpl")
 	f.ImportName(uuidPkg, "uuid")
 	for _, t := range m.Types {

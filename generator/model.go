@@ -109,7 +109,7 @@ type Field struct {
 	JSONName string // the property's name, exactly as in the spec
 	Doc      string
 	// Type is the field's Go type: the property's type T, *T when optional
-	// (or nullable and required), idem.Nullable[T] when optional and
+	// (or nullable and required), idemtype.Nullable[T] when optional and
 	// nullable; slices and maps stay as they are when not nullable.
 	Type     GoType
 	Required bool
@@ -178,11 +178,11 @@ const (
 	GoSlice
 	GoMap
 	GoPointer
-	GoDate     // idem.Date
-	GoNullable // idem.Nullable[Elem]
-	GoOrEmpty  // idem.OrEmpty[Elem]
+	GoDate     // idemtype.Date
+	GoNullable // idemtype.Nullable[Elem]
+	GoOrEmpty  // idemtype.OrEmpty[Elem]
 	GoReader   // io.Reader: a binary request body, read as a stream
-	GoFile     // idem.File: a file part of a multipart/form-data body
+	GoFile     // idemtype.File: a file part of a multipart/form-data body
 )
 
 // GoType is a Go type expression.

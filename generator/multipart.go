@@ -135,7 +135,7 @@ func (bd *Body) clientMultipart() *BodyMedia {
 }
 
 // partTypes holds the multipart variants of named types. A binary string
-// is an idem.File in a multipart/form-data body and []byte (base64) in
+// is an idemtype.File in a multipart/form-data body and []byte (base64) in
 // JSON, so a schema reachable from both with a binary member somewhere
 // below it needs two Go types: the one declared for it (the JSON form,
 // under its own name) and a variant for multipart bodies, named after it

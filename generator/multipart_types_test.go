@@ -61,7 +61,7 @@ components:
 
 // TestSharedSchemaTypes: a component schema taken by a JSON body and a
 // multipart body has a type per representation where they differ (a binary
-// member somewhere below it): Doc with []byte, DocMultipart with idem.File,
+// member somewhere below it): Doc with []byte, DocMultipart with idemtype.File,
 // nested and recursive components alike; Tag, without one, is shared. The
 // types are the same whichever use comes first.
 func TestSharedSchemaTypes(t *testing.T) {
@@ -86,7 +86,7 @@ func TestSharedSchemaTypes(t *testing.T) {
 		}
 		for _, want := range []string{
 			`(?m)^type Doc struct \{\n(\t.*\n)*\tContent \[\]byte `,
-			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tContent idem\.File `,
+			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tContent idemtype\.File `,
 			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tMeta +\*MetaMultipart `,
 			`(?m)^type DocMultipart struct \{\n(\t.*\n)*\tTags +\[\]Tag `,
 			`(?m)^type Doc struct \{\n(\t.*\n)*\tMeta +\*Meta `,

@@ -774,7 +774,7 @@ func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[st
 }
 
 // fieldType sets f.Type from the property's type: T when required, *T when
-// optional or nullable, idem.Nullable[T] when optional and nullable; slices,
+// optional or nullable, idemtype.Nullable[T] when optional and nullable; slices,
 // maps and any stay as they are unless null must be told from absent. A
 // writeOnly member is optional in Go (responses leave it out), and a type
 // that is being declared is held through a pointer.

@@ -54,8 +54,8 @@ var realSpecs = []struct {
 	}, 18, map[string][]string{"types.gen.go": {
 		`PostReportingReportRunsRequestBodyParametersTimezoneEtcGMTPlus1 PostReportingReportRunsRequestBodyParametersTimezone = "Etc/GMT+1"`,
 		`PostReportingReportRunsRequestBodyParametersTimezoneEtcGMTMinus1 PostReportingReportRunsRequestBodyParametersTimezone = "Etc/GMT-1"`,
-		"BusinessProfile idem.Nullable[AccountBusinessProfile] `json:\"business_profile,omitzero\"`", // anyOf: [{$ref}], nullable
-		"Customer idem.Nullable[StringOrCustomerOrDeletedCustomer] `json:\"customer,omitzero\"`",     // expandable
+		"BusinessProfile idemtype.Nullable[AccountBusinessProfile] `json:\"business_profile,omitzero\"`", // anyOf: [{$ref}], nullable
+		"Customer idemtype.Nullable[StringOrCustomerOrDeletedCustomer] `json:\"customer,omitzero\"`",     // expandable
 		"type StringOrCustomerOrDeletedCustomer struct {",
 	}}},
 	// GitHub: 23 errors before (fields and constants for +1 and -1, add and

@@ -86,7 +86,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 func TestPetDiscriminator(t *testing.T) {
@@ -165,7 +165,7 @@ func TestAccountRoundTrip(t *testing.T) {
 	if err := json.Unmarshal([]byte(in), &a); err != nil {
 		t.Fatal(err)
 	}
-	if a.Owner != nil || !a.Note.IsNull() || a.Born == nil || *a.Born != (idem.Date{Year: 2024, Month: time.February, Day: 29}) {
+	if a.Owner != nil || !a.Note.IsNull() || a.Born == nil || *a.Born != (idemtype.Date{Year: 2024, Month: time.February, Day: 29}) {
 		t.Errorf("owner %v, note %+v, born %v", a.Owner, a.Note, a.Born)
 	}
 	if m, ok := a.Manager.Value(); !ok || m.Name == nil || *m.Name != "m" {
@@ -253,7 +253,7 @@ func TestStrictDecoding(t *testing.T) {
 type srv struct{ Unimplemented }
 
 func (srv) ListPets(ctx context.Context, req ListPetsRequest) (ListPetsResponse, error) {
-	return ListPets200Response{Body: []Pet{}, XRateLimit: 42, XNextDate: &idem.Date{Year: 2024, Month: 1, Day: 2}}, nil
+	return ListPets200Response{Body: []Pet{}, XRateLimit: 42, XNextDate: &idemtype.Date{Year: 2024, Month: 1, Day: 2}}, nil
 }
 
 func (srv) GetAccount(ctx context.Context, req GetAccountRequest) (GetAccountResponse, error) {
@@ -306,11 +306,11 @@ func TestGeneratedTypes(t *testing.T) {
 	}
 	src := allSource(files)
 	for _, want := range []string{
-		"Owner *Owner `json:\"owner\"`", "Manager idem.Nullable[Owner] `json:\"manager,omitzero\"`",
-		"Note idem.Nullable[string] `json:\"note,omitzero\"`", "Born *idem.Date `json:\"born,omitzero\"`",
-		"Metadata idem.OrEmpty[map[string]string] `json:\"metadata,omitzero\"`", "Description *string `json:\"description,omitzero\"`",
+		"Owner *Owner `json:\"owner\"`", "Manager idemtype.Nullable[Owner] `json:\"manager,omitzero\"`",
+		"Note idemtype.Nullable[string] `json:\"note,omitzero\"`", "Born *idemtype.Date `json:\"born,omitzero\"`",
+		"Metadata idemtype.OrEmpty[map[string]string] `json:\"metadata,omitzero\"`", "Description *string `json:\"description,omitzero\"`",
 		"Customer *StringOrOwner `json:\"customer,omitzero\"`", "AdditionalProperties map[string]int64 `json:\"-\"`",
-		"XRateLimit int64 // header X-Rate-Limit, required", "XNextDate *idem.Date // header X-Next-Date, sent when not nil",
+		"XRateLimit int64 // header X-Rate-Limit, required", "XNextDate *idemtype.Date // header X-Next-Date, sent when not nil",
 		"Password *string `json:\"password,omitzero\"`",
 		// untyped numbers stay exact inside a struct that keeps undeclared members
 		"if err := idemimpl.Unmarshal(b, (*plain)(v)); err != nil {",

@@ -9,8 +9,8 @@
 #                                    prints the exports of REGION_A_URL,
 #                                    REGION_B_URL, REGION_A_DIR and REGION_B_DIR
 #   scripts/regions.sh stop DIR      stop both and delete DIR
-#   scripts/regions.sh crash RDIR    kill -9 one cluster's postmaster (by the PID
-#                                    in its postmaster.pid): a region that is cut off
+#   scripts/regions.sh crash RDIR    kill -9 one cluster's postmaster and its processes
+#                                    (by PID, from its postmaster.pid): a region that dies
 #   scripts/regions.sh revive RDIR   start that cluster again on its port and data
 #   scripts/regions.sh run CMD...    start, run CMD with the variables set, stop and
 #                                    delete even when CMD fails; exits with CMD's status
@@ -49,32 +49,37 @@ stop() {
 	rm -rf "$dir"
 }
 
-# crash kills the postmaster by its PID; its children exit when it is gone
-# (and the next start recovers from the WAL, like after a power cut).
+# crash kills the region's server like a power cut: the postmaster and
+# every process it started, by their PIDs (the postmaster's from its
+# postmaster.pid), with kill -9; the next start recovers from the WAL.
 crash() {
-	local rdir=$1 pid
+	local rdir=$1 pid kids i
 	[ -f "$rdir/data/postmaster.pid" ] || { log "$rdir is not running"; return 1; }
 	pid=$(head -n 1 "$rdir/data/postmaster.pid")
-	kill -9 "$pid"
-	# Its backends notice the postmaster's death and exit; wait for the port.
-	local port i
-	port=$(cat "$rdir/port")
-	for i in $(seq 1 100); do
-		if ! (exec 3<>"/dev/tcp/127.0.0.1/$port") 2>/dev/null; then break; fi
+	kids=$(ps -o pid= --ppid "$pid" | tr -s ' \n' ' ' || true)
+	# shellcheck disable=SC2086
+	kill -9 "$pid" $kids 2>/dev/null || true
+	for i in $(seq 1 200); do
+		# shellcheck disable=SC2086
+		if ! kill -0 "$pid" $kids 2>/dev/null; then break; fi
 		sleep 0.05
 	done
-	log "killed postmaster $pid of $rdir"
+	log "killed postmaster $pid and its processes ($kids) of $rdir"
 }
 
 revive() {
-	local rdir=$1 bin
+	local rdir=$1 bin try
 	bin=$(cat "$rdir/bin")
-	rm -f "$rdir/data/postmaster.pid"
-	if [ "$(id -u)" -eq 0 ]; then
-		runuser -u postgres -- "$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null
-	else
-		"$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null
-	fi
+	for try in 1 2 3 4 5; do
+		if [ "$(id -u)" -eq 0 ]; then
+			runuser -u postgres -- "$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null && break
+		else
+			"$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null && break
+		fi
+		log "start of $rdir failed (try $try):"; tail -n 3 "$rdir/server.log" >&2 || true
+		[ "$try" -eq 5 ] && return 1
+		sleep 1
+	done
 	log "restarted $rdir"
 }
 

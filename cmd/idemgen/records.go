@@ -14,15 +14,16 @@ import (
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 )
 
 // `idemgen records`: the on-call tool for idempotency records, against the
-// database in DATABASE_URL. See recordsUsage.
+// database in DATABASE_URL. See recordsUsage. It reads and changes records
+// only through the engine's admin API (runtime/idem/admin): this file and
+// the records_*.go beside it are flags, shards and printing.
 
 const recordsUsage = `usage:
 	idemgen records get [-tenant T] [-operation OP] [-show-body] [-json] KEY
@@ -101,7 +102,7 @@ type recordsCmd struct {
 	asJSON         bool
 	keysFile       string
 	conn           *pgx.Conn
-	q              *admindb.Queries
+	adm            *admin.Admin // of conn, without a Sealer (see withSealer)
 	// locate, when set, reports whether the connected database holds the
 	// record the command names (an exitNotFound error when not): with
 	// several databases, the command runs on the one that does.
@@ -159,7 +160,7 @@ func (c *recordsCmd) connect(ctx context.Context, url string) error {
 	if err != nil {
 		return fmt.Errorf("%s: connect to %s: %w", c.name, dbName(url), err)
 	}
-	c.conn, c.q = conn, admindb.New(conn)
+	c.conn, c.adm = conn, admin.New(conn, admin.Config{})
 	return nil
 }
 
@@ -275,34 +276,52 @@ func normalizeKey(k string) string {
 	return k
 }
 
-func optText(s string) pgtype.Text { return pgtype.Text{String: s, Valid: s != ""} }
-
-func tsPtr(t pgtype.Timestamptz) *time.Time {
-	if !t.Valid {
+// timePtr is t for JSON: nil when zero.
+func timePtr(t time.Time) *time.Time {
+	if t.IsZero() {
 		return nil
 	}
-	u := t.Time.UTC()
-	return &u
+	return &t
+}
+
+// statusPtr is a response status for JSON: nil when 0 (none).
+func statusPtr(s int) *int32 {
+	if s == 0 {
+		return nil
+	}
+	v := int32(s)
+	return &v
+}
+
+// withSealer is the admin API of the connected database with s opening and
+// sealing stored values.
+func (c *recordsCmd) withSealer(s *idemseal.Sealer) *admin.Admin {
+	if s == nil {
+		return c.adm
+	}
+	return admin.New(c.conn, admin.Config{Sealer: s})
 }
 
 // findOne returns the one record KEY names (in -tenant, -operation).
-func (c *recordsCmd) findOne(ctx context.Context, tenant, op, key string) (admindb.FindRecordsRow, error) {
-	rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: tenant, IdempotencyKey: key, Operation: optText(op)})
-	if err != nil {
-		return admindb.FindRecordsRow{}, fmt.Errorf("%s: %w", c.name, missingTable(err))
+func (c *recordsCmd) findOne(ctx context.Context, tenant, op, key string) (admin.Record, error) {
+	r, err := c.adm.FindOne(ctx, tenant, op, key)
+	return r, c.adminError(err)
+}
+
+// adminError words an error of the admin API for the command, with the exit
+// status of its kind.
+func (c *recordsCmd) adminError(err error) error {
+	switch {
+	case err == nil:
+		return nil
+	case errors.Is(err, admin.ErrNotFound):
+		return notFound("%s: %v", c.name, err)
+	case errors.Is(err, admin.ErrRefused):
+		return refused("%s: %v", c.name, err)
+	case errors.Is(err, admin.ErrInvalid):
+		return usageError{msg: fmt.Sprintf("%s: %v", c.name, err)}
 	}
-	switch len(rows) {
-	case 0:
-		return admindb.FindRecordsRow{}, notFound("%s: no record for key %q (tenant %q%s)", c.name, key, tenant, opNote(op))
-	case 1:
-		return rows[0], nil
-	}
-	ops := make([]string, len(rows))
-	for i, r := range rows {
-		ops[i] = r.Operation
-	}
-	return admindb.FindRecordsRow{}, usageError{msg: fmt.Sprintf("%s: key %q names %d records (%s): give -operation",
-		c.name, key, len(rows), strings.Join(ops, ", "))}
+	return fmt.Errorf("%s: %w", c.name, err)
 }
 
 func opNote(op string) string {
@@ -310,14 +329,6 @@ func opNote(op string) string {
 		return ""
 	}
 	return ", operation " + op
-}
-
-// missingTable explains a missing idem_resolutions or idem_records table.
-func missingTable(err error) error {
-	if err != nil && strings.Contains(err.Error(), "SQLSTATE 42P01") {
-		return fmt.Errorf("%w (the database lacks idemgen's tables or their latest migration: start the service once, or run idem.Migrate)", err)
-	}
-	return err
 }
 
 var errNoKeys = errors.New("sealed values need keys: set IDEM_SEAL_KEYS or IDEM_SEAL_KEYS_FILE, or give -keys-file")

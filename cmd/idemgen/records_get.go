@@ -8,8 +8,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 )
 
@@ -67,16 +67,16 @@ func (c *recordsCmd) get(args []string) error {
 	}
 	key := normalizeKey(fs.Arg(0))
 	c.locate = func(ctx context.Context) error {
-		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
+		rows, err := c.adm.Find(ctx, *tenant, *op, key)
 		if err == nil && len(rows) == 0 {
-			err = notFound("%s: no record for key %q (tenant %q%s) on any shard", c.name, key, *tenant, opNote(*op))
+			return notFound("%s: no record for key %q (tenant %q%s) on any shard", c.name, key, *tenant, opNote(*op))
 		}
-		return err
+		return c.adminError(err)
 	}
 	return c.run(func(ctx context.Context) error {
-		rows, err := c.q.FindRecords(ctx, admindb.FindRecordsParams{Tenant: *tenant, IdempotencyKey: key, Operation: optText(*op)})
+		rows, err := c.adm.Find(ctx, *tenant, *op, key)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, missingTable(err))
+			return c.adminError(err)
 		}
 		if len(rows) == 0 {
 			return notFound("%s: no record for key %q (tenant %q%s)", c.name, key, *tenant, opNote(*op))
@@ -96,53 +96,47 @@ func (c *recordsCmd) get(args []string) error {
 			if i > 0 {
 				fmt.Fprintln(c.stdout)
 			}
-			c.printRecord(rec, rows[i].DbNow.Time)
+			c.printRecord(rec, rows[i].DBNow)
 		}
 		return nil
 	})
 }
 
-// describe turns a row into its JSON form, with its resolutions and, with
-// showBody, its stored response.
-func (c *recordsCmd) describe(ctx context.Context, r admindb.FindRecordsRow, showBody bool) (recordJSON, error) {
-	k := keyOf(r.Tenant, r.Operation, r.IdempotencyKey)
+// describe turns a record into its JSON form, with its resolutions and,
+// with showBody, its stored response.
+func (c *recordsCmd) describe(ctx context.Context, r admin.Record, showBody bool) (recordJSON, error) {
+	k := r.Key
 	rec := recordJSON{
-		Tenant: r.Tenant, Operation: r.Operation, Key: r.IdempotencyKey, KeyHash: k.Hash(),
-		State: r.State, Attempts: r.Attempts, Fence: r.Fence,
-		LeaseExpiresAt: tsPtr(r.LeaseExpiresAt), LeaseLive: r.LeaseLive,
-		Abandoned: r.State == string(idem.StateInProgress) && !r.LeaseLive,
-		TakenOver: &r.TakenOver, CreatedAt: tsPtr(r.CreatedAt), UpdatedAt: tsPtr(r.UpdatedAt),
-		CompletedAt: tsPtr(r.CompletedAt), ExpiresAt: tsPtr(r.ExpiresAt), Expired: &r.Expired,
-		SchemaVersion: r.SchemaVersion, BodyBytes: r.BodyBytes,
+		Tenant: k.Tenant, Operation: k.Operation, Key: k.Value, KeyHash: r.KeyHash,
+		State: string(r.State), Attempts: r.Attempts, Fence: r.Fence,
+		LeaseExpiresAt: timePtr(r.LeaseExpiresAt), LeaseLive: r.LeaseLive,
+		Abandoned: r.Abandoned(),
+		TakenOver: &r.TakenOver, CreatedAt: timePtr(r.CreatedAt), UpdatedAt: timePtr(r.UpdatedAt),
+		CompletedAt: timePtr(r.CompletedAt), ExpiresAt: timePtr(r.ExpiresAt), Expired: &r.Expired,
+		SchemaVersion: r.SchemaVersion, BodyBytes: r.BodyBytes, ResponseStatus: statusPtr(r.ResponseStatus),
 	}
-	if r.ResponseStatus.Valid {
-		rec.ResponseStatus = &r.ResponseStatus.Int32
+	if r.HasRecoveryPoint {
+		rec.RecoveryPoint, rec.RecoveryBytes = &r.RecoveryPoint, &r.RecoveryBytes
 	}
-	if r.RecoveryPoint.Valid {
-		rec.RecoveryPoint, rec.RecoveryBytes = &r.RecoveryPoint.String, &r.RecoveryBytes
-	}
-	res, err := c.q.Resolutions(ctx, admindb.ResolutionsParams{Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.IdempotencyKey})
+	res, err := c.adm.Resolutions(ctx, k)
 	if err != nil {
-		return rec, fmt.Errorf("%s: %w", c.name, missingTable(err))
+		return rec, c.adminError(err)
 	}
 	for _, x := range res {
-		j := resJSON{From: x.FromState, To: x.ToState, Fence: x.Fence, Forced: x.Forced, By: x.ResolvedBy, Reason: x.Reason, At: tsPtr(x.ResolvedAt)}
-		if x.ResponseStatus.Valid {
-			j.ResponseStatus = &x.ResponseStatus.Int32
-		}
-		rec.Resolutions = append(rec.Resolutions, j)
+		rec.Resolutions = append(rec.Resolutions, resJSON{From: string(x.From), To: string(x.To), Fence: x.Fence,
+			ResponseStatus: statusPtr(x.ResponseStatus), Forced: x.Forced, By: x.By, Reason: x.Reason, At: timePtr(x.At)})
 	}
 	if r.BodyBytes == 0 && !showBody {
 		return rec, nil
 	}
-	st, err := c.q.GetStored(ctx, admindb.GetStoredParams{Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.IdempotencyKey})
+	st, err := c.adm.StoredResponse(ctx, k)
 	if err != nil {
-		return rec, fmt.Errorf("%s: %w", c.name, err)
+		return rec, c.adminError(err)
 	}
-	if id, ok := idemseal.KeyID(st.ResponseBody); ok {
+	if id, ok := idemseal.KeyID(st.BodyColumn); ok {
 		rec.SealedWith = id
 	}
-	if !showBody || st.ResponseBody == nil {
+	if !showBody || st.BodyColumn == nil {
 		return rec, nil
 	}
 	s, err := c.sealer()
@@ -152,11 +146,7 @@ func (c *recordsCmd) describe(ctx context.Context, r admindb.FindRecordsRow, sho
 	if s == nil && rec.SealedWith != "" {
 		return rec, fmt.Errorf("%s: the response is sealed with key %q; %w", c.name, rec.SealedWith, errNoKeys)
 	}
-	var sealer idem.Sealer
-	if s != nil {
-		sealer = s
-	}
-	hj, body, err := idem.DecodeResponse(ctx, sealer, k, int(st.ResponseStatus.Int32), st.ResponseHeaders, st.ResponseBody)
+	hj, body, err := c.withSealer(s).Open(ctx, k, st)
 	if err != nil {
 		return rec, fmt.Errorf("%s: %w", c.name, err)
 	}
@@ -262,38 +252,29 @@ func (c *recordsCmd) list(args []string) error {
 	if err := c.parse(args, 0, ""); err != nil {
 		return err
 	}
-	tenantSet := flagSet(fs, "tenant")
+	f := admin.Filter{State: idem.State(strings.ToUpper(*state)), Operation: *op, OlderThan: *olderThan, KeyHash: *hash, Limit: *limit}
+	if flagSet(fs, "tenant") {
+		f.Tenant = tenant
+	}
 	if *limit <= 0 || *limit > 100000 {
 		return usageError{msg: fmt.Sprintf("%s: -limit %d: want 1 to 100000", c.name, *limit)}
 	}
 	if *olderThan < 0 {
 		return usageError{msg: fmt.Sprintf("%s: -older-than %v is negative", c.name, *olderThan)}
 	}
-	*state = strings.ToUpper(*state)
-	p := admindb.ListRecordsParams{State: optText(*state), Operation: optText(*op), KeyHash: optText(strings.ToLower(*hash)), RowLimit: int32(*limit)}
-	if tenantSet {
-		p.Tenant.String, p.Tenant.Valid = *tenant, true
-	}
-	if *olderThan > 0 {
-		p.OlderThanMs.Int64, p.OlderThanMs.Valid = olderThan.Milliseconds(), true
-	}
 	return c.run(func(ctx context.Context) error {
-		rows, err := c.q.ListRecords(ctx, p)
+		rows, err := c.adm.List(ctx, f)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, missingTable(err))
+			return c.adminError(err)
 		}
 		out := make([]recordJSON, len(rows))
 		for i, r := range rows {
 			out[i] = recordJSON{
-				Tenant: r.Tenant, Operation: r.Operation, Key: r.IdempotencyKey, KeyHash: r.KeyHash,
-				State: r.State, Attempts: r.Attempts, Fence: r.Fence,
-				LeaseExpiresAt: tsPtr(r.LeaseExpiresAt), LeaseLive: r.LeaseLive,
-				Abandoned: r.State == string(idem.StateInProgress) && !r.LeaseLive,
-				CreatedAt: tsPtr(r.CreatedAt), UpdatedAt: tsPtr(r.UpdatedAt), ExpiresAt: tsPtr(r.ExpiresAt),
-				BodyBytes: r.BodyBytes,
-			}
-			if r.ResponseStatus.Valid {
-				out[i].ResponseStatus = &r.ResponseStatus.Int32
+				Tenant: r.Key.Tenant, Operation: r.Key.Operation, Key: r.Key.Value, KeyHash: r.KeyHash,
+				State: string(r.State), Attempts: r.Attempts, Fence: r.Fence,
+				LeaseExpiresAt: timePtr(r.LeaseExpiresAt), LeaseLive: r.LeaseLive, Abandoned: r.Abandoned(),
+				CreatedAt: timePtr(r.CreatedAt), UpdatedAt: timePtr(r.UpdatedAt), ExpiresAt: timePtr(r.ExpiresAt),
+				BodyBytes: r.BodyBytes, ResponseStatus: statusPtr(r.ResponseStatus),
 			}
 		}
 		if c.asJSON {

@@ -2,8 +2,6 @@ package main
 
 import (
 	"context"
-	"encoding/json"
-	"errors"
 	"flag"
 	"fmt"
 	"net/http"
@@ -11,11 +9,8 @@ import (
 	"os/user"
 	"strings"
 
-	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 )
 
 // headerFlags collects repeated -header 'Name: value' flags.
@@ -68,54 +63,37 @@ func (c *recordsCmd) resolve(args []string) error {
 	}
 	key := normalizeKey(fs.Arg(0))
 
-	var to idem.State
-	var p admindb.ResolveParams
-	switch *as {
-	case "completed":
-		if *status < 100 || *status > 499 {
-			return usageError{msg: fmt.Sprintf("%s: -as completed needs -status between 100 and 499 (a 5xx is not an outcome: use -as retryable)", c.name)}
-		}
+	req := admin.ResolveRequest{As: admin.Settlement(*as), Force: *force, Reason: *reason, By: *by}
+	switch req.As {
+	case admin.SettleCompleted:
 		if (*bodyFile != "") == flagSet(fs, "body") {
 			return usageError{msg: c.name + ": -as completed needs the body: -body-file F or -body S (one of them)"}
 		}
-		b := []byte(*body)
+		req.Body = []byte(*body)
 		if *bodyFile != "" {
 			var err error
-			if b, err = os.ReadFile(*bodyFile); err != nil {
+			if req.Body, err = os.ReadFile(*bodyFile); err != nil {
 				return fmt.Errorf("%s: %w", c.name, err)
 			}
 		}
-		to = idem.StateCompleted
-		if *status < 200 || *status > 299 {
-			to = idem.StateFailedReplayable
-		}
-		hj, err := json.Marshal(map[string][]string(hdr))
-		if err != nil {
-			return err
-		}
-		p.ResponseStatus = pgtype.Int4{Int32: int32(*status), Valid: true}
-		p.ResponseHeaders, p.ResponseBody = hj, b
-	case "retryable", "expired":
+		req.Status, req.Header = *status, hdr
+	case admin.SettleRetryable, admin.SettleExpired:
 		if *status != 0 || *bodyFile != "" || flagSet(fs, "body") || len(hdr) > 0 {
 			return usageError{msg: fmt.Sprintf("%s: -as %s takes no response (-status, -body, -body-file, -header)", c.name, *as)}
-		}
-		to = idem.StateFailedRetryable
-		if *as == "expired" {
-			to = idem.StateExpired
 		}
 	default:
 		return usageError{msg: fmt.Sprintf("%s: -as %q: want completed, retryable or expired", c.name, *as)}
 	}
-	if strings.TrimSpace(*reason) == "" {
-		return usageError{msg: c.name + ": -reason is required: it is recorded with the resolution"}
-	}
-	if *by == "" {
+	if req.By == "" {
 		if u, err := user.Current(); err == nil {
-			*by = u.Username
+			req.By = u.Username
 		}
-		if *by == "" {
+		if req.By == "" {
 			return usageError{msg: c.name + ": -by is required (no login name to default to)"}
 		}
+	}
+	if err := req.Validate(); err != nil {
+		return c.adminError(err)
 	}
 
 	c.locate = func(ctx context.Context) error {
@@ -127,71 +105,31 @@ func (c *recordsCmd) resolve(args []string) error {
 		if err != nil {
 			return err
 		}
-		from := idem.State(r.State)
-		switch from {
-		case idem.StateUnknown, idem.StateFailedRetryable:
-		case idem.StateInProgress:
-			if r.LeaseLive && !*force {
-				return refused("%s: %s %q holds a live lease until %s: a request may still be running; wait for it, or give -force to fence it out",
-					c.name, r.Operation, key, r.LeaseExpiresAt.Time.UTC().Format("15:04:05Z"))
-			}
-		default:
-			return refused("%s: %s %q is %s: only UNKNOWN, IN_PROGRESS and FAILED_RETRYABLE records are resolved by hand", c.name, r.Operation, key, from)
-		}
-		k := keyOf(r.Tenant, r.Operation, r.IdempotencyKey)
-		sealed := false
-		if p.ResponseBody != nil {
+		req.Key = r.Key
+		adm := c.adm
+		if req.As == admin.SettleCompleted {
 			s, err := c.sealer()
 			if err != nil {
 				return err
 			}
-			if s != nil {
-				if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, int(p.ResponseStatus.Int32), p.ResponseHeaders, p.ResponseBody); err != nil {
-					return fmt.Errorf("%s: %w", c.name, err)
-				}
-				sealed = true
-			}
+			adm = c.withSealer(s)
 		}
-		p.ToState, p.FromState, p.Fence = string(to), r.State, r.Fence
-		p.Tenant, p.Operation, p.IdempotencyKey = r.Tenant, r.Operation, r.IdempotencyKey
-		forced := *force && r.LeaseLive
-
-		tx, err := c.conn.Begin(ctx)
+		res, err := adm.Resolve(ctx, req)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
+			return c.adminError(err)
 		}
-		defer tx.Rollback(context.WithoutCancel(ctx)) //nolint:errcheck // a no-op after Commit
-		q := c.q.WithTx(tx)
-		fence, err := q.Resolve(ctx, p)
-		if errors.Is(err, pgx.ErrNoRows) {
-			return refused("%s: %s %q changed since it was read (now past state %s, fence %d): look again with records get", c.name, r.Operation, key, r.State, r.Fence)
-		}
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-		if err := q.RecordResolution(ctx, admindb.RecordResolutionParams{
-			Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.IdempotencyKey,
-			FromState: r.State, ToState: string(to), Fence: fence, ResponseStatus: p.ResponseStatus,
-			Forced: forced, ResolvedBy: *by, Reason: *reason,
-		}); err != nil {
-			return fmt.Errorf("%s: record the resolution: %w", c.name, missingTable(err))
-		}
-		if err := tx.Commit(ctx); err != nil {
-			return fmt.Errorf("%s: commit: %w", c.name, err)
-		}
-		res := resolutionJSON{Tenant: r.Tenant, Operation: r.Operation, Key: r.IdempotencyKey, KeyHash: k.Hash(),
-			From: r.State, To: string(to), Fence: fence, Sealed: sealed, Forced: forced, By: *by, Reason: *reason}
-		if p.ResponseStatus.Valid {
-			res.Status = &p.ResponseStatus.Int32
-		}
+		k := res.Record.Key
+		out := resolutionJSON{Tenant: k.Tenant, Operation: k.Operation, Key: k.Value, KeyHash: res.Record.KeyHash,
+			From: string(res.From), To: string(res.To), Fence: res.Fence, Status: statusPtr(res.ResponseStatus),
+			Sealed: res.Sealed, Forced: res.Forced, By: res.By, Reason: res.Reason}
 		if c.asJSON {
-			return c.printJSON(res)
+			return c.printJSON(out)
 		}
 		fmt.Fprintf(c.stdout, "resolved %s %q (hash %s): %s -> %s, fence %d, by %s: %s\n",
-			r.Operation, r.IdempotencyKey, res.KeyHash, res.From, res.To, fence, *by, *reason)
-		switch to {
+			k.Operation, k.Value, out.KeyHash, out.From, out.To, res.Fence, res.By, res.Reason)
+		switch res.To {
 		case idem.StateCompleted, idem.StateFailedReplayable:
-			fmt.Fprintf(c.stdout, "retries now get the %d response, replayed\n", *status)
+			fmt.Fprintf(c.stdout, "retries now get the %d response, replayed\n", res.ResponseStatus)
 		case idem.StateFailedRetryable:
 			fmt.Fprintln(c.stdout, "the next retry with the same request runs the handler again")
 		case idem.StateExpired:

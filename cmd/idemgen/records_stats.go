@@ -6,8 +6,8 @@ import (
 	"text/tabwriter"
 	"time"
 
-	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 )
 
@@ -34,25 +34,19 @@ func (c *recordsCmd) stats(args []string) error {
 		return err
 	}
 	return c.run(func(ctx context.Context) error {
-		rows, err := c.q.CountByStateAndOperation(ctx)
+		ts, err := c.adm.Stats(ctx)
 		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, missingTable(err))
+			return c.adminError(err)
 		}
-		ts, err := c.q.TableStats(ctx)
-		if err != nil {
-			return fmt.Errorf("%s: %w", c.name, err)
-		}
-		out := statsJSON{ByOperation: []countJSON{}, ByState: []countJSON{}, TableBytes: ts.TotalBytes, OldestLive: tsPtr(ts.OldestLive)}
+		out := statsJSON{ByOperation: []countJSON{}, ByState: []countJSON{}, TableBytes: ts.TableBytes, OldestLive: timePtr(ts.OldestLive)}
 		byState := map[string]*countJSON{}
-		var states []string
-		for _, r := range rows {
-			out.ByOperation = append(out.ByOperation, countJSON{Operation: r.Operation, State: r.State, Records: r.Records, BodyBytes: r.BodyBytes})
+		for _, r := range ts.Counts {
+			out.ByOperation = append(out.ByOperation, countJSON{Operation: r.Operation, State: string(r.State), Records: r.Records, BodyBytes: r.BodyBytes})
 			out.Records += r.Records
-			s := byState[r.State]
+			s := byState[string(r.State)]
 			if s == nil {
-				s = &countJSON{State: r.State}
-				byState[r.State] = s
-				states = append(states, r.State)
+				s = &countJSON{State: string(r.State)}
+				byState[string(r.State)] = s
 			}
 			s.Records += r.Records
 			s.BodyBytes += r.BodyBytes
@@ -63,8 +57,8 @@ func (c *recordsCmd) stats(args []string) error {
 				out.ByState = append(out.ByState, *s)
 			}
 		}
-		if ts.OldestLive.Valid {
-			age := ts.DbNow.Time.Sub(ts.OldestLive.Time).Seconds()
+		if !ts.OldestLive.IsZero() {
+			age := ts.DBNow.Sub(ts.OldestLive).Seconds()
 			out.OldestLiveSeconds = &age
 		}
 		if c.asJSON {
@@ -81,7 +75,7 @@ func (c *recordsCmd) stats(args []string) error {
 		w.Flush()
 		fmt.Fprintf(c.stdout, "\nrecords: %d; table with indexes: %d bytes\n", out.Records, out.TableBytes)
 		if out.OldestLive != nil {
-			fmt.Fprintf(c.stdout, "oldest live claim (IN_PROGRESS or UNKNOWN): %s\n", fmtAge(*out.OldestLive, ts.DbNow.Time))
+			fmt.Fprintf(c.stdout, "oldest live claim (IN_PROGRESS or UNKNOWN): %s\n", fmtAge(*out.OldestLive, ts.DBNow))
 		} else {
 			fmt.Fprintln(c.stdout, "no live claims")
 		}
@@ -126,60 +120,19 @@ func (c *recordsCmd) reseal(args []string) error {
 		if err != nil {
 			return err
 		}
-		out := resealJSON{DryRun: *dry, KeyID: cur, Failed: []string{}}
 		// needs reports whether v must be rewritten.
 		needs := func(v []byte) bool {
-			if v == nil {
-				return false
-			}
 			if id, ok := idemseal.KeyID(v); ok {
 				return id != cur
 			}
 			return *plaintext
 		}
-		var after admindb.SealedPageParams
-		for {
-			after.RowLimit = int32(*batch)
-			page, err := c.q.SealedPage(ctx, after)
-			if err != nil {
-				return fmt.Errorf("%s: %w", c.name, err)
-			}
-			for _, r := range page {
-				out.Scanned++
-				if !needs(r.ResponseBody) && !needs(r.RecoveryData) {
-					out.Current++
-					continue
-				}
-				if !idemseal.IsSealed(r.ResponseBody) && r.ResponseBody != nil || !idemseal.IsSealed(r.RecoveryData) && r.RecoveryData != nil {
-					out.Plaintext++
-				}
-				k := keyOf(r.Tenant, r.Operation, r.IdempotencyKey)
-				p := admindb.ResealParams{ID: r.ID, State: r.State, Fence: r.Fence, UpdatedAt: r.UpdatedAt,
-					ResponseHeaders: r.ResponseHeaders, ResponseBody: r.ResponseBody, RecoveryData: r.RecoveryData}
-				if err := reencode(ctx, s, k, int(r.ResponseStatus.Int32), &p, needs); err != nil {
-					out.Failed = append(out.Failed, fmt.Sprintf("%s %q (hash %s): %v", r.Operation, r.IdempotencyKey, k.Hash(), err))
-					continue
-				}
-				if *dry {
-					out.Resealed++
-					continue
-				}
-				n, err := c.q.Reseal(ctx, p)
-				if err != nil {
-					return fmt.Errorf("%s: %w", c.name, err)
-				}
-				if n == 0 {
-					out.Changed++ // written since: the engine sealed it with the current key
-				} else {
-					out.Resealed++
-				}
-			}
-			if len(page) < *batch {
-				break
-			}
-			last := page[len(page)-1]
-			after.AfterID = last.ID
+		res, err := c.withSealer(s).Reseal(ctx, admin.ResealOptions{Needs: needs, Batch: *batch, DryRun: *dry})
+		if err != nil {
+			return c.adminError(err)
 		}
+		out := resealJSON{Scanned: res.Scanned, Resealed: res.Resealed, Current: res.Current, Plaintext: res.Plaintext,
+			Changed: res.Changed, Failed: res.Failed, DryRun: *dry, KeyID: cur}
 		if c.asJSON {
 			if err := c.printJSON(out); err != nil {
 				return err
@@ -200,30 +153,4 @@ func (c *recordsCmd) reseal(args []string) error {
 		}
 		return nil
 	})
-}
-
-// reencode opens p's values that need it and seals them with the current
-// key.
-// status is the record's response_status (sealed with the response since
-// frame version 2; a record sealed before is resealed in the new frame).
-func reencode(ctx context.Context, s *idemseal.Sealer, k idem.Key, status int, p *admindb.ResealParams, needs func([]byte) bool) error {
-	if needs(p.ResponseBody) {
-		hj, body, err := idem.DecodeResponse(ctx, s, k, status, p.ResponseHeaders, p.ResponseBody)
-		if err != nil {
-			return err
-		}
-		if p.ResponseHeaders, p.ResponseBody, err = idem.EncodeResponse(ctx, s, k, status, hj, body); err != nil {
-			return err
-		}
-	}
-	if needs(p.RecoveryData) {
-		data, err := idem.DecodeRecoveryData(ctx, s, k, p.RecoveryData)
-		if err != nil {
-			return err
-		}
-		if p.RecoveryData, err = idem.EncodeRecoveryData(ctx, s, k, data); err != nil {
-			return err
-		}
-	}
-	return nil
 }

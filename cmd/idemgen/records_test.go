@@ -5,18 +5,16 @@ import (
 	"crypto/rand"
 	"encoding/base64"
 	"encoding/json"
-	"errors"
 	"os"
 	"path/filepath"
 	"strings"
 	"testing"
 
-	"github.com/jackc/pgx/v5"
-
-	"github.com/idemgen/idemgen/cmd/idemgen/internal/admindb"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemseal"
 	"github.com/idemgen/idemgen/runtime/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 // recordsDB is a schema holding records in every state the CLI treats
@@ -234,14 +232,17 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 	k1, k1s := newKey("k1")
 	_, k2s := newKey("k2")
 	ring1, _ := idemseal.NewRing(k1)
-	key := idem.Key{Operation: "createPayment", Value: "sealed-1"}
-	hj, body, err := idem.EncodeResponse(ctx, idemseal.New(ring1), key, 201, []byte(`{"Content-Type":["application/json"]}`), []byte(`{"id":"pay_secret"}`))
-	if err != nil {
+	// sealed-1: a response sealed with k1, stored as the engine's admin API
+	// stores one (an UNKNOWN record resolved as completed).
+	if _, err := db.Exec(ctx, `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
+		VALUES (idem_record_id('', 'createPayment', 'sealed-1'), '', 'createPayment', 'sealed-1', 'UNKNOWN', $1, 'v1', now() + interval '1 day')`, make([]byte, 32)); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := db.Exec(ctx, `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version,
-		response_status, response_headers, response_body, completed_at, expires_at)
-		VALUES (idem_record_id('', 'createPayment', 'sealed-1'), '', 'createPayment', 'sealed-1', 'COMPLETED', $1, 'v1', 201, $2, $3, now(), now() + interval '1 day')`, make([]byte, 32), hj, body); err != nil {
+	if _, err := admin.New(db, admin.Config{Sealer: idemseal.New(ring1)}).Resolve(ctx, admin.ResolveRequest{
+		Key: idem.Key{Operation: "createPayment", Value: "sealed-1"}, As: admin.SettleCompleted, Status: 201,
+		Header: map[string][]string{"Content-Type": {"application/json"}}, Body: []byte(`{"id":"pay_secret"}`),
+		By: "test", Reason: "seed a sealed record",
+	}); err != nil {
 		t.Fatal(err)
 	}
 
@@ -307,27 +308,6 @@ func TestRecordsSealedBodiesAndReseal(t *testing.T) {
 		t.Errorf("reseal without k2: exit %d, %s", code, errOut)
 	}
 
-}
-
-// TestResolveIsFenced: a resolution computed from a state and fence that
-// have since moved (a retry took the claim over) changes nothing.
-func TestResolveIsFenced(t *testing.T) {
-	db := recordsDB(t)
-	ctx := context.Background()
-	q := admindb.New(db)
-	p := admindb.ResolveParams{ToState: "FAILED_RETRYABLE", Tenant: "", Operation: "createPayment", IdempotencyKey: "stuck-1",
-		FromState: "IN_PROGRESS", Fence: 1} // the record is at fence 2
-	if _, err := q.Resolve(ctx, p); !errors.Is(err, pgx.ErrNoRows) {
-		t.Fatalf("stale fence: err = %v, want no row", err)
-	}
-	p.Fence, p.FromState = 2, "UNKNOWN" // stale state
-	if _, err := q.Resolve(ctx, p); !errors.Is(err, pgx.ErrNoRows) {
-		t.Fatalf("stale state: err = %v, want no row", err)
-	}
-	p.FromState = "IN_PROGRESS"
-	if fence, err := q.Resolve(ctx, p); err != nil || fence != 3 {
-		t.Fatalf("current state and fence: fence %d, %v; want 3", fence, err)
-	}
 }
 
 // TestResolutionAuditTenant: the audit row of a resolution (idem_resolutions)

@@ -14,10 +14,25 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// SupportPackageIsVersion1 is referenced by generated code
-// (`const _ = idem.SupportPackageIsVersion1`). A runtime that drops it makes
+// SupportPackageIsVersion2 is referenced by generated code
+// (`const _ = idem.SupportPackageIsVersion2`). A runtime that drops it makes
 // stale generated code fail to compile instead of misbehaving at run time.
-const SupportPackageIsVersion1 = true
+// Version 2: the value types (Date, File, Nullable, OrEmpty) are in package
+// idemtype.
+const SupportPackageIsVersion2 = true
+
+// SupportPackageIsVersion1 is what code generated before version 2
+// references. It is not a constant, so such code fails to compile with a
+// message that says what to do:
+//
+//	idem.SupportPackageIsVersion1 (variable of struct type idem.regenerateThisPackageWithIdemgen) is not constant
+//
+// Deprecated: regenerate the package with the current idemgen.
+var SupportPackageIsVersion1 regenerateThisPackageWithIdemgen
+
+// regenerateThisPackageWithIdemgen is named for the compiler's message about
+// stale generated code (see SupportPackageIsVersion1).
+type regenerateThisPackageWithIdemgen struct{}
 
 // KeyFormat is the accepted shape of an idempotency key.
 type KeyFormat string

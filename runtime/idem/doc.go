@@ -101,8 +101,10 @@
 //
 // # Generated code and this package
 //
-// Generated files reference SupportPackageIsVersion1: a runtime that drops
-// it turns stale generated code into a compile error. The types generated
-// handlers use (Operation, Policy, Prepared, Response, Nullable, OrEmpty,
-// Date, File) are part of that surface.
+// Generated files reference SupportPackageIsVersion2: a runtime that drops
+// it turns stale generated code into a compile error, and code generated for
+// version 1 fails with a message that says to regenerate it. The types
+// generated handlers use (Operation, Policy, Prepared, Response) are part of
+// that surface; the value types of generated request and response types
+// (Date, File, Nullable, OrEmpty) are in package idemtype.
 package idem

@@ -125,7 +125,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	key.Since = claim.CreatedAt.Time
 	hold := e.maxHold(pol)
 	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed, holdUntil: claimed.Add(hold)}
-	data, err := DecodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
+	data, err := decodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
 	if err != nil {
 		// The earlier attempt's recovery data is what tells a takeover what
 		// happened: without it neither the hook nor the handler may run. The

@@ -307,7 +307,7 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 	if body == nil {
 		body = []byte{}
 	}
-	if hj, body, err = EncodeResponse(ctx, e.cfg.Sealer, k, resp.Status, hj, body); err != nil {
+	if hj, body, err = encodeResponse(ctx, e.cfg.Sealer, k, resp.Status, hj, body); err != nil {
 		return nil, err
 	}
 	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil

@@ -168,7 +168,7 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 	// the claim is lost anyway.
 	sctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), rs.lease)
 	defer cancel()
-	stored, err := EncodeRecoveryData(sctx, rs.e.cfg.Sealer, rs.key, data)
+	stored, err := encodeRecoveryData(sctx, rs.e.cfg.Sealer, rs.key, data)
 	if err != nil {
 		return err
 	}

@@ -478,3 +478,24 @@ func (r Region) drainOne(ctx context.Context, db DB, table string,
 	}
 	return 1, nil
 }
+
+// PruneConflicts deletes the conflicts of region r's database (db) that
+// need nothing more (compensation NONE or DONE) and have not changed for
+// olderThan: idem_region_conflicts is an audit trail the sweeper does not
+// touch, so a service prunes it on its own schedule (after its records'
+// ttl, say). Queued compensations are never deleted. It returns how many
+// rows went.
+func (r Region) PruneConflicts(ctx context.Context, db DB, olderThan time.Duration) (int64, error) {
+	if err := r.validate(); err != nil {
+		return 0, err
+	}
+	if olderThan < 0 {
+		return 0, fmt.Errorf("idem: region %s: prune conflicts older than %v: negative", r.Name, olderThan)
+	}
+	tag, err := db.Exec(ctx, "DELETE FROM "+RegionSchema(r.Name)+".idem_region_conflicts WHERE compensation <> 'QUEUED' AND updated_at < now() - make_interval(secs => $1)",
+		olderThan.Seconds())
+	if err != nil {
+		return 0, fmt.Errorf("idem: region %s: prune conflicts: %w", r.Name, err)
+	}
+	return tag.RowsAffected(), nil
+}

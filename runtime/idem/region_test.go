@@ -137,6 +137,37 @@ func TestRegions(t *testing.T) {
 	t.Run("Home", func(t *testing.T) { testRegionHome(t, b) })
 	t.Run("DetectsConcurrentWriters", func(t *testing.T) { testRegionDetectsConcurrentWriters(t, b) })
 	t.Run("ConflictRule", func(t *testing.T) { testRegionConflictRule(t, a, b) })
+	t.Run("PruneConflicts", func(t *testing.T) { testRegionPruneConflicts(t, b) })
+}
+
+// testRegionPruneConflicts: pruning keeps every queued compensation and
+// every conflict younger than the bound.
+func testRegionPruneConflicts(t *testing.T, b *regionDB) {
+	ctx := context.Background()
+	count := func(where string) int {
+		var n int
+		if err := b.QueryRow(ctx, "SELECT count(*) FROM idem_b.idem_region_conflicts WHERE "+where).Scan(&n); err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	queued, settled := count("compensation = 'QUEUED'"), count("compensation <> 'QUEUED'")
+	if queued == 0 || settled == 0 {
+		t.Fatalf("the earlier subtests left %d queued and %d settled conflicts; want some of each", queued, settled)
+	}
+	if n, err := b.region.PruneConflicts(ctx, b, time.Hour); err != nil || n != 0 {
+		t.Fatalf("prune older than an hour: %d, %v; want 0", n, err)
+	}
+	if _, err := b.Exec(ctx, "UPDATE idem_b.idem_region_conflicts SET updated_at = now() - interval '2 hours'"); err != nil {
+		t.Fatal(err)
+	}
+	n, err := b.region.PruneConflicts(ctx, b, time.Hour)
+	if err != nil || n != int64(settled) {
+		t.Fatalf("prune: %d, %v; want %d", n, err, settled)
+	}
+	if got := count("true"); got != queued {
+		t.Fatalf("%d conflicts left, want the %d queued", got, queued)
+	}
 }
 
 // testRegionConflictRule: whatever order the two copies of a key arrive

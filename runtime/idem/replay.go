@@ -56,7 +56,7 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 	if rec.SchemaVersion != rq.op.Policy.SchemaVersion && rq.op.Policy.OnSchemaChange == SchemaChangeReject {
 		return fmt.Errorf("%w: stored %q, current %q", ErrSchemaChanged, rec.SchemaVersion, rq.op.Policy.SchemaVersion)
 	}
-	hj, body, err := DecodeResponse(rq.r.Context(), e.cfg.Sealer, rq.key, int(rec.ResponseStatus), rec.ResponseHeaders, rec.ResponseBody)
+	hj, body, err := decodeResponse(rq.r.Context(), e.cfg.Sealer, rq.key, int(rec.ResponseStatus), rec.ResponseHeaders, rec.ResponseBody)
 	if err != nil {
 		return err
 	}

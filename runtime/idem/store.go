@@ -7,6 +7,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
+	"github.com/idemgen/idemgen/runtime/idem/internal/pgpipe"
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
@@ -45,7 +46,7 @@ type session interface {
 
 // newSession returns the session of one request.
 func (e *Engine) newSession() session {
-	if canPipeline(e.db) {
+	if pgpipe.CanPipeline(e.db) {
 		return &pipelinedSession{e: e}
 	}
 	return &plainSession{e: e}

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemgen/idemgen/runtime/idem/internal/pgpipe"
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
@@ -47,14 +48,14 @@ func commitUnknown(err error) bool {
 // transaction is gone, rolled back by the server. pgx closes a connection
 // on a network error and on a FATAL one (a shutdown), so a handler whose
 // statement failed that way leaves it closed, whether it returned the error
-// or answered a 5xx. It must be asked before tx ends (ending a connTx hands
+// or answered a 5xx. It must be asked before tx ends (ending a pgpipe.Tx hands
 // its connection back).
 func connLost(tx pgx.Tx) bool {
 	switch t := tx.(type) {
 	case nil:
 		return false
-	case *connTx:
-		return t.p.c.IsClosed() // Conn() would send a pending BEGIN
+	case *pgpipe.Tx:
+		return t.Raw().IsClosed() // Conn() would send a pending BEGIN
 	}
 	c := tx.Conn()
 	return c != nil && c.IsClosed()

@@ -17,7 +17,7 @@ import (
 )
 
 // FilePart is a file of a multipart/form-data request body: the generated
-// types' file members (idem.File) implement it.
+// types' file members (idemtype.File) implement it.
 type FilePart interface {
 	MultipartFile() (filename string, header textproto.MIMEHeader, content io.Reader)
 }

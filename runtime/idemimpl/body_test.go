@@ -10,6 +10,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 func TestCheckRequired(t *testing.T) {
@@ -218,7 +219,7 @@ func TestUnmarshalExact(t *testing.T) {
 	if err := idemimpl.DecodeVariant([]byte(big), &p); err != nil || *p != json.Number(big) {
 		t.Errorf("DecodeVariant: %v, %v", p, err)
 	}
-	var n idem.Nullable[any]
+	var n idemtype.Nullable[any]
 	if err := json.Unmarshal([]byte(big), &n); err != nil {
 		t.Fatal(err)
 	}

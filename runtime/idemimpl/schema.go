@@ -580,7 +580,7 @@ func (vd *validator) object(v *Value, s *Schema, known []string) {
 				vd.fail("required", "is required and cannot be removed")
 			// Otherwise a patch's null is validated like any value: the
 			// typed request keeps null apart from absent only where the
-			// schema is nullable (idem.Nullable); elsewhere a removal
+			// schema is nullable (idemtype.Nullable); elsewhere a removal
 			// would reach the handler as "leave it alone".
 			default:
 				vd.validate(&m.Value, p.Schema)

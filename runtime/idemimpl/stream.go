@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // MaxPartMemory bounds the parts of a multipart/form-data body that are not
@@ -129,7 +130,7 @@ func (q *Request) BodyStream(body io.Reader, b *Body, target any) {
 
 // multipart decodes a multipart/form-data body: each part named by its
 // Content-Disposition (in bracket notation, as a form's names), a part with
-// a filename is a file (an idem.File in the typed request), the others are
+// a filename is a file (an idemtype.File in the typed request), the others are
 // values typed by the schema as a form's.
 func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any) {
 	_, params, _ := mime.ParseMediaType(ct)
@@ -171,7 +172,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 			q.syntax(err)
 			return
 		}
-		// The part's header is held (an idem.File keeps it): it counts
+		// The part's header is held (an idemtype.File keeps it): it counts
 		// against the memory of the parts that are not files.
 		for k, vs := range p.Header {
 			for _, v := range vs {
@@ -190,7 +191,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 				q.err = err
 				return
 			}
-			f := idem.File{Filename: p.FileName(), Header: p.Header, Size: sp.size, SHA256: sp.sum}
+			f := idemtype.File{Filename: p.FileName(), Header: p.Header, Size: sp.size, SHA256: sp.sum}
 			tok, _ := f.MarshalText()
 			val = string(tok)
 			files[val] = sp
@@ -283,7 +284,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 	fileTokens(&v, files, kept)
 	for tok := range files {
 		if !used[tok] && kept[tok] { // a file where the typed request holds text
-			f := idem.File{}
+			f := idemtype.File{}
 			_ = f.UnmarshalText([]byte(tok))
 			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type",
 				Detail: fmt.Sprintf("file %q is sent where the schema declares no file (a part with a filename is a file)", f.Filename)})
@@ -324,9 +325,9 @@ func (t *trackedReader) Read(p []byte) (int, error) {
 	return n, err
 }
 
-var fileType = reflect.TypeFor[idem.File]()
+var fileType = reflect.TypeFor[idemtype.File]()
 
-// attachFiles gives every idem.File reachable from v the content of the
+// attachFiles gives every idemtype.File reachable from v the content of the
 // part it was decoded from, and marks the parts used.
 func attachFiles(v reflect.Value, files map[string]*spooled, used map[string]bool) error {
 	switch v.Kind() {
@@ -336,7 +337,7 @@ func attachFiles(v reflect.Value, files map[string]*spooled, used map[string]boo
 		}
 	case reflect.Struct:
 		if v.Type() == fileType {
-			f := v.Addr().Interface().(*idem.File)
+			f := v.Addr().Interface().(*idemtype.File)
 			tok, _ := f.MarshalText()
 			sp := files[string(tok)]
 			if sp == nil {

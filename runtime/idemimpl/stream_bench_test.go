@@ -8,8 +8,8 @@ import (
 	"net/http/httptest"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // BenchmarkUpload decodes a multipart body with one file part of each size
@@ -35,7 +35,7 @@ func BenchmarkUpload(b *testing.B) {
 				r.Header.Set("Content-Type", ct)
 				q := idemimpl.NewRequest(r, schemas)
 				var target struct {
-					File idem.File `json:"file"`
+					File idemtype.File `json:"file"`
 				}
 				q.BodyStream(bytes.NewReader(data), body, &target)
 				if err := q.Err(); err != nil {

@@ -12,8 +12,7 @@ import (
 	"time"
 
 	"github.com/google/uuid"
-
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // JSONKind returns the JSON type of the value b holds: "object", "array",
@@ -180,7 +179,7 @@ func HeaderValue(v any) string {
 		return x.Format(time.RFC3339Nano)
 	case uuid.UUID:
 		return x.String()
-	case idem.Date:
+	case idemtype.Date:
 		return x.String()
 	}
 	rv := reflect.ValueOf(v)
@@ -225,7 +224,7 @@ func ParseHeaderPointer[T any](h http.Header, name string, dst **T, parse func(s
 }
 
 // ParseDate parses a date parameter (RFC 3339 full-date).
-func ParseDate(s string) (idem.Date, error) { return idem.ParseDate(s) }
+func ParseDate(s string) (idemtype.Date, error) { return idemtype.ParseDate(s) }
 
 // StripPointer, StripSlice, StripMap, StripNullable and StripOrEmpty apply
 // f (a generated type's withoutWriteOnly) to what they hold, returning a
@@ -263,17 +262,17 @@ func StripMap[T any](m map[string]T, f func(T) T) map[string]T {
 }
 
 // StripNullable: see StripPointer.
-func StripNullable[T any](n idem.Nullable[T], f func(T) T) idem.Nullable[T] {
+func StripNullable[T any](n idemtype.Nullable[T], f func(T) T) idemtype.Nullable[T] {
 	if v, ok := n.Value(); ok {
-		return idem.NewNullable(f(v))
+		return idemtype.NewNullable(f(v))
 	}
 	return n
 }
 
 // StripOrEmpty: see StripPointer.
-func StripOrEmpty[T any](e idem.OrEmpty[T], f func(T) T) idem.OrEmpty[T] {
+func StripOrEmpty[T any](e idemtype.OrEmpty[T], f func(T) T) idemtype.OrEmpty[T] {
 	if v, ok := e.Value(); ok {
-		return idem.NewOrEmpty(f(v))
+		return idemtype.NewOrEmpty(f(v))
 	}
 	return e
 }

@@ -8,8 +8,8 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 func TestAdditionalProperties(t *testing.T) {
@@ -89,7 +89,7 @@ func TestHeaderValue(t *testing.T) {
 	}{
 		{int64(-7), "-7"}, {int32(7), "7"}, {&n, "42"}, {nilp, ""}, {1.5, "1.5"}, {float64(1e21), "1000000000000000000000"},
 		{true, "true"}, {"s", "s"}, {color("red"), "red"}, {id, id.String()},
-		{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "2026-01-02T03:04:05Z"}, {idem.Date{Year: 2026, Month: 1, Day: 2}, "2026-01-02"},
+		{time.Date(2026, 1, 2, 3, 4, 5, 0, time.UTC), "2026-01-02T03:04:05Z"}, {idemtype.Date{Year: 2026, Month: 1, Day: 2}, "2026-01-02"},
 	} {
 		if got := idemimpl.HeaderValue(tc.v); got != tc.want {
 			t.Errorf("HeaderValue(%#v) = %q, want %q", tc.v, got, tc.want)
@@ -110,10 +110,10 @@ func TestStrip(t *testing.T) {
 	if got := idemimpl.StripMap(map[string]int{"a": 1}, double); got["a"] != 2 {
 		t.Error("StripMap")
 	}
-	if v, _ := idemimpl.StripNullable(idem.NewNullable(3), double).Value(); v != 6 || !idemimpl.StripNullable(idem.Null[int](), double).IsNull() {
+	if v, _ := idemimpl.StripNullable(idemtype.NewNullable(3), double).Value(); v != 6 || !idemimpl.StripNullable(idemtype.Null[int](), double).IsNull() {
 		t.Error("StripNullable")
 	}
-	if v, _ := idemimpl.StripOrEmpty(idem.NewOrEmpty(3), double).Value(); v != 6 || !idemimpl.StripOrEmpty(idem.Empty[int](), double).IsEmpty() {
+	if v, _ := idemimpl.StripOrEmpty(idemtype.NewOrEmpty(3), double).Value(); v != 6 || !idemimpl.StripOrEmpty(idemtype.Empty[int](), double).IsEmpty() {
 		t.Error("StripOrEmpty")
 	}
 	if idemimpl.StripPointer(nil, double) != nil || idemimpl.StripSlice(nil, double) != nil || idemimpl.StripMap(nil, double) != nil {

@@ -83,6 +83,7 @@ func main() {
 		scaleFlag   = flag.String("scale", "", "record counts for the scale curve, e.g. 10000,1000000,10000000 (none: skip)")
 		sweepRows   = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
 		sweepBudget = flag.Float64("sweep-budget", 0, "the sweeper's SweeperConfig.Budget in that run (0: its default)")
+		sweepReuse  = flag.Bool("sweep-reuse", false, "sweep the expired records an earlier run left instead of loading them")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -164,6 +165,14 @@ func main() {
 		scenarios = keep
 	}
 
+	// One uncounted second of every scenario first: the first run after
+	// start-up (connections, pools, caches) would otherwise be measured
+	// in round 1 only for whichever scenario comes first.
+	for _, s := range scenarios {
+		if _, err := b.measure(s, concs[len(concs)-1], time.Second, replayKeys, 0); err != nil {
+			fatalf("warm-up %s: %v", s.name, err)
+		}
+	}
 	results := map[string][]run{} // scenario/conc -> runs
 	for r := 0; r < *rounds; r++ {
 		for _, c := range concs {
@@ -236,7 +245,7 @@ func main() {
 	}
 	var sweep *sweepResult
 	if *sweepRows > 0 && (len(want) == 0 || want["sweep"]) {
-		if sweep, err = b.sweepUnderTraffic(*sweepRows, max(*rounds, 5), *duration, *sweepBudget); err != nil {
+		if sweep, err = b.sweepUnderTraffic(*sweepRows, max(*rounds, 5), *duration, *sweepBudget, *sweepReuse); err != nil {
 			fatalf("sweep: %v", err)
 		}
 	}

@@ -149,8 +149,8 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 		fmt.Fprintf(w, "| throughput, sweeping ÷ alone | %.2f | %s |\n", median(thr), ratios(thr))
 		fmt.Fprintf(w, "| p99, sweeping ÷ alone | %.2f | %s |\n", median(p99), ratios(p99))
 		rate := float64(sw.deleted) / sw.sweeping.Seconds()
-		fmt.Fprintf(w, "\nDeleted %d records in %.1f s of sweeping (pauses included): %.0f records/s, against %.0f inserts/s of the traffic while sweeping.\n",
-			sw.deleted, sw.sweeping.Seconds(), rate, median(rpsDuring))
+		fmt.Fprintf(w, "\nDeleted %d records in %.1f s of sweeping (pauses included): %.0f records/s, against %.0f inserts/s of the traffic while sweeping; %d expired records left.\n",
+			sw.deleted, sw.sweeping.Seconds(), rate, median(rpsDuring), sw.left)
 	}
 }
 

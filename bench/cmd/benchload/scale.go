@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -122,17 +123,19 @@ type sweepResult struct {
 	loadTime    time.Duration
 	deleted     int64
 	sweeping    time.Duration // time the sweeper ran, pauses included
+	left        int64         // expired records left after the run
 	// Traffic (atomic, c=32) alone and with the sweeper running, in
 	// alternating windows.
 	alone, during []run
 }
 
-// sweepUnderTraffic loads rows expired records (past the sweeper's grace),
-// then alternates windows of atomic traffic at c=32 alone and with the
-// sweeper running over the backlog (the sweeper is stopped at the end of
-// each window and started again in the next: a pass walks the table from
-// its first page, and finds the pages it cleared empty).
-func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget float64) (*sweepResult, error) {
+// sweepUnderTraffic loads rows expired records (past the sweeper's grace;
+// none when reuse: an earlier run left them), then alternates windows of
+// atomic traffic at c=32 alone and with the sweeper running over the
+// backlog. One pass runs throughout, on a pool of one connection: holding
+// that connection pauses it (after the statement it is running) for the
+// windows without it.
+func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget float64, reuse bool) (*sweepResult, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -143,10 +146,26 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 	// second leaves them (a bulk load with one timestamp for every row is
 	// no service's table).
 	t0 := time.Now()
-	if err := loadRecords(ctx, conn, "sweep", 1, int64(rows), "now() - interval '2 hours' - g * interval '1 millisecond'"); err != nil {
-		return nil, fmt.Errorf("load %d expired records: %w", rows, err)
+	if !reuse {
+		// What the scenarios before left goes first (the replay keys
+		// stay): the backlog then starts at the table's first page, where
+		// a service's oldest records are.
+		if _, err := conn.Exec(ctx, "DELETE FROM idem_records WHERE NOT (idempotency_key = ANY($1))", b.replayKeys); err != nil {
+			return nil, err
+		}
+		if _, err := conn.Exec(ctx, "VACUUM idem_records"); err != nil {
+			return nil, err
+		}
+		if err := loadRecords(ctx, conn, "sweep", 1, int64(rows), "now() - interval '2 hours' - g * interval '1 millisecond'"); err != nil {
+			return nil, fmt.Errorf("load %d expired records: %w", rows, err)
+		}
 	}
-	pool, err := pgxpool.New(ctx, b.db)
+	cfg, err := pgxpool.ParseConfig(b.db)
+	if err != nil {
+		return nil, err
+	}
+	cfg.MaxConns = 1
+	pool, err := pgxpool.NewWithConfig(ctx, cfg)
 	if err != nil {
 		return nil, err
 	}
@@ -154,35 +173,57 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 	res := &sweepResult{rows: rows, batch: 5000, budget: budget, loadTime: time.Since(t0)}
 	fmt.Fprintf(os.Stderr, "sweep: %d expired records loaded in %v\n", rows, res.loadTime.Round(time.Second))
 	traffic := scenario{name: "atomic", path: "/atomic", key: newKey, want: []int{201}}
+	var deleted atomic.Int64
 	s := idem.NewSweeper(pool, idem.SweeperConfig{BatchSize: res.batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
+	// One uncounted second of traffic first (the run's first requests).
+	if _, err := b.measure(traffic, 32, time.Second, b.replayKeys, 0); err != nil {
+		return nil, err
+	}
+	// The sweeper starts paused.
+	held, err := pool.Acquire(ctx)
+	if err != nil {
+		return nil, err
+	}
+	sctx, stop := context.WithCancel(ctx)
+	defer stop()
+	done := make(chan struct{})
+	var serr error
+	go func() {
+		defer close(done)
+		var sr idem.SweepResult
+		sr, serr = s.RunOnce(sctx)
+		deleted.Store(sr.Deleted)
+	}()
 	for r := 0; r < rounds; r++ {
 		alone, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
 		if err != nil {
 			return nil, err
 		}
-		sctx, stop := context.WithCancel(ctx)
-		done := make(chan struct{})
-		var sr idem.SweepResult
-		var serr error
+		held.Release()
 		t0 := time.Now()
-		go func() {
-			defer close(done)
-			sr, serr = s.RunOnce(sctx)
-		}()
 		during, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
-		stop()
-		<-done
-		res.sweeping += time.Since(t0)
 		if err != nil {
 			return nil, err
 		}
-		if serr != nil && !errors.Is(serr, context.Canceled) {
-			return nil, serr
+		if held, err = pool.Acquire(ctx); err != nil {
+			return nil, err
 		}
-		res.deleted += sr.Deleted
+		res.sweeping += time.Since(t0)
 		res.alone, res.during = append(res.alone, alone), append(res.during, during)
-		fmt.Fprintf(os.Stderr, "sweep round %d: alone %.0f req/s p99 %.2fms; sweeping %.0f req/s p99 %.2fms, %d deleted\n",
-			r+1, alone.rps(), ms(alone.pct(99)), during.rps(), ms(during.pct(99)), sr.Deleted)
+		fmt.Fprintf(os.Stderr, "sweep round %d: alone %.0f req/s p99 %.2fms; sweeping %.0f req/s p99 %.2fms\n",
+			r+1, alone.rps(), ms(alone.pct(99)), during.rps(), ms(during.pct(99)))
 	}
+	stop()
+	held.Release()
+	<-done
+	if serr != nil && !errors.Is(serr, context.Canceled) {
+		return nil, serr
+	}
+	res.deleted = deleted.Load()
+	var left int64
+	if err := conn.QueryRow(ctx, "SELECT count(*) FROM idem_records WHERE expires_at < now() - interval '1 hour'").Scan(&left); err != nil {
+		return nil, err
+	}
+	res.left = left
 	return res, nil
 }

@@ -6,6 +6,7 @@ package api
 import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // APIErrors is generated from #/components/schemas/api_errors.
@@ -64,15 +65,15 @@ func (v *CaptureMethod) UnmarshalJSON(b []byte) error {
 
 // Customer is this object represents a customer of your business. It lets you create recurring charges and track payments that belong to the same customer. (#/components/schemas/customer).
 type Customer struct {
-	Created     int64                 `json:"created"`              // Time at which the object was created. Measured in seconds since the Unix epoch.
-	Description idem.Nullable[string] `json:"description,omitzero"` // An arbitrary string attached to the object. Often useful for displaying to users.
-	Email       idem.Nullable[string] `json:"email,omitzero"`       // The customer's email address.
-	ID          string                `json:"id"`                   // Unique identifier for the object.
-	Livemode    bool                  `json:"livemode"`             // Has the value `true` if the object exists in live mode or the value `false` if the object exists in test mode.
-	Metadata    map[string]string     `json:"metadata,omitzero"`    // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format.
-	Name        idem.Nullable[string] `json:"name,omitzero"`        // The customer's full name or business name.
-	Object      CustomerObject        `json:"object"`               // String representing the object's type. Objects of the same type share the same value.
-	Phone       idem.Nullable[string] `json:"phone,omitzero"`       // The customer's phone number.
+	Created     int64                     `json:"created"`              // Time at which the object was created. Measured in seconds since the Unix epoch.
+	Description idemtype.Nullable[string] `json:"description,omitzero"` // An arbitrary string attached to the object. Often useful for displaying to users.
+	Email       idemtype.Nullable[string] `json:"email,omitzero"`       // The customer's email address.
+	ID          string                    `json:"id"`                   // Unique identifier for the object.
+	Livemode    bool                      `json:"livemode"`             // Has the value `true` if the object exists in live mode or the value `false` if the object exists in test mode.
+	Metadata    map[string]string         `json:"metadata,omitzero"`    // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format.
+	Name        idemtype.Nullable[string] `json:"name,omitzero"`        // The customer's full name or business name.
+	Object      CustomerObject            `json:"object"`               // String representing the object's type. Objects of the same type share the same value.
+	Phone       idemtype.Nullable[string] `json:"phone,omitzero"`       // The customer's phone number.
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -116,15 +117,15 @@ type PaymentIntent struct {
 	ConfirmationMethod PaymentIntentConfirmationMethod `json:"confirmation_method"`
 	Created            int64                           `json:"created"`                 // Time at which the object was created. Measured in seconds since the Unix epoch.
 	Currency           string                          `json:"currency"`                // Three-letter [ISO currency code](https://www.iso.org/iso-4217-currency-codes.html), in lowercase. Must be a [supported currency](https://stripe.com/docs/currencies).
-	Customer           idem.Nullable[string]           `json:"customer,omitzero"`       // ID of the Customer this PaymentIntent belongs to, if one exists.
-	Description        idem.Nullable[string]           `json:"description,omitzero"`    // An arbitrary string attached to the object. Often useful for displaying to users.
+	Customer           idemtype.Nullable[string]       `json:"customer,omitzero"`       // ID of the Customer this PaymentIntent belongs to, if one exists.
+	Description        idemtype.Nullable[string]       `json:"description,omitzero"`    // An arbitrary string attached to the object. Often useful for displaying to users.
 	ID                 string                          `json:"id"`                      // Unique identifier for the object.
 	Livemode           bool                            `json:"livemode"`                // Has the value `true` if the object exists in live mode or the value `false` if the object exists in test mode.
 	Metadata           map[string]string               `json:"metadata,omitzero"`       // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format. For more information, see the [documentation](https://stripe.com/docs/payments/payment-intents/creating-payment-intents#storing-information-in-metadata).
 	Object             PaymentIntentObject             `json:"object"`                  // String representing the object's type. Objects of the same type share the same value.
-	PaymentMethod      idem.Nullable[string]           `json:"payment_method,omitzero"` // ID of the payment method used in this PaymentIntent.
+	PaymentMethod      idemtype.Nullable[string]       `json:"payment_method,omitzero"` // ID of the payment method used in this PaymentIntent.
 	PaymentMethodTypes []string                        `json:"payment_method_types"`    // The list of payment method types (e.g. card) that this PaymentIntent is allowed to use.
-	ReceiptEmail       idem.Nullable[string]           `json:"receipt_email,omitzero"`  // Email address that the receipt for the resulting payment will be sent to. If `receipt_email` is specified for a payment in live mode, a receipt will be sent regardless of your [email settings](https://dashboard.stripe.com/account/emails).
+	ReceiptEmail       idemtype.Nullable[string]       `json:"receipt_email,omitzero"`  // Email address that the receipt for the resulting payment will be sent to. If `receipt_email` is specified for a payment in live mode, a receipt will be sent regardless of your [email settings](https://dashboard.stripe.com/account/emails).
 	Status             PaymentIntentStatus             `json:"status"`                  // Status of this PaymentIntent, one of `requires_payment_method`, `requires_confirmation`, `requires_action`, `processing`, `requires_capture`, `canceled`, or `succeeded`. Read more about each PaymentIntent [status](https://stripe.com/docs/payments/intents#intent-statuses).
 }
 
@@ -191,12 +192,12 @@ func (v *PaymentIntentStatus) UnmarshalJSON(b []byte) error {
 
 // PostCustomersRequestBody is generated from #/paths/~1v1~1customers/post/requestBody/content/application~1x-www-form-urlencoded/schema.
 type PostCustomersRequestBody struct {
-	Description *string                         `json:"description,omitzero"` // An arbitrary string that you can attach to a customer object. It is displayed alongside the customer in the dashboard.
-	Email       *string                         `json:"email,omitzero"`       // Customer's email address. It's displayed alongside the customer in your dashboard and can be useful for searching and tracking. This may be up to *512 characters*.
-	Expand      []string                        `json:"expand,omitzero"`      // Specifies which fields in the response should be expanded.
-	Metadata    idem.OrEmpty[map[string]string] `json:"metadata,omitzero"`    // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format. Individual keys can be unset by posting an empty value to them. All keys can be unset by posting an empty value to `metadata`.
-	Name        *string                         `json:"name,omitzero"`        // The customer's full name or business name.
-	Phone       *string                         `json:"phone,omitzero"`       // The customer's phone number.
+	Description *string                             `json:"description,omitzero"` // An arbitrary string that you can attach to a customer object. It is displayed alongside the customer in the dashboard.
+	Email       *string                             `json:"email,omitzero"`       // Customer's email address. It's displayed alongside the customer in your dashboard and can be useful for searching and tracking. This may be up to *512 characters*.
+	Expand      []string                            `json:"expand,omitzero"`      // Specifies which fields in the response should be expanded.
+	Metadata    idemtype.OrEmpty[map[string]string] `json:"metadata,omitzero"`    // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format. Individual keys can be unset by posting an empty value to them. All keys can be unset by posting an empty value to `metadata`.
+	Name        *string                             `json:"name,omitzero"`        // The customer's full name or business name.
+	Phone       *string                             `json:"phone,omitzero"`       // The customer's phone number.
 }
 
 // PostPaymentIntentsIntentConfirmRequestBody is generated from #/paths/~1v1~1payment_intents~1{intent}~1confirm/post/requestBody/content/application~1x-www-form-urlencoded/schema.
@@ -228,11 +229,11 @@ func (v *PostPaymentIntentsRequestBody) UnmarshalJSON(b []byte) error {
 
 // PostRefundsRequestBody is generated from #/paths/~1v1~1refunds/post/requestBody/content/application~1x-www-form-urlencoded/schema.
 type PostRefundsRequestBody struct {
-	Amount        *int64                          `json:"amount,omitzero"`   // A positive integer representing how much to refund.
-	Expand        []string                        `json:"expand,omitzero"`   // Specifies which fields in the response should be expanded.
-	Metadata      idem.OrEmpty[map[string]string] `json:"metadata,omitzero"` // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format. Individual keys can be unset by posting an empty value to them. All keys can be unset by posting an empty value to `metadata`.
-	PaymentIntent *string                         `json:"payment_intent,omitzero"`
-	Reason        *PostRefundsRequestBodyReason   `json:"reason,omitzero"`
+	Amount        *int64                              `json:"amount,omitzero"`   // A positive integer representing how much to refund.
+	Expand        []string                            `json:"expand,omitzero"`   // Specifies which fields in the response should be expanded.
+	Metadata      idemtype.OrEmpty[map[string]string] `json:"metadata,omitzero"` // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format. Individual keys can be unset by posting an empty value to them. All keys can be unset by posting an empty value to `metadata`.
+	PaymentIntent *string                             `json:"payment_intent,omitzero"`
+	Reason        *PostRefundsRequestBodyReason       `json:"reason,omitzero"`
 }
 
 // PostRefundsRequestBodyReason is generated from #/paths/~1v1~1refunds/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/reason.
@@ -255,15 +256,15 @@ func (v *PostRefundsRequestBodyReason) UnmarshalJSON(b []byte) error {
 
 // Refund is `Refund` objects allow you to refund a charge that has previously been created (#/components/schemas/refund).
 type Refund struct {
-	Amount        int64                            `json:"amount"`                  // Amount, in cents (or local equivalent).
-	Created       int64                            `json:"created"`                 // Time at which the object was created. Measured in seconds since the Unix epoch.
-	Currency      string                           `json:"currency"`                // Three-letter [ISO currency code](https://www.iso.org/iso-4217-currency-codes.html), in lowercase. Must be a [supported currency](https://stripe.com/docs/currencies).
-	ID            string                           `json:"id"`                      // Unique identifier for the object.
-	Metadata      idem.Nullable[map[string]string] `json:"metadata,omitzero"`       // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format.
-	Object        RefundObject                     `json:"object"`                  // String representing the object's type. Objects of the same type share the same value.
-	PaymentIntent idem.Nullable[string]            `json:"payment_intent,omitzero"` // ID of the PaymentIntent that was refunded.
-	Reason        idem.Nullable[RefundReason]      `json:"reason,omitzero"`         // Reason for the refund, either user-provided (`duplicate`, `fraudulent`, or `requested_by_customer`) or generated by Stripe internally (`expired_uncaptured_charge`).
-	Status        idem.Nullable[string]            `json:"status,omitzero"`         // Status of the refund. For credit card refunds, this can be `pending`, `succeeded`, or `failed`. For other types of refunds, it can be `pending`, `requires_action`, `succeeded`, `failed`, or `canceled`. Refer to our [refunds](https://stripe.com/docs/refunds#failed-refunds) documentation for more details.
+	Amount        int64                                `json:"amount"`                  // Amount, in cents (or local equivalent).
+	Created       int64                                `json:"created"`                 // Time at which the object was created. Measured in seconds since the Unix epoch.
+	Currency      string                               `json:"currency"`                // Three-letter [ISO currency code](https://www.iso.org/iso-4217-currency-codes.html), in lowercase. Must be a [supported currency](https://stripe.com/docs/currencies).
+	ID            string                               `json:"id"`                      // Unique identifier for the object.
+	Metadata      idemtype.Nullable[map[string]string] `json:"metadata,omitzero"`       // Set of [key-value pairs](https://stripe.com/docs/api/metadata) that you can attach to an object. This can be useful for storing additional information about the object in a structured format.
+	Object        RefundObject                         `json:"object"`                  // String representing the object's type. Objects of the same type share the same value.
+	PaymentIntent idemtype.Nullable[string]            `json:"payment_intent,omitzero"` // ID of the PaymentIntent that was refunded.
+	Reason        idemtype.Nullable[RefundReason]      `json:"reason,omitzero"`         // Reason for the refund, either user-provided (`duplicate`, `fraudulent`, or `requested_by_customer`) or generated by Stripe internally (`expired_uncaptured_charge`).
+	Status        idemtype.Nullable[string]            `json:"status,omitzero"`         // Status of the refund. For credit card refunds, this can be `pending`, `succeeded`, or `failed`. For other types of refunds, it can be `pending`, `requires_action`, `succeeded`, `failed`, or `canceled`. Refer to our [refunds](https://stripe.com/docs/refunds#failed-refunds) documentation for more details.
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.

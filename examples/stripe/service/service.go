@@ -23,6 +23,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/stripe/api"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // Migrations are the service's tables; apply them with idem.MigrateFS.
@@ -202,10 +203,10 @@ func (s *Service) PostPaymentIntentsIntentConfirm(ctx context.Context, tx pgx.Tx
 		return nil, err
 	}
 	if req.Body.PaymentMethod != nil {
-		pi.PaymentMethod = idem.NewNullable(*req.Body.PaymentMethod)
+		pi.PaymentMethod = idemtype.NewNullable(*req.Body.PaymentMethod)
 	}
 	if req.Body.ReceiptEmail != nil {
-		pi.ReceiptEmail = idem.NewNullable(*req.Body.ReceiptEmail)
+		pi.ReceiptEmail = idemtype.NewNullable(*req.Body.ReceiptEmail)
 	}
 	switch _, ok := pi.PaymentMethod.Value(); {
 	case pi.Status != api.PaymentIntentStatusRequiresPaymentMethod && pi.Status != api.PaymentIntentStatusRequiresConfirmation:
@@ -267,9 +268,9 @@ func (s *Service) PostRefunds(ctx context.Context, tx pgx.Tx, req api.PostRefund
 	}
 	meta, _ := b.Metadata.Value()
 	rf := api.Refund{ID: newID("re"), Object: api.RefundObjectRefund, Amount: amount, Currency: pi.Currency, Created: time.Now().Unix(),
-		PaymentIntent: idem.NewNullable(pi.ID), Status: idem.NewNullable("succeeded"), Metadata: idem.NewNullable(orEmpty(meta))}
+		PaymentIntent: idemtype.NewNullable(pi.ID), Status: idemtype.NewNullable("succeeded"), Metadata: idemtype.NewNullable(orEmpty(meta))}
 	if b.Reason != nil {
-		rf.Reason = idem.NewNullable(api.RefundReason(*b.Reason))
+		rf.Reason = idemtype.NewNullable(api.RefundReason(*b.Reason))
 	}
 	reason, _ := rf.Reason.Value()
 	if _, err := tx.Exec(ctx, `INSERT INTO refunds (id, account, payment_intent, amount, currency, reason, metadata, created)
@@ -314,11 +315,11 @@ func newID(prefix string) string {
 	return prefix + "_" + string(b)
 }
 
-func nullable(s *string) idem.Nullable[string] {
+func nullable(s *string) idemtype.Nullable[string] {
 	if s == nil {
-		return idem.Null[string]()
+		return idemtype.Null[string]()
 	}
-	return idem.NewNullable(*s)
+	return idemtype.NewNullable(*s)
 }
 
 func orEmpty(m map[string]string) map[string]string {

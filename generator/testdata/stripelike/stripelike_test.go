@@ -29,6 +29,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -69,14 +70,14 @@ func (s *service) PostCustomers(ctx context.Context, tx pgx.Tx, req PostCustomer
 	number := "4242424242424242"
 	c := Customer{
 		ID: "cus_1", Object: CustomerObjectCustomer, Password: &secret, Balance: req.Body.Balance,
-		DefaultSource: idem.NewNullable(StringOrCard{Card: &Card{ID: "card_1", Object: CardObjectCard, Last4: "4242", Number: &number}}),
-		Shipping:      idem.Null[Shipping](),
-		Discount:      idem.Empty[Discount](),
+		DefaultSource: idemtype.NewNullable(StringOrCard{Card: &Card{ID: "card_1", Object: CardObjectCard, Last4: "4242", Number: &number}}),
+		Shipping:      idemtype.Null[Shipping](),
+		Discount:      idemtype.Empty[Discount](),
 	}
 	if req.Body.Birthday != nil {
-		c.Birthday = idem.NewNullable(*req.Body.Birthday)
+		c.Birthday = idemtype.NewNullable(*req.Body.Birthday)
 	}
-	review, _ := idem.ParseDate("2027-01-31")
+	review, _ := idemtype.ParseDate("2027-01-31")
 	return PostCustomers200Response{Body: c, XRateLimitRemaining: 99, XNextReview: &review}, nil
 }
 
@@ -96,9 +97,9 @@ func (s *service) PostPaymentMethods(ctx context.Context, tx pgx.Tx, req PostPay
 func (s *service) GetCharges(ctx context.Context, req GetChargesRequest) (GetChargesResponse, error) {
 	s.saw(req)
 	return GetCharges200Response{Body: GetCharges200ResponseBody{Object: GetCharges200ResponseBodyObjectList, Data: []Charge{
-		{ID: "ch_1", Object: ChargeObjectCharge, Amount: 1, Currency: "usd", Customer: idem.NewNullable(StringOrCustomer{String: ptr("cus_1")}), Shipping: idem.Null[Shipping]()},
-		{ID: "ch_2", Object: ChargeObjectCharge, Amount: 2, Currency: "usd", Customer: idem.NewNullable(StringOrCustomer{Customer: &Customer{ID: "cus_2", Object: CustomerObjectCustomer}}),
-			Shipping: idem.NewNullable(Shipping{Name: "Jenny", Phone: idem.Null[string]()})},
+		{ID: "ch_1", Object: ChargeObjectCharge, Amount: 1, Currency: "usd", Customer: idemtype.NewNullable(StringOrCustomer{String: ptr("cus_1")}), Shipping: idemtype.Null[Shipping]()},
+		{ID: "ch_2", Object: ChargeObjectCharge, Amount: 2, Currency: "usd", Customer: idemtype.NewNullable(StringOrCustomer{Customer: &Customer{ID: "cus_2", Object: CustomerObjectCustomer}}),
+			Shipping: idemtype.NewNullable(Shipping{Name: "Jenny", Phone: idemtype.Null[string]()})},
 	}}}, nil
 }
 
@@ -140,11 +141,11 @@ func (s *service) PostDocumentsUpload(ctx context.Context, tx pgx.Tx, req PostDo
 // component with a binary member; a component without one is shared.
 var (
 	_ []byte                           = Document{}.Content
-	_ idem.File                        = DocumentMultipart{}.Content
+	_ idemtype.File                    = DocumentMultipart{}.Content
 	_ *DocumentCover                   = Document{}.Cover
 	_ *DocumentCoverMultipart          = DocumentMultipart{}.Cover
 	_ []byte                           = DocumentCover{}.Image
-	_ *idem.File                       = DocumentCoverMultipart{}.Image
+	_ *idemtype.File                   = DocumentCoverMultipart{}.Image
 	_ *Shipping                        = Document{}.Address
 	_ *Shipping                        = DocumentMultipart{}.Address
 	_ func(PostDocumentsRequest)       = func(r PostDocumentsRequest) { _ = Document(r.Body) }
@@ -326,9 +327,9 @@ func TestFormBody(t *testing.T) {
 			{Price: "p_1", Quantity: ptr(int64(2))},
 			{Price: "p_2", Quantity: ptr(int64(1))}, // default inside an array item
 		},
-		Metadata: idem.NewOrEmpty(map[string]string{"order": "6735", "note": "a b"}),
+		Metadata: idemtype.NewOrEmpty(map[string]string{"order": "6735", "note": "a b"}),
 		Expand:   []string{"customer", "invoice"},
-		Shipping: idem.NewOrEmpty(ShippingInput{Name: "Jenny Rosen", Address: &ShippingInputAddress{City: ptr("Berlin")}}),
+		Shipping: idemtype.NewOrEmpty(ShippingInput{Name: "Jenny Rosen", Address: &ShippingInputAddress{City: ptr("Berlin")}}),
 	}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("typed body:\n got %+v\nwant %+v", got, want)
@@ -709,7 +710,7 @@ func TestMultipartJSONParts(t *testing.T) {
 		Note:    ptr("see receipt"),
 	}
 	gotFile := got.File
-	got.File = idem.File{}
+	got.File = idemtype.File{}
 	if !reflect.DeepEqual(got, want) {
 		t.Fatalf("typed body:\n got %+v\nwant %+v", got, want)
 	}
@@ -854,8 +855,8 @@ func TestClientUploads(t *testing.T) {
 	send := func() (*idemclient.Result[PostFilesResponse], error) {
 		return c.PostFiles(ctx, PostFilesRequest{Body: PostFilesRequestBody{
 			Purpose:      PostFilesRequestBodyPurposeIdentityDocument,
-			FileLinkData: &PostFilesRequestBodyFileLinkData{Create: true, Metadata: idem.NewOrEmpty(map[string]string{"a": "b"})},
-			File:         idem.File{Filename: "passport.pdf", Header: textproto.MIMEHeader{"Content-Type": {"application/pdf"}}, Content: strings.NewReader("%PDF-1.7 ...")},
+			FileLinkData: &PostFilesRequestBodyFileLinkData{Create: true, Metadata: idemtype.NewOrEmpty(map[string]string{"a": "b"})},
+			File:         idemtype.File{Filename: "passport.pdf", Header: textproto.MIMEHeader{"Content-Type": {"application/pdf"}}, Content: strings.NewReader("%PDF-1.7 ...")},
 		}}, idemclient.WithIdempotencyKey("k-client-file"))
 	}
 	res, err := send()
@@ -884,13 +885,13 @@ func TestClientUploads(t *testing.T) {
 		Details: PostEvidenceRequestBodyDetails{Reason: PostEvidenceRequestBodyDetailsReasonDuplicate},
 		Tags:    []string{"t"},
 		Lines:   []PostEvidenceRequestBodyLinesItem{{Sku: "x", Qty: ptr(int64(3))}},
-		File:    idem.File{Filename: "r.txt", Content: strings.NewReader("r")},
+		File:    idemtype.File{Filename: "r.txt", Content: strings.NewReader("r")},
 	}
 	if _, err := c.PostEvidence(ctx, PostEvidenceRequest{Body: ev}, idemclient.WithIdempotencyKey("k-client-ev")); err != nil {
 		t.Fatal(err)
 	}
 	gotEv := f.one().(PostEvidenceRequest).Body
-	gotEv.File, ev.File = idem.File{}, idem.File{}
+	gotEv.File, ev.File = idemtype.File{}, idemtype.File{}
 	if !reflect.DeepEqual(gotEv, ev) {
 		t.Errorf("evidence through the client:\n got %+v\nwant %+v", gotEv, ev)
 	}

@@ -28,6 +28,7 @@ import (
 
 	"github.com/idemgen/idemgen/conformance"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -236,8 +237,8 @@ func TestFileListParts(t *testing.T) {
 	}
 	pages := int64(3)
 	res, err := c.Upload(context.Background(), UploadRequest{Body: UploadRequestBody{
-		File:       []idem.File{{Filename: "c.txt", Content: strings.NewReader("gamma")}, {Filename: "d.txt", Content: strings.NewReader("delta")}},
-		CoverImage: &idem.File{Filename: "cover.png", Content: strings.NewReader("png")},
+		File:       []idemtype.File{{Filename: "c.txt", Content: strings.NewReader("gamma")}, {Filename: "d.txt", Content: strings.NewReader("delta")}},
+		CoverImage: &idemtype.File{Filename: "cover.png", Content: strings.NewReader("png")},
 		Meta:       &UploadRequestBodyMeta{Title: "T & U", Pages: &pages},
 	}})
 	if err != nil {

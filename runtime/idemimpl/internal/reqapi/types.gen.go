@@ -6,6 +6,7 @@ package reqapi
 import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 // CreateOrderWindow is generated from #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema.
@@ -57,8 +58,8 @@ func (v *Note) UnmarshalJSON(b []byte) error {
 
 // NotePatch is generated from #/components/schemas/NotePatch.
 type NotePatch struct {
-	Note  idem.Nullable[string] `json:"note,omitzero"`
-	Title *string               `json:"title,omitzero"`
+	Note  idemtype.Nullable[string] `json:"note,omitzero"`
+	Title *string                   `json:"title,omitzero"`
 }
 
 // Order is generated from #/components/schemas/Order.
@@ -123,7 +124,7 @@ type UploadDetails struct {
 // UploadMultipart is open (no additionalProperties), as Item is, so an undeclared part is dropped as an undeclared JSON member is. (#/components/schemas/Upload as multipart/form-data).
 type UploadMultipart struct {
 	Details UploadDetails `json:"details"` // A JSON part (an object property without an encoding).
-	File    idem.File     `json:"file"`
+	File    idemtype.File `json:"file"`
 	Lines   []Item        `json:"lines,omitzero"` // A JSON part per item.
 	Title   *string       `json:"title,omitzero"`
 }

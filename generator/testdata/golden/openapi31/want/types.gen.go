@@ -7,14 +7,15 @@ import (
 	"encoding/json"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 	"time"
 )
 
 // CreateNoteRequestBody is generated from #/paths/~1notes~1/post/requestBody/content/application~1json/schema.
 type CreateNoteRequestBody struct {
-	Attachments []StringOrInt64       `json:"attachments,omitzero"`
-	Color       idem.Nullable[string] `json:"color,omitzero"`
-	Text        string                `json:"text"`
+	Attachments []StringOrInt64           `json:"attachments,omitzero"`
+	Color       idemtype.Nullable[string] `json:"color,omitzero"`
+	Text        string                    `json:"text"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -25,10 +26,10 @@ func (v *CreateNoteRequestBody) UnmarshalJSON(b []byte) error {
 
 // Note is generated from ext/common.yaml#/Note.
 type Note struct {
-	Color idem.Nullable[string] `json:"color,omitzero"`
-	ID    int64                 `json:"id"`
-	Tags  []string              `json:"tags,omitzero"`
-	Text  string                `json:"text"`
+	Color idemtype.Nullable[string] `json:"color,omitzero"`
+	ID    int64                     `json:"id"`
+	Tags  []string                  `json:"tags,omitzero"`
+	Text  string                    `json:"text"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.

@@ -8,6 +8,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 	"io"
 	"time"
 )
@@ -48,8 +49,8 @@ func (v *CardKind) UnmarshalJSON(b []byte) error {
 
 // ListPayments200ResponseBody is generated from #/paths/~1payments/get/responses/200/content/application~1json/schema.
 type ListPayments200ResponseBody struct {
-	Items []Payment             `json:"items"`
-	Next  idem.Nullable[string] `json:"next,omitzero"`
+	Items []Payment                 `json:"items"`
+	Next  idemtype.Nullable[string] `json:"next,omitzero"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.
@@ -86,16 +87,16 @@ func (v *NewPayment) UnmarshalJSON(b []byte) error {
 
 // Payment is generated from #/components/schemas/Payment.
 type Payment struct {
-	Amount     Money                    `json:"amount"`
-	Capture    *bool                    `json:"capture,omitzero"`
-	Metadata   map[string]string        `json:"metadata,omitzero"`
-	Source     Source                   `json:"source"`
-	CapturedAt idem.Nullable[time.Time] `json:"capturedAt,omitzero"`
-	CreatedAt  time.Time                `json:"createdAt"`
-	Fee        *float64                 `json:"fee,omitzero"`
-	ID         uuid.UUID                `json:"id"`
-	Parent     *Payment                 `json:"parent,omitzero"`
-	Status     PaymentStatus            `json:"status"`
+	Amount     Money                        `json:"amount"`
+	Capture    *bool                        `json:"capture,omitzero"`
+	Metadata   map[string]string            `json:"metadata,omitzero"`
+	Source     Source                       `json:"source"`
+	CapturedAt idemtype.Nullable[time.Time] `json:"capturedAt,omitzero"`
+	CreatedAt  time.Time                    `json:"createdAt"`
+	Fee        *float64                     `json:"fee,omitzero"`
+	ID         uuid.UUID                    `json:"id"`
+	Parent     *Payment                     `json:"parent,omitzero"`
+	Status     PaymentStatus                `json:"status"`
 }
 
 // UnmarshalJSON refuses a value that lacks a required property.

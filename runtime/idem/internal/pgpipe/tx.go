@@ -1,4 +1,4 @@
-package idem
+package pgpipe
 
 import (
 	"context"
@@ -9,7 +9,7 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
-// connTx is the pgx.Tx handed to handlers when the engine runs the request
+// Tx is the pgx.Tx handed to handlers when the engine runs the request
 // on a connection of its own: it behaves like pgx's (statements on the
 // connection, savepoints for Begin) and releases the connection when it
 // ends.
@@ -18,18 +18,32 @@ import (
 // first statement, so a transaction costs no round trip of its own. Methods
 // that cannot batch (CopyFrom, SendBatch, Begin, LargeObjects, Conn) send
 // BEGIN first.
-type connTx struct {
-	p       *pconn
+type Tx struct {
+	p       *Conn
 	sp      int64
 	closed  bool
 	pending bool
 }
 
-var _ pgx.Tx = (*connTx)(nil)
+var _ pgx.Tx = (*Tx)(nil)
 
-// beginFirst returns the statements to send before the next one: BEGIN
+// NewTx returns the transaction of c; pending: BEGIN is not sent yet.
+func NewTx(c *Conn, pending bool) *Tx { return &Tx{p: c, pending: pending} }
+
+// Raw is the transaction's connection, without sending a pending BEGIN
+// (Conn sends it).
+func (t *Tx) Raw() *pgx.Conn { return t.p.C }
+
+// Abandon ends the transaction without a statement of its own and gives
+// the connection back (which rolls back what is open).
+func (t *Tx) Abandon() {
+	t.closed = true
+	t.p.Release()
+}
+
+// BeginFirst returns the statements to send before the next one: BEGIN
 // while it is pending (and no longer pending afterwards).
-func (t *connTx) beginFirst() []string {
+func (t *Tx) BeginFirst() []string {
 	if !t.pending {
 		return nil
 	}
@@ -38,11 +52,11 @@ func (t *connTx) beginFirst() []string {
 }
 
 // flush sends a pending BEGIN on its own.
-func (t *connTx) flush(ctx context.Context) error {
+func (t *Tx) flush(ctx context.Context) error {
 	if !t.pending {
 		return nil
 	}
-	if _, err := t.p.c.Exec(ctx, beginRC); err != nil {
+	if _, err := t.p.C.Exec(ctx, BeginRC); err != nil {
 		return err
 	}
 	t.pending = false
@@ -50,11 +64,11 @@ func (t *connTx) flush(ctx context.Context) error {
 }
 
 // sendWithBegin sends BEGIN and sql in one batch and reads BEGIN's result.
-func (t *connTx) sendWithBegin(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
+func (t *Tx) sendWithBegin(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
 	b := &pgx.Batch{}
-	b.Queue(beginRC)
+	b.Queue(BeginRC)
 	b.Queue(sql, args...)
-	br := t.p.c.SendBatch(ctx, b)
+	br := t.p.C.SendBatch(ctx, b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return nil, err
@@ -63,7 +77,7 @@ func (t *connTx) sendWithBegin(ctx context.Context, sql string, args []any) (pgx
 	return br, nil
 }
 
-func (t *connTx) Begin(ctx context.Context) (pgx.Tx, error) {
+func (t *Tx) Begin(ctx context.Context) (pgx.Tx, error) {
 	if t.closed {
 		return nil, pgx.ErrTxClosed
 	}
@@ -71,23 +85,23 @@ func (t *connTx) Begin(ctx context.Context) (pgx.Tx, error) {
 		return nil, err
 	}
 	t.sp++
-	if _, err := t.p.c.Exec(ctx, "savepoint sp_"+strconv.FormatInt(t.sp, 10)); err != nil {
+	if _, err := t.p.C.Exec(ctx, "savepoint sp_"+strconv.FormatInt(t.sp, 10)); err != nil {
 		return nil, err
 	}
 	return &savepointTx{parent: t, n: t.sp}, nil
 }
 
-func (t *connTx) Commit(ctx context.Context) error {
+func (t *Tx) Commit(ctx context.Context) error {
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
 	t.closed = true
 	if t.pending { // nothing was sent: nothing to commit
-		t.p.release()
+		t.p.Release()
 		return nil
 	}
-	tag, err := t.p.c.Exec(ctx, "commit")
-	t.p.release()
+	tag, err := t.p.C.Exec(ctx, "commit")
+	t.p.Release()
 	if err != nil {
 		return err
 	}
@@ -97,80 +111,80 @@ func (t *connTx) Commit(ctx context.Context) error {
 	return nil
 }
 
-// finish ends the transaction after a statement sent through b, a batchDB
+// Finish ends the transaction after a statement sent through b, a Batch
 // queuing "commit" behind it; err is that statement's error. It reports
 // how the commit went.
-func (t *connTx) finish(err error, b *batchDB) error {
+func (t *Tx) Finish(err error, b *Batch) error {
 	t.closed = true
 	if err == nil && b.lastStatus == "ROLLBACK" {
 		err = pgx.ErrTxCommitRollback
 	}
-	t.p.release() // rolls back when the batch stopped before its commit
+	t.p.Release() // rolls back when the batch stopped before its commit
 	return err
 }
 
-func (t *connTx) Rollback(ctx context.Context) error {
+func (t *Tx) Rollback(ctx context.Context) error {
 	if t.closed {
 		return pgx.ErrTxClosed
 	}
 	t.closed = true
 	var err error
-	if !t.p.c.IsClosed() && t.p.c.PgConn().TxStatus() != 'I' {
-		if _, err = t.p.c.Exec(ctx, "rollback"); err != nil {
-			_ = t.p.c.Close(context.Background())
+	if !t.p.C.IsClosed() && t.p.C.PgConn().TxStatus() != 'I' {
+		if _, err = t.p.C.Exec(ctx, "rollback"); err != nil {
+			_ = t.p.C.Close(context.Background())
 		}
 	}
-	t.p.release()
+	t.p.Release()
 	return err
 }
 
-func (t *connTx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
+func (t *Tx) CopyFrom(ctx context.Context, table pgx.Identifier, cols []string, src pgx.CopyFromSource) (int64, error) {
 	if t.closed {
 		return 0, pgx.ErrTxClosed
 	}
 	if err := t.flush(ctx); err != nil {
 		return 0, err
 	}
-	return t.p.c.CopyFrom(ctx, table, cols, src)
+	return t.p.C.CopyFrom(ctx, table, cols, src)
 }
 
-func (t *connTx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
+func (t *Tx) SendBatch(ctx context.Context, b *pgx.Batch) pgx.BatchResults {
 	if t.closed {
 		return pgx.FailedBatchResults(b, pgx.ErrTxClosed)
 	}
 	if err := t.flush(ctx); err != nil {
 		return pgx.FailedBatchResults(b, err)
 	}
-	return t.p.c.SendBatch(ctx, b)
+	return t.p.C.SendBatch(ctx, b)
 }
 
 // LargeObjects needs a pgx-made Tx (its field is unexported): one is made
 // over the same connection, already inside this transaction, by a begin
 // query that is a no-op. Costs a round trip, only when used.
-func (t *connTx) LargeObjects() pgx.LargeObjects {
+func (t *Tx) LargeObjects() pgx.LargeObjects {
 	if err := t.flush(context.Background()); err != nil {
 		return pgx.LargeObjects{}
 	}
-	tx, err := t.p.c.BeginTx(context.Background(), pgx.TxOptions{BeginQuery: "select"})
+	tx, err := t.p.C.BeginTx(context.Background(), pgx.TxOptions{BeginQuery: "select"})
 	if err != nil {
 		return pgx.LargeObjects{}
 	}
 	return tx.LargeObjects()
 }
 
-func (t *connTx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
+func (t *Tx) Prepare(ctx context.Context, name, sql string) (*pgconn.StatementDescription, error) {
 	if t.closed {
 		return nil, pgx.ErrTxClosed
 	}
-	return t.p.c.Prepare(ctx, name, sql)
+	return t.p.C.Prepare(ctx, name, sql)
 }
 
-func (t *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
+func (t *Tx) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
 	if t.closed {
 		return pgconn.CommandTag{}, pgx.ErrTxClosed
 	}
 	if !t.pending {
-		return t.p.c.Exec(ctx, sql, args...)
+		return t.p.C.Exec(ctx, sql, args...)
 	}
 	br, err := t.sendWithBegin(ctx, sql, args)
 	if err != nil {
@@ -183,12 +197,12 @@ func (t *connTx) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comm
 	return tag, err
 }
 
-func (t *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+func (t *Tx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
 	if t.closed {
 		return errRows{pgx.ErrTxClosed}, pgx.ErrTxClosed
 	}
 	if !t.pending {
-		return t.p.c.Query(ctx, sql, args...)
+		return t.p.C.Query(ctx, sql, args...)
 	}
 	br, err := t.sendWithBegin(ctx, sql, args)
 	if err != nil {
@@ -202,12 +216,12 @@ func (t *connTx) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, 
 	return &beginRows{Rows: rows, br: br}, nil
 }
 
-func (t *connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+func (t *Tx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
 	if t.closed {
 		return errRow{pgx.ErrTxClosed}
 	}
 	if !t.pending {
-		return t.p.c.QueryRow(ctx, sql, args...)
+		return t.p.C.QueryRow(ctx, sql, args...)
 	}
 	br, err := t.sendWithBegin(ctx, sql, args)
 	if err != nil {
@@ -219,11 +233,11 @@ func (t *connTx) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row 
 // Conn returns the connection, inside the transaction: a pending BEGIN is
 // sent first, and if that fails the connection is closed, so that nothing
 // runs on it outside the transaction.
-func (t *connTx) Conn() *pgx.Conn {
+func (t *Tx) Conn() *pgx.Conn {
 	if err := t.flush(context.Background()); err != nil {
-		_ = t.p.c.Close(context.Background())
+		_ = t.p.C.Close(context.Background())
 	}
-	return t.p.c
+	return t.p.C
 }
 
 // beginRows are the rows of a query that went out with BEGIN: the batch
@@ -284,7 +298,7 @@ func (errRows) TypeMap() *pgtype.Map                         { return nil }
 
 // savepointTx is a pseudo nested transaction, as pgx makes them.
 type savepointTx struct {
-	parent *connTx
+	parent *Tx
 	n      int64
 	closed bool
 }

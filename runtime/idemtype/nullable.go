@@ -1,4 +1,4 @@
-package idem
+package idemtype
 
 import (
 	"bytes"
@@ -21,7 +21,7 @@ const (
 // optional nullable members, with the `omitzero` JSON option, so that an
 // absent member is left out when encoded:
 //
-//	Note idem.Nullable[string] `json:"note,omitzero"`
+//	Note idemtype.Nullable[string] `json:"note,omitzero"`
 //
 // The zero value is absent. JSON null decodes to null and a value to a
 // value; encoding/json never calls UnmarshalJSON for a member that is

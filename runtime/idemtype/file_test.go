@@ -1,4 +1,4 @@
-package idem
+package idemtype
 
 import (
 	"net/textproto"

@@ -3,7 +3,7 @@
 //   sqlc v1.31.1
 // source: admin.sql
 
-package admindb
+package store
 
 import (
 	"context"
@@ -96,8 +96,9 @@ type FindRecordsRow struct {
 	DbNow          pgtype.Timestamptz
 }
 
-// Queries of `idemgen records`, the on-call CLI (cmd/idemgen). Compiled by
-// sqlc into cmd/idemgen/internal/admindb; `make generate` after editing.
+// Queries of the engine's admin API (runtime/idem/admin), which `idemgen
+// records`, the on-call CLI, calls. Compiled by sqlc with records.sql into
+// runtime/idem/internal/store; `make generate` after editing.
 // They read idem_records as the engine writes it and change a record only
 // by a fenced UPDATE, like the engine.
 // The records a key names (one per operation, unless -operation is given).

@@ -1,16 +1,16 @@
-package idem_test
+package idemtype_test
 
 import (
 	"encoding/json"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
 type patch struct {
-	Note  idem.Nullable[string]           `json:"note,omitzero"`
-	Items idem.Nullable[[]int]            `json:"items,omitzero"`
-	Meta  idem.OrEmpty[map[string]string] `json:"meta,omitzero"`
+	Note  idemtype.Nullable[string]           `json:"note,omitzero"`
+	Items idemtype.Nullable[[]int]            `json:"items,omitzero"`
+	Meta  idemtype.OrEmpty[map[string]string] `json:"meta,omitzero"`
 }
 
 // TestNullableThreeStates: absent, null and a value decode apart and encode
@@ -42,7 +42,7 @@ func TestNullableThreeStates(t *testing.T) {
 	if err := json.Unmarshal([]byte(`{"note":5}`), &p); err == nil {
 		t.Error("a number decoded into Nullable[string]")
 	}
-	n := idem.NewNullable("a")
+	n := idemtype.NewNullable("a")
 	n.SetNull()
 	if !n.IsNull() {
 		t.Error("SetNull")
@@ -52,11 +52,11 @@ func TestNullableThreeStates(t *testing.T) {
 		t.Error("Set")
 	}
 	n.Unset()
-	if !n.IsZero() || idem.Null[int]().IsZero() {
+	if !n.IsZero() || idemtype.Null[int]().IsZero() {
 		t.Error("Unset or Null")
 	}
 	// A nil slice is a value, not null.
-	b, _ := json.Marshal(patch{Items: idem.NewNullable([]int(nil))})
+	b, _ := json.Marshal(patch{Items: idemtype.NewNullable([]int(nil))})
 	if string(b) != `{"items":null}` {
 		t.Errorf("nil slice value: %s", b)
 	}
