@@ -17,12 +17,17 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db fmt-check tidy-check vet unit generate check-generated bench bench-in-db regions demo demo-in-db tools
+.PHONY: all test test-in-db fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db regions demo demo-in-db tools
 
 all: test
 
 tools:
 	$(GO) build -modfile=tools/go.mod -o /dev/null github.com/sqlc-dev/sqlc/cmd/sqlc
+
+# download fetches every module's dependencies (what tidy-check, vet and the
+# tests would fetch one module after the other).
+download:
+	@for m in $(MODULES) generator/testdata/golden; do (cd $$m && $(GO) mod download); done
 
 generate:
 	$(SQLC) generate
@@ -53,12 +58,50 @@ vet:
 test:
 	$(PG) run $(REDIS) run $(MAKE) --no-print-directory test-in-db
 
-test-in-db: fmt-check tidy-check check-generated vet unit
+#
+# test-in-db runs what is independent side by side (scripts/lanes.sh; each
+# lane's output is printed as one block with its wall and CPU seconds), in
+# three stages, each waiting for the one before:
+#   1. fmt-check and tidy-check (mostly the network) beside building the
+#      sqlc tool and downloading every module's dependencies;
+#   2. check-generated, alone: it rewrites files the tests compile;
+#   3. the tests in three lanes: the generator's (the long pole: they
+#      generate the real specs and compile them in child go commands), vet
+#      and the other modules, and examples/payments (its e2e tests mostly
+#      wait on servers and a cluster they start).
+LANES := scripts/lanes.sh
+SUBMAKE := $(MAKE) --no-print-directory
+test-in-db: fmt-check
+	@$(LANES) "$(SUBMAKE) tidy-check" "$(SUBMAKE) tools download"
+	@$(SUBMAKE) check-generated
+	@$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) vet unit-modules" "$(SUBMAKE) unit-payments"
 
-unit:
+unit: unit-generator unit-modules unit-payments
+
+unit-env:
 	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }
 	@test -n "$${REDIS_URL:-}" || { echo "unit: REDIS_URL is not set (use make test)"; exit 1; }
-	@for m in $(MODULES); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
+
+# The generator's tests run without -race: the race detector instruments
+# the test binary, not the generated code its child go commands compile and
+# test, and it made generating and loading the real specs in-process several
+# times slower (BENCHMARKS.md, Test time). The generator's own concurrency
+# runs under -race elsewhere: types rendered beside the templates and files
+# formatted in parallel chunks in the second command here, on every golden
+# case; the split loader's parts decoded on every core in unit-modules
+# (generator/internal/load, whose TestSplitLoadsAlike then only loads).
+unit-generator: unit-env
+	$(GO) test -count=1 -timeout 45m ./generator ./generator/internal/load
+	$(GO) test -race -count=1 -run '^TestGolden$$' ./generator
+
+# Every package of every module but the generator's and examples/payments,
+# under -race.
+unit-modules: unit-env
+	@echo "go test -race (.)"; $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/idemgen/idemgen/generator')
+	@for m in $(filter-out . examples/payments,$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
+
+unit-payments: unit-env
+	cd examples/payments && $(GO) test -race -count=1 -timeout 20m ./...
 
 bench:
 	PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-in-db

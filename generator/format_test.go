@@ -17,26 +17,27 @@ import (
 // package clause of a chunk left in.
 func TestFormatSourcesAlike(t *testing.T) {
 	type spec struct {
-		name string
-		cfg  func(t *testing.T) Config
+		name   string
+		render func(t *testing.T) ([]File, []Warning, error)
 	}
 	var specs []spec
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "idemgen.yaml"))
 	for _, path := range golden {
-		specs = append(specs, spec{path, func(t *testing.T) Config {
+		specs = append(specs, spec{path, func(t *testing.T) ([]File, []Warning, error) {
 			cfg, err := LoadConfig(path)
 			if err != nil {
 				t.Fatal(err)
 			}
-			return cfg
+			return render(cfg)
 		}})
 	}
 	for _, tc := range realSpecs {
-		specs = append(specs, spec{tc.file, func(t *testing.T) Config { return realSpecConfig(t, tc.file) }})
+		// rendered once per run, shared with TestRealSpecs
+		specs = append(specs, spec{tc.file, func(t *testing.T) ([]File, []Warning, error) { return renderRealSpec(t, tc.file) }})
 	}
 	for _, sp := range specs {
 		t.Run(sp.name, func(t *testing.T) {
-			files, _, err := render(sp.cfg(t))
+			files, _, err := sp.render(t)
 			if err != nil {
 				t.Fatal(err)
 			}

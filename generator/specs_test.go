@@ -10,6 +10,7 @@ import (
 	"slices"
 	"strconv"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 )
@@ -102,12 +103,43 @@ func realSpecConfig(t testing.TB, file string) Config {
 	return Config{Spec: path, SpecData: addRootExtension(t, data), Package: "api", Output: filepath.Join("testdata", "out")}
 }
 
+// renderedSpecs holds render's output for each real spec, rendered once
+// per test binary and shared by TestRealSpecs and TestFormatSourcesAlike:
+// rendering Stripe's and GitHub's specs is most of the package's own work.
+var renderedSpecs sync.Map // spec file -> *renderedSpec
+
+type renderedSpec struct {
+	once     sync.Once
+	files    []File
+	warnings []Warning
+	err      error
+}
+
+// renderRealSpec returns render(realSpecConfig(t, file)), rendered on the
+// first call. The caller may change the files it gets (not their bytes:
+// formatRendered replaces Content).
+func renderRealSpec(t testing.TB, file string) ([]File, []Warning, error) {
+	t.Helper()
+	v, _ := renderedSpecs.LoadOrStore(file, new(renderedSpec))
+	r := v.(*renderedSpec)
+	r.once.Do(func() { r.files, r.warnings, r.err = render(realSpecConfig(t, file)) })
+	return slices.Clone(r.files), slices.Clone(r.warnings), r.err
+}
+
 // TestRealSpecs generates every public spec without a config (with a root
-// `x-idempotent: {}`) and, unless -short, builds and vets the output.
+// `x-idempotent: {}`) and, unless -short, builds, vets and tests the output
+// (writeRouteTests). Every spec's package goes into one module, built,
+// vetted and tested by one go test: it compiles, vets, links and runs the
+// packages side by side, and loads the module graph once.
 func TestRealSpecs(t *testing.T) {
+	var mod string
+	var pkgs []string
+	if !testing.Short() {
+		mod = tempModule(t, nil)
+	}
 	for _, tc := range realSpecs {
 		t.Run(strings.Split(tc.file, ".")[0], func(t *testing.T) {
-			files, warnings, err := Generate(realSpecConfig(t, tc.file))
+			files, warnings, err := formatRendered(renderRealSpec(t, tc.file)) // Generate, with the spec rendered once per run
 			if err != nil {
 				t.Fatal(err)
 			}
@@ -161,11 +193,34 @@ func TestRealSpecs(t *testing.T) {
 			if testing.Short() {
 				return
 			}
-			mod := tempModule(t, files)
-			goBuildVet(t, mod)
-			checkRoutesRegister(t, mod, files, tc.file)
+			pkg := realSpecPackage(tc.file)
+			if _, err := Write(filepath.Join(mod, pkg), files); err != nil {
+				t.Fatal(err)
+			}
+			writeRouteTests(t, filepath.Join(mod, pkg), "example.com/generated/"+pkg, files, tc.file)
+			pkgs = append(pkgs, "./"+pkg)
 		})
 	}
+	if testing.Short() || len(pkgs) == 0 {
+		return
+	}
+	// One go command builds every package, vets it with all of go vet's
+	// checks (-vet=all: what go vet ./... runs, on the generated code and
+	// the tests beside it, in the same action graph as the build) and runs
+	// the tests.
+	start := time.Now()
+	out, err := goCommand(mod, append([]string{"test", "-count=1", "-vet=all", "-v", "-run", "^(TestRoutesRegister|TestValidRequests)$"}, pkgs...)...).CombinedOutput()
+	if err != nil {
+		t.Fatalf("build, vet or tests of the generated packages: %v\n%s", err, out)
+	}
+	t.Logf("built and vetted; NewHandler registers its routes, valid requests reach the handler (%v): %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(out))
+}
+
+// realSpecPackage is the directory, in TestRealSpecs' module, of the
+// package generated from a real spec: its file name up to the first dot,
+// dashes made underscores ("api" for api.github.com.json.gz).
+func realSpecPackage(file string) string {
+	return strings.ReplaceAll(strings.Split(file, ".")[0], "-", "_")
 }
 
 // fileNamed returns the file of files called name (none when there is none).
@@ -187,8 +242,9 @@ var realSpecExceptions = map[string]map[string]string{
 	},
 }
 
-// checkRoutesRegister runs tests of the generated package in mod, in one
-// go test (one compile): TestRoutesRegister runs NewHandler, which puts
+// writeRouteTests writes tests beside the package generated from a real
+// spec (in dir, import path importPath), which TestRealSpecs runs with one
+// go test for every spec: TestRoutesRegister runs NewHandler, which puts
 // every route on a net/http.ServeMux, which panics on two patterns it
 // cannot order (GitHub's /orgs/{org}/rulesets/{ruleset_id}/history and
 // /orgs/{org}/rulesets/rule-suites/{rule_suite_id} did); TestValidRequests
@@ -197,8 +253,8 @@ var realSpecExceptions = map[string]map[string]string{
 // PostgreSQL (DATABASE_URL; under CI=true it fails without it, through
 // runtime/pgtest) and wants each to reach the handler, and malformed bodies
 // refused with 400 problem+json and no record. An external test package,
-// so that the package built by goBuildVet is reused.
-func checkRoutesRegister(t *testing.T, mod string, files []File, file string) {
+// so that the generated package is compiled as it is built, not with tests.
+func writeRouteTests(t *testing.T, dir, importPath string, files []File, file string) {
 	t.Helper()
 	var server []byte
 	for _, f := range files {
@@ -208,20 +264,25 @@ func checkRoutesRegister(t *testing.T, mod string, files []File, file string) {
 	}
 	name, data := readSpec(t, file)
 	name = filepath.Base(name)
-	if err := os.MkdirAll(filepath.Join(mod, "api", "testdata"), 0o755); err != nil {
+	if err := os.MkdirAll(filepath.Join(dir, "testdata"), 0o755); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(mod, "api", "testdata", name), addRootExtension(t, data), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "testdata", name), addRootExtension(t, data), 0o644); err != nil {
 		t.Fatal(err)
 	}
 	test, err := os.ReadFile(filepath.Join("testdata", "realspecs", "requests_test.go"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(mod, "api", "requests_test.go"), test, 0o644); err != nil {
+	const imp = `api "example.com/generated/api"`
+	if !bytes.Contains(test, []byte(imp)) {
+		t.Fatalf("testdata/realspecs/requests_test.go does not import %s", imp)
+	}
+	test = bytes.Replace(test, []byte(imp), []byte("api "+strconv.Quote(importPath)), 1)
+	if err := os.WriteFile(filepath.Join(dir, "requests_test.go"), test, 0o644); err != nil {
 		t.Fatal(err)
 	}
-	src := "package api_test\n\nimport (\n\t\"context\"\n\t\"testing\"\n\n\tapi \"example.com/generated/api\"\n\t\"github.com/idemgen/idemgen/runtime/idem\"\n)\n\n"
+	src := "package api_test\n\nimport (\n\t\"context\"\n\t\"testing\"\n\n\tapi " + strconv.Quote(importPath) + "\n\t\"github.com/idemgen/idemgen/runtime/idem\"\n)\n\n"
 	src += "var (\n\t_ context.Context\n\t_ idem.Operation\n)\n\nconst specFile = " + strconv.Quote(name) + "\n\n"
 	if bytes.Contains(server, []byte("\nvar IdempotentOperations = ")) {
 		src += "var idempotentOperations = api.IdempotentOperations\n\n"
@@ -252,15 +313,9 @@ func checkRoutesRegister(t *testing.T, mod string, files []File, file string) {
 	}
 	src += "var options = []api.Option{" + opts + "}\n\n"
 	src += "func TestRoutesRegister(t *testing.T) {\n\tapi.NewHandler(api.Unimplemented{}, nil, options...)\n\tt.Logf(\"%d routes\", len(api.Routes(api.Unimplemented{}, nil, options...)))\n}\n"
-	if err := os.WriteFile(filepath.Join(mod, "api", "realspec_setup_test.go"), []byte(src), 0o644); err != nil {
+	if err := os.WriteFile(filepath.Join(dir, "realspec_setup_test.go"), []byte(src), 0o644); err != nil {
 		t.Fatal(err)
 	}
-	start := time.Now()
-	out, err := goCommand(mod, "test", "-count=1", "-v", "-run", "^(TestRoutesRegister|TestValidRequests)$", "./api").CombinedOutput()
-	if err != nil {
-		t.Fatalf("tests of the generated package: %v\n%s", err, out)
-	}
-	t.Logf("NewHandler registers its routes, valid requests reach the handler (%v): %s", time.Since(start).Round(time.Millisecond), bytes.TrimSpace(out))
 }
 
 func generatedLines(files []File) int {

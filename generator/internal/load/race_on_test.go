@@ -1,0 +1,6 @@
+//go:build race
+
+package load
+
+// raceEnabled: built with -race (see TestSplitLoadsAlike).
+const raceEnabled = true
