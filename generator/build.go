@@ -139,6 +139,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	})
 	b.checkRoutes(m.Operations)
 	b.checkErrorBodies(m.Operations, root)
+	m.Profile = root.apply(DefaultPolicy()).Profile
 	b.finishSecurity(m)
 	b.req.checkSkip(file)
 	b.checkRootExclusions(root)

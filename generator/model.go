@@ -10,11 +10,15 @@ import (
 // Model is everything the renderers need, decided once: names, order, types
 // and policies. Templates receive *Model (see templates/README.md).
 type Model struct {
-	Package  string  // Go package name
-	Version  string  // idemgen version in the file headers; "(devel)" when not a release
-	Source   string  // the spec as the config names it, else as given (Config.Source), slash-separated
-	BasePath string  // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
-	Types    []*Type // every named type, sorted by name
+	Package  string // Go package name
+	Version  string // idemgen version in the file headers; "(devel)" when not a release
+	Source   string // the spec as the config names it, else as given (Config.Source), slash-separated
+	BasePath string // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
+	// Profile is the profile of the refusals that precede any operation
+	// (404 and 405 under BasePath): the document root's x-idempotent
+	// profile, as for the operations outside the engine.
+	Profile string
+	Types   []*Type // every named type, sorted by name
 	// RequestSchemas is the table of request schema descriptors the
 	// generated decoders validate against (idemimpl.Schemas).
 	RequestSchemas []*ReqSchema

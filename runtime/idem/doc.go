@@ -67,8 +67,9 @@
 // Every error the engine answers with is an RFC 9457 problem+json, mapped
 // in one place (ProblemFor, WriteProblem) with the code and reason of the
 // HTTP contract (docs/http-contract.md); predicates such as IsConflict,
-// IsKeyError and IsRequestError classify them. Routed gives the generated
-// handler problem+json 404s and 405s under its base path.
+// IsKeyError and IsRequestError classify them. Engine.Routed gives the
+// generated handler its 404s and 405s under its base path, in the profile's
+// body like every other refusal.
 //
 // # Tenants and principals
 //

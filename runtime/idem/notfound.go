@@ -23,8 +23,22 @@ var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, ht
 // problem+json (METHOD_NOT_ALLOWED) with an Allow header. A path outside
 // basePath is not the API's: it gets http.NotFound's text/plain 404, as a
 // router in front of the handler would answer it. Neither reads the body
-// or touches a record. Generated handlers wrap their ServeMux with it.
+// or touches a record. It is Engine.Routed of no engine under
+// ProfileDefault; generated handlers use Engine.Routed, which follows the
+// spec's profile and Config.Errors.
 func Routed(mux *http.ServeMux, basePath string) http.Handler {
+	return (*Engine)(nil).Routed(mux, basePath, ProfileDefault)
+}
+
+// Routed is the package's Routed for e's service: the 404 and 405 of what
+// mux does not route under basePath are refusals like the engine's others,
+// rendered in profile's body (ProfileStripe: Stripe's error object, type
+// invalid_request_error, code no_such_operation or method_not_allowed) or
+// by Config.Errors when it is set, so that a client reads them as it reads
+// every other refusal. The 405 keeps its Allow header. e may be nil (no
+// Config.Errors then). Generated handlers wrap their ServeMux with it,
+// under the profile of the spec's root x-idempotent.
+func (e *Engine) Routed(mux *http.ServeMux, basePath string, profile Profile) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if _, pattern := mux.Handler(r); pattern != "" {
 			mux.ServeHTTP(w, r)
@@ -44,11 +58,11 @@ func Routed(mux *http.ServeMux, basePath string) http.Handler {
 			}
 		}
 		if len(allow) == 0 {
-			NotFound(w, r)
+			e.writeError(w, r, profile, notFoundProblem())
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		writeProblem(w, &Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
+		e.writeError(w, r, profile, &Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
 			Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Reason: ReasonMethod,
 			Detail: r.Method + " is not an operation of " + p + "; allowed: " + strings.Join(allow, ", ")})
 	})
@@ -57,7 +71,11 @@ func Routed(mux *http.ServeMux, basePath string) http.Handler {
 // NotFound writes the 404 problem+json of a path under the base path that
 // no operation declares (NO_SUCH_OPERATION).
 func NotFound(w http.ResponseWriter, r *http.Request) {
-	writeProblem(w, &Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
+	writeProblem(w, notFoundProblem())
+}
+
+func notFoundProblem() *Problem {
+	return &Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
 		Status: http.StatusNotFound, Code: CodeNotFound, Reason: ReasonNoOperation,
-		Detail: "no operation of this API has this path"})
+		Detail: "no operation of this API has this path"}
 }

@@ -16,6 +16,7 @@ import (
 	"net/http"
 	"net/http/httptest"
 	"regexp"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -606,5 +607,44 @@ func TestRetryBodyIsTheSame(t *testing.T) {
 	}
 	if len(seen) != 2 || seen[0] != seen[1] {
 		t.Errorf("attempts %q; want two equal ones", seen)
+	}
+}
+
+// TestUndeclaredRoutes: a path the spec does not declare (404) and a
+// declared path with a method it does not declare (405) are refusals like
+// the engine's others, in the spec's profile: stripe-go reads a typed
+// InvalidRequestError from each, after one attempt (no retry), and the
+// 405 names the allowed methods.
+func TestUndeclaredRoutes(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t)
+	ctx := context.Background()
+	_, err := e.sc.V1Charges.Retrieve(ctx, "ch_123", nil)
+	e.wantStripeError(err, "GET /v1/charges/ch_123", 404, stripe.ErrorTypeInvalidRequest, "no_such_operation", "")
+
+	cus, err := e.sc.V1Customers.Create(ctx, &stripe.CustomerCreateParams{Email: stripe.String("del@example.com")})
+	if err != nil {
+		t.Fatal(err)
+	}
+	key := newKey("delete")
+	p := &stripe.CustomerDeleteParams{}
+	p.SetIdempotencyKey(key)
+	_, err = e.sc.V1Customers.Delete(ctx, cus.ID, p)
+	if se := e.wantStripeError(err, key, 405, stripe.ErrorTypeInvalidRequest, "method_not_allowed", ""); se != nil && !strings.Contains(se.Msg, "GET") {
+		t.Errorf("405 message %q does not name the allowed method", se.Msg)
+	}
+	req, err := http.NewRequest(http.MethodDelete, e.srv.URL+"/v1/customers/"+cus.ID, nil)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 405 || resp.Header.Get("Allow") != "GET, HEAD" || resp.Header.Get("Stripe-Should-Retry") != "false" ||
+		!strings.HasPrefix(resp.Header.Get("Content-Type"), "application/json") {
+		t.Errorf("DELETE: %d, Allow %q, Stripe-Should-Retry %q, Content-Type %q; want 405, GET, HEAD, false, application/json",
+			resp.StatusCode, resp.Header.Get("Allow"), resp.Header.Get("Stripe-Should-Retry"), resp.Header.Get("Content-Type"))
 	}
 }

@@ -391,8 +391,9 @@ func (h *handler) fail(r *http.Request, err error) error {
 
 // NewHandler routes the operations of openapi.yaml to srv on net/http.ServeMux
 // patterns under BasePath (or WithBasePath's). Idempotent operations run through engine.
-// Under the base path, a path no operation declares is 404 problem+json and
-// a declared path with another method 405 problem+json (idem.Routed).
+// Under the base path, a path no operation declares is 404 and a declared
+// path with another method 405, refusals in the spec's error profile
+// (engine.Routed).
 func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	h := newHandler(srv, engine, opts)
 	o := &h.opts
@@ -407,7 +408,7 @@ func NewHandler(srv Server, engine *idem.Engine, opts ...Option) http.Handler {
 	}
 	_ = handle // for the routes/after block of a template override
 
-	return idem.Routed(mux, o.basePath) // 404 and 405 under the base path as problem+json
+	return engine.Routed(mux, o.basePath, idem.ProfileDefault) // 404 and 405 under the base path, in the profile's body
 }
 
 func newHandler(srv Server, engine *idem.Engine, opts []Option) *handler {
