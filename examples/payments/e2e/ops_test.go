@@ -273,7 +273,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		// The refusal is checked only with seconds of the lease left: the
 		// lease lapses on its own while the CLI starts, and a resolve that
 		// lands after it rightly succeeds; "a live lease, forced" below
-		// checks the refusal on a renewed lease, which cannot lapse).
+		// checks the refusal on a renewed lease, which cannot lapse.
 		if r := cli.get(key); r.LeaseLive && r.LeaseExpiresAt != nil && time.Until(*r.LeaseExpiresAt) > 3*time.Second {
 			code, out := cli.run("resolve", "-as", "expired", "-reason", "client gave up", key)
 			if code != 4 || !strings.Contains(out, "live lease") {
