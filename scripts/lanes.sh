@@ -10,7 +10,10 @@
 # make test uses it to keep both cores busy: a lane that waits on the
 # network (go mod tidy, downloads) or on a cluster (the failover test) runs
 # beside one that compiles. Lanes' outputs are not interleaved, so a failure
-# reads as it would in a serial run.
+# reads as it would in a serial run. A failed lane's test failures (go
+# test's "--- FAIL" lines with the messages under them, panics, races) are
+# printed once more after every lane has ended, so that the end of the log
+# names what failed even when a lane's block is long.
 #
 # Interrupted (Ctrl-C, a CI timeout), it stops every lane by its process
 # group, so no test or server of a lane is left behind.
@@ -46,6 +49,7 @@ stop() {
 trap stop INT TERM
 
 failed=0
+bad=()
 for _ in $(seq 1 "$n"); do
 	pid=""
 	wait -n -p pid
@@ -55,7 +59,12 @@ for _ in $(seq 1 "$n"); do
 	echo "=== lane $i ($([ "$rc" -eq 0 ] && echo ok || echo "FAILED, exit $rc"), ${wall:-?} s wall, $(awk -v u="${user:-0}" -v s="${sys:-0}" 'BEGIN { printf "%.1f", u + s }') s CPU): ${cmds[$((i - 1))]}"
 	cat "$dir/$i.out"
 	echo "=== end of lane $i"
-	[ "$rc" -eq 0 ] || failed=1
+	[ "$rc" -eq 0 ] || { failed=1; bad+=("$i"); }
+done
+for i in "${bad[@]}"; do
+	echo "=== failures in lane $i: ${cmds[$((i - 1))]}"
+	grep -E -A12 '^[[:space:]]*--- FAIL|^panic:|^WARNING: DATA RACE|^(FAIL|ok)[[:space:]]|^make(\[[0-9]+\])?: \*\*\*' "$dir/$i.out" |
+		grep -v -E '^[0-9]{4}/[0-9]{2}/[0-9]{2} [0-9:]{8} ' | grep -v -E '^ok[[:space:]]' | head -n 80
 done
 rm -rf "$dir"
 exit "$failed"

@@ -39,7 +39,7 @@ type atomicMode struct{ e *Engine }
 func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
-	g := m.e.guessOf(rq.op)
+	g := &rq.state.guess
 	if !rq.skipRead && g.insertFirst() {
 		rq.skipRead = true // see guess.go
 	}

@@ -190,20 +190,19 @@ type Hooks struct {
 // Engine runs idempotent operations against PostgreSQL. It holds no state of
 // its own beyond validated operations; it is safe for concurrent use.
 type Engine struct {
-	db        DB
-	q         *store.Queries
-	cfg       Config
-	obs       observer
-	flights   *flights
-	modes     map[Mode]mode
-	legacy    atomic.Int32 // is the v2 table still there (legacy.go)
-	renewer   *renewer
-	stored    map[string]bool
-	validated sync.Map // *Operation -> error
-	headers   sync.Map // stored headers JSON -> decoded (see storedHeaders)
-	headerN   atomic.Int32
-	shards    sync.Map // DB -> *Engine (see onShard)
-	guesses   sync.Map // *Operation -> *readGuess (guess.go)
+	db      DB
+	q       *store.Queries
+	cfg     Config
+	obs     observer
+	flights *flights
+	modes   map[Mode]mode
+	legacy  atomic.Int32 // is the v2 table still there (legacy.go)
+	renewer *renewer
+	stored  map[string]bool
+	ops     sync.Map // *Operation -> *opState (check)
+	headers sync.Map // stored headers JSON -> decoded (see storedHeaders)
+	headerN atomic.Int32
+	shards  sync.Map // DB -> *Engine (see onShard)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -292,23 +291,33 @@ func (e *Engine) Register(ops ...*Operation) error {
 			errs = append(errs, err)
 			continue
 		}
-		e.validated.Store(op, nil)
+		e.ops.Store(op, newOpState(nil))
 	}
 	return errors.Join(errs...)
 }
 
-func (e *Engine) check(op *Operation) error {
-	if v, ok := e.validated.Load(op); ok {
-		if v == nil {
-			return nil
-		}
-		return v.(error)
+// opState is what the engine keeps of one operation, made when the
+// operation is registered (New, Register) or first served: whether its
+// policy is valid, and the guess of its atomic requests (guess.go). A
+// request finds it with the one lookup check makes.
+type opState struct {
+	err   error // the policy's validation error; nil: valid
+	guess readGuess
+}
+
+func newOpState(err error) *opState {
+	s := &opState{err: err}
+	s.guess.found.Store(guessScale)
+	return s
+}
+
+// check returns op's state, validating op on its first use when it was not
+// registered; err is its validation error.
+func (e *Engine) check(op *Operation) (*opState, error) {
+	v, ok := e.ops.Load(op)
+	if !ok {
+		v, _ = e.ops.LoadOrStore(op, newOpState(op.Validate()))
 	}
-	err := op.Validate()
-	if err != nil {
-		e.validated.Store(op, err)
-		return err
-	}
-	e.validated.Store(op, nil)
-	return nil
+	s := v.(*opState)
+	return s, s.err
 }

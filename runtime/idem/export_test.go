@@ -7,7 +7,8 @@ var CacheKeyOf = cacheKey
 // request: insert first (true) or read first (false), whatever the guess
 // would say (guess.go).
 func PinInsertFirst(e *Engine, op *Operation, insert bool) {
-	g := e.guessOf(op)
+	s, _ := e.check(op)
+	g := &s.guess
 	g.pinned = -1
 	if insert {
 		g.pinned = 1
@@ -15,4 +16,7 @@ func PinInsertFirst(e *Engine, op *Operation, insert bool) {
 }
 
 // InsertsFirst reports whether e's next atomic request of op inserts first.
-func InsertsFirst(e *Engine, op *Operation) bool { return e.guessOf(op).insertFirst() }
+func InsertsFirst(e *Engine, op *Operation) bool {
+	s, _ := e.check(op)
+	return s.guess.insertFirst()
+}

@@ -38,19 +38,13 @@ const (
 )
 
 // readGuess is one operation's running share of keyed requests whose key
-// had a record, in guessScale units. Updates may race and lose one
-// another's observation: it is an estimate, not a count.
-// pinned, set by tests before any request (export_test.go), fixes the
-// answer: 1 insert first, -1 read first.
+// had a record, in guessScale units, kept in the operation's opState
+// (config.go). Updates may race and lose one another's observation: it is
+// an estimate, not a count. pinned, set by tests before any request
+// (export_test.go), fixes the answer: 1 insert first, -1 read first.
 type readGuess struct {
 	found  atomic.Int64
 	pinned int
-}
-
-func newReadGuess() *readGuess {
-	g := &readGuess{}
-	g.found.Store(guessScale)
-	return g
 }
 
 // insertFirst reports whether the next request should skip the read.
@@ -70,13 +64,4 @@ func (g *readGuess) observe(found bool) {
 		x = guessScale
 	}
 	g.found.Store(v + (x-v)>>guessShift)
-}
-
-// guessOf returns op's guess in this engine.
-func (e *Engine) guessOf(op *Operation) *readGuess {
-	if g, ok := e.guesses.Load(op); ok {
-		return g.(*readGuess)
-	}
-	g, _ := e.guesses.LoadOrStore(op, newReadGuess())
-	return g.(*readGuess)
 }

@@ -37,6 +37,15 @@ func TestInsertFirstGuess(t *testing.T) {
 	if !idem.InsertsFirst(e.eng, e.op) {
 		t.Fatalf("after %d first executions and no replay, the operation still reads first", n)
 	}
+	// The guess is the engine's: another engine over the same operation
+	// has served nothing yet, and reads first.
+	other, err := idem.New(e.db, idem.Config{Operations: []*idem.Operation{e.op}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if idem.InsertsFirst(other, e.op) {
+		t.Fatal("a new engine over the operation inserts first; want the guess kept per engine")
+	}
 	before := e.runs.Load()
 	for i, k := range keys {
 		r := e.post(k, payReq{Amount: i + 1})

@@ -19,9 +19,10 @@ import (
 
 // request is one Serve call's state.
 type request struct {
-	op   *Operation
-	mode mode
-	ref  ref // the record's id and key
+	op    *Operation
+	state *opState // op's, in the engine that checked it (config.go)
+	mode  mode
+	ref   ref // the record's id and key
 	// The cache (cache.go): the request's key there, what the cache did,
 	// whether the mode may skip the replay read (nothing was cached), the
 	// marker it placed, and the committed outcome to cache once answered.
@@ -181,9 +182,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	if op == nil {
 		return errors.New("idem: Serve called with a nil operation")
 	}
-	if err := e.check(op); err != nil {
+	state, err := e.check(op)
+	if err != nil {
 		return err
 	}
+	rq.state = state
 	tenant := ""
 	if e.cfg.Scope != nil {
 		t, err := e.cfg.Scope(r)
