@@ -32,8 +32,9 @@ type handoffs struct {
 	m  map[flightKey]*handoff
 }
 
-// handoff is one leader's request: done closes when it has answered, out
-// is then the committed outcome it answered with, or nil.
+// handoff is one leader's request: done, made when the first waiter
+// comes (most keys have none), closes when it has answered; out is then
+// the committed outcome it answered with, or nil.
 type handoff struct {
 	done chan struct{}
 	out  *cached
@@ -46,12 +47,15 @@ func (hs *handoffs) join(k Key) (h *handoff, lead bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if h := hs.m[fk]; h != nil {
+		if h.done == nil {
+			h.done = make(chan struct{})
+		}
 		return h, false
 	}
 	if hs.m == nil {
 		hs.m = map[flightKey]*handoff{}
 	}
-	h = &handoff{done: make(chan struct{})}
+	h = &handoff{}
 	hs.m[fk] = h
 	return h, true
 }
@@ -61,28 +65,30 @@ func (hs *handoffs) join(k Key) (h *handoff, lead bool) {
 func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 	hs.mu.Lock()
 	delete(hs.m, flightKey{k.Tenant, k.Operation, k.Value})
-	hs.mu.Unlock()
 	h.out = out
-	close(h.done)
+	if h.done != nil {
+		close(h.done)
+	}
+	hs.mu.Unlock()
 }
 
 // awaitHandoff waits for the leader of rq's key in this process, if there
 // is one, for as long as rq's mode lets a duplicate wait. answered: rq was
 // answered with the leader's committed outcome, or err says why not
 // (ErrInFlight after the wait, the request's context ending). Otherwise rq
-// leads its key in this process and must call the returned end with the
-// outcome it answered with.
-func (e *Engine) awaitHandoff(rq *request) (end func(), answered bool, err error) {
+// leads its key in this process (h, nil when its mode does not wait) and
+// must end it with the outcome it answered with.
+func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
 	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
 	if wait <= 0 {
-		return func() {}, false, nil
+		return nil, false, nil
 	}
 	ctx := rq.r.Context()
 	var timer *time.Timer
 	for {
 		h, lead := e.handoffs.join(rq.key)
 		if lead {
-			return func() { e.handoffs.end(rq.key, h, rq.committed) }, false, nil
+			return h, false, nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
