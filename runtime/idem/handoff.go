@@ -25,8 +25,11 @@ import (
 // execution: a leader that ends without one (a failure that is not kept,
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
-// duplicate in flight would (the mode's inProcessWait), then is answered
-// ErrInFlight; a mode that does not wait (lease) does not take part.
+// duplicate in flight would (the mode's inProcessWait); then it goes on by
+// itself, without leading, to the cache and the database, which answer it
+// as they would have without the wait (a replay when the key has an
+// outcome: a leader that is merely slow never makes a retry of a completed
+// request a 409). A mode that does not wait (lease) does not take part.
 type handoffs struct {
 	mu sync.Mutex
 	m  map[flightKey]*handoff
@@ -74,10 +77,10 @@ func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 
 // awaitHandoff waits for the leader of rq's key in this process, if there
 // is one, for as long as rq's mode lets a duplicate wait. answered: rq was
-// answered with the leader's committed outcome, or err says why not
-// (ErrInFlight after the wait, the request's context ending). Otherwise rq
-// leads its key in this process (h, nil when its mode does not wait) and
-// must end it with the outcome it answered with.
+// answered with the leader's committed outcome, or its context ended (err).
+// Otherwise rq leads its key in this process and must end h with the
+// outcome it answered with, or (h nil) goes on by itself: its mode does
+// not wait, or the wait ran out.
 func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
 	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
 	if wait <= 0 {
@@ -99,9 +102,8 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 		case <-h.done:
 			done(nil)
 		case <-timer.C:
-			err := withRetryAfter(ErrInFlight, time.Second)
-			done(err)
-			return nil, true, err
+			done(nil)
+			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())
 			return nil, true, ctx.Err()
