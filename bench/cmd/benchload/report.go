@@ -160,6 +160,9 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 			ms(percentile(pooled(sw.alone), 99)), ms(percentile(pooled(sw.during), 99)),
 			float64(percentile(pooled(sw.during), 99))/float64(percentile(pooled(sw.alone), 99)),
 			sw.deleted, sw.pages, sw.sweeping.Seconds(), float64(sw.deleted)/sw.sweeping.Seconds(), median(rpsDuring), sw.left)
+		if sw.skipped > 0 {
+			fmt.Fprintf(w, "Before the windows, without traffic, the pass walked the %d pages earlier runs had emptied (%.0f s).\n", sw.skipped, sw.skipTime.Seconds())
+		}
 	}
 }
 
