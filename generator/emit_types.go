@@ -437,7 +437,11 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			case !p.Required && !t.nilable():
 				t = ptr(t)
 			}
-			g.Id(p.Field).Add(jenType(t)).Comment(p.Where())
+			c := p.Where()
+			if p.EngineKey {
+				c += ": the key the engine parsed (idem.KeyFromContext)"
+			}
+			g.Id(p.Field).Add(jenType(t)).Comment(c)
 		}
 		if o.Body != nil {
 			g.Id("Body").Add(jenType(o.Body.Type)).Comment(o.Body.MediaType)

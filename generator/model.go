@@ -322,6 +322,25 @@ type Param struct {
 	// fingerprint: every parameter but the idempotency key header and those
 	// x-idempotent.fingerprint.excludeParameters names.
 	Fingerprint bool
+	// EngineKey is whether the parameter is the operation's idempotency key
+	// header, which the engine parses (idem.ParseKey, x-idempotent.keyFormat)
+	// before the decoder runs: the decoder leaves it alone and the handler's
+	// field is set from the engine's parsed key (idem.KeyFromContext), so a
+	// handler sees one form of the key. The client sends it as the key.
+	EngineKey bool
+}
+
+// DecodedParams are the parameters the decoder reads and validates: all but
+// the one the engine fills (Param.EngineKey). The idemimpl.Param table of
+// the operation (ParamsVar) lists these, in this order.
+func (o *Operation) DecodedParams() []*Param {
+	var out []*Param
+	for _, p := range o.Params {
+		if !p.EngineKey {
+			out = append(out, p)
+		}
+	}
+	return out
 }
 
 // Where names the parameter in error messages: `query parameter "limit"`.

@@ -66,8 +66,8 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		ploc := o.Location + "/parameters/" + p.In + "/" + jsonkit.EscapeToken(p.Name)
 		want := goName(p.Name)
 		b.names.fixed(b.ob(o).requestFields, &prm.Field, want, ploc, "parameter", rankComponent, closeness(p.Name, want), true)
-		prm.Fingerprint = !excluded[k] && !(o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)) &&
-			!o.credentialParam(p.In, p.Name)
+		keyHeader := o.Idempotent && p.In == "header" && strings.EqualFold(p.Name, o.Policy.Header)
+		prm.Fingerprint = !excluded[k] && !keyHeader && !o.credentialParam(p.In, p.Name)
 		if p.In == "path" {
 			prm.Key = muxWildcard(p.Name)
 		}
@@ -85,9 +85,51 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		}
 		prm.Style = style
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
-		prm.Schema = b.req.index(sr, schemaLoc, noValidate)
 		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
+		if keyHeader {
+			b.keyParam(o, prm, sr, where)
+		}
+		if !prm.EngineKey { // the decoder validates it
+			prm.Schema = b.req.index(sr, schemaLoc, noValidate)
+		}
 		o.Params = append(o.Params, prm)
+	}
+}
+
+// keyParam decides whether the engine fills prm, the parameter that
+// declares the operation's idempotency key header: the engine parses the
+// key (x-idempotent.keyFormat) before the decoder runs, so the decoder does
+// not read the header again and the handler's field holds the engine's
+// parsed key, the one form of the key a handler sees. A key declared as
+// anything but a string is read as declared (with a warning), and schema
+// constraints the engine's key rules do not imply are named in a warning,
+// since nothing checks them.
+func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string) {
+	at := strings.TrimSuffix(where, ": ") + " " + prm.Where()
+	if prm.List || prm.Type.Kind != GoBuiltin || prm.Type.Name != "string" {
+		b.warnf(at, "the idempotency key header is not declared a string: its request field holds the header as sent, KeyFromContext the key the engine parsed")
+		return
+	}
+	prm.EngineKey = true
+	if sr == nil || sr.Value == nil {
+		return
+	}
+	s := sr.Value
+	var unchecked []string
+	if s.Pattern != "" {
+		unchecked = append(unchecked, "pattern")
+	}
+	if len(s.Enum) > 0 {
+		unchecked = append(unchecked, "enum")
+	}
+	if s.MinLength > 1 {
+		unchecked = append(unchecked, "minLength")
+	}
+	if s.MaxLength != nil && *s.MaxLength < 255 {
+		unchecked = append(unchecked, "maxLength")
+	}
+	if len(unchecked) > 0 {
+		b.warnf(at, "%s not checked: the engine parses the key as x-idempotent.keyFormat %q says", strings.Join(unchecked, ", "), o.Policy.KeyFormat)
 	}
 }
 

@@ -311,6 +311,7 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 			return idem.Prepared{}, err
 		}
 		return idem.Prepared{Canonical: q.Canonical(opCreatePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			idemimpl.SetKey(ctx, &req.IdempotencyKey) // the key as the engine parsed it, not the header as sent
 			resp, err := h.srv.CreatePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
@@ -320,21 +321,16 @@ func (h *handler) handleCreatePayment(w http.ResponseWriter, r *http.Request) {
 	})
 }
 
-// paramsCreatePayment describes the parameters of createPayment.
-var paramsCreatePayment = [...]idemimpl.Param{
-	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
-}
-
 // bodyCreatePayment describes the request body of createPayment.
 var bodyCreatePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 6},
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 5},
 }}
 
 // decodeCreatePaymentRequest decodes and validates the request of createPayment; q holds its
 // canonical form, which the idempotency fingerprint covers.
 func decodeCreatePaymentRequest(r *http.Request, body []byte) (req CreatePaymentRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
-	q.Param(&paramsCreatePayment[0], &req.IdempotencyKey)
+	// req.IdempotencyKey is left to the engine, which parsed the key header: SetKey fills it.
 	q.Body(body, &bodyCreatePayment, &req.Body)
 	return req, q, q.Err()
 }
@@ -403,7 +399,7 @@ func (h *handler) handleGetPayment(w http.ResponseWriter, r *http.Request) {
 
 // paramsGetPayment describes the parameters of getPayment.
 var paramsGetPayment = [...]idemimpl.Param{
-	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 11, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
 }
 
 // decodeGetPaymentRequest decodes and validates the request of getPayment; q holds its
@@ -422,6 +418,7 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 			return idem.Prepared{}, err
 		}
 		return idem.Prepared{Canonical: q.Canonical(opCapturePayment.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			idemimpl.SetKey(ctx, &req.IdempotencyKey) // the key as the engine parsed it, not the header as sent
 			resp, err := h.srv.CapturePayment(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
@@ -433,8 +430,7 @@ func (h *handler) handleCapturePayment(w http.ResponseWriter, r *http.Request) {
 
 // paramsCapturePayment describes the parameters of capturePayment.
 var paramsCapturePayment = [...]idemimpl.Param{
-	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
-	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 11, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
 }
 
 // bodyCapturePayment describes the request body of capturePayment.
@@ -447,7 +443,7 @@ var bodyCapturePayment = idemimpl.Body{Required: true, Media: []idemimpl.Media{
 func decodeCapturePaymentRequest(r *http.Request, body []byte) (req CapturePaymentRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Param(&paramsCapturePayment[0], &req.PaymentID)
-	q.Param(&paramsCapturePayment[1], &req.IdempotencyKey)
+	// req.IdempotencyKey is left to the engine, which parsed the key header: SetKey fills it.
 	q.Body(body, &bodyCapturePayment, &req.Body)
 	return req, q, q.Err()
 }
@@ -460,6 +456,7 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 			return idem.Prepared{}, err
 		}
 		return idem.Prepared{Canonical: q.Canonical(opCreateRefund.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			idemimpl.SetKey(ctx, &req.IdempotencyKey) // the key as the engine parsed it, not the header as sent
 			resp, err := h.srv.CreateRefund(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
@@ -471,8 +468,7 @@ func (h *handler) handleCreateRefund(w http.ResponseWriter, r *http.Request) {
 
 // paramsCreateRefund describes the parameters of createRefund.
 var paramsCreateRefund = [...]idemimpl.Param{
-	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
-	{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 5, Style: idemimpl.StyleSimple},
+	{In: "path", Name: "paymentId", Key: "paymentId", Schema: 11, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
 }
 
 // bodyCreateRefund describes the request body of createRefund.
@@ -485,7 +481,7 @@ var bodyCreateRefund = idemimpl.Body{Required: true, Media: []idemimpl.Media{
 func decodeCreateRefundRequest(r *http.Request, body []byte) (req CreateRefundRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Param(&paramsCreateRefund[0], &req.PaymentID)
-	q.Param(&paramsCreateRefund[1], &req.IdempotencyKey)
+	// req.IdempotencyKey is left to the engine, which parsed the key header: SetKey fills it.
 	q.Body(body, &bodyCreateRefund, &req.Body)
 	return req, q, q.Err()
 }
@@ -498,13 +494,13 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1"},                                                                            // 2: #/components/schemas/QuoteRequest/properties/amount
 	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{3}$"},                                                                                              // 3: #/components/schemas/QuoteRequest/properties/currency
 	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "100"},        // 4: #/paths/~1payments/get/parameters/query/limit/schema
-	{Types: idemimpl.TypeString}, // 5: #/paths/~1payments/post/parameters/header/Idempotency-Key/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 7, Required: true}, {Name: "currency", Schema: 3, Required: true}, {Name: "description", Schema: 8}, {Name: "metadata", Schema: 9}}, AdditionalProperties: idemimpl.NoAdditional}, // 6: #/components/schemas/NewPayment
-	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Minimum: "1", Maximum: "100000000"},                                                                                                                                              // 7: #/components/schemas/NewPayment/properties/amount
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 200},                                                                                                                                                                                       // 8: #/components/schemas/NewPayment/properties/description
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "clientSentAt", Schema: 10}, {Name: "orderId", Schema: 11}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                           // 9: #/components/schemas/Metadata
-	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime},                                                                                                                                                                                                  // 10: #/components/schemas/Metadata/properties/clientSentAt
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 100},                                                                                                                                                                                       // 11: #/components/schemas/Metadata/properties/orderId
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "reason", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                    // 12: #/components/schemas/NewRefund
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                                                                 // 13: #/components/schemas/Capture
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 6, Required: true}, {Name: "currency", Schema: 3, Required: true}, {Name: "description", Schema: 7}, {Name: "metadata", Schema: 8}}, AdditionalProperties: idemimpl.NoAdditional}, // 5: #/components/schemas/NewPayment
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Minimum: "1", Maximum: "100000000"},                                                                                                                                              // 6: #/components/schemas/NewPayment/properties/amount
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 200},                                                                                                                                                                                       // 7: #/components/schemas/NewPayment/properties/description
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "clientSentAt", Schema: 9}, {Name: "orderId", Schema: 10}}, AdditionalProperties: idemimpl.NoAdditional},                                                                                            // 8: #/components/schemas/Metadata
+	{Types: idemimpl.TypeString, Format: idemimpl.FormatDateTime},                                                                                                                                                                                                  // 9: #/components/schemas/Metadata/properties/clientSentAt
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 100},                                                                                                                                                                                       // 10: #/components/schemas/Metadata/properties/orderId
+	{Types: idemimpl.TypeString}, // 11: #/paths/~1payments~1{paymentId}~1refunds/post/parameters/path/paymentId/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2, Required: true}, {Name: "reason", Schema: 7}}, AdditionalProperties: idemimpl.NoAdditional}, // 12: #/components/schemas/NewRefund
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 2}}, AdditionalProperties: idemimpl.NoAdditional},                                              // 13: #/components/schemas/Capture
 }}

@@ -197,7 +197,7 @@ func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, erro
 // CreatePaymentRequest is the decoded request of operation createPayment (POST /payments).
 // Create a payment and charge it at the gateway
 type CreatePaymentRequest struct {
-	IdempotencyKey *string    // header parameter "Idempotency-Key"
+	IdempotencyKey *string    // header parameter "Idempotency-Key": the key the engine parsed (idem.KeyFromContext)
 	Body           NewPayment // application/json
 }
 
@@ -327,7 +327,7 @@ func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
 // Capture an authorized payment
 type CapturePaymentRequest struct {
 	PaymentID      string  // path parameter "paymentId"
-	IdempotencyKey *string // header parameter "Idempotency-Key"
+	IdempotencyKey *string // header parameter "Idempotency-Key": the key the engine parsed (idem.KeyFromContext)
 	Body           Capture // application/json
 }
 
@@ -381,7 +381,7 @@ func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, 
 // Refund part or all of a captured payment
 type CreateRefundRequest struct {
 	PaymentID      string    // path parameter "paymentId"
-	IdempotencyKey *string   // header parameter "Idempotency-Key"
+	IdempotencyKey *string   // header parameter "Idempotency-Key": the key the engine parsed (idem.KeyFromContext)
 	Body           NewRefund // application/json
 }
 

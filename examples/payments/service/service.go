@@ -263,11 +263,12 @@ func (s *Service) CreateRefund(ctx context.Context, tx pgx.Tx, req api.CreateRef
 	if err != nil {
 		return nil, fmt.Errorf("add refund: %w", err)
 	}
-	key, _ := idem.KeyFromContext(ctx)
 	row, err := q.InsertRefund(ctx, ledger.InsertRefundParams{
-		ID:             newID("re_"),
-		PaymentID:      pay.ID,
-		IdempotencyKey: key.Value,
+		ID:        newID("re_"),
+		PaymentID: pay.ID,
+		// The key as the engine parsed it (UUIDs lower-cased), the same as
+		// idem.KeyFromContext's Value; the header may have said it otherwise.
+		IdempotencyKey: deref(req.IdempotencyKey),
 		Amount:         req.Body.Amount,
 		Reason:         deref(req.Body.Reason),
 	})

@@ -6,6 +6,7 @@ import (
 	"encoding/json"
 	"errors"
 	"io"
+	"mime/multipart"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -418,4 +419,35 @@ func TestValidationSkip(t *testing.T) {
 	wantInvalid(t, s.order(t, "case variant", path, key(), "application/json", `{"quantity":1,"amount":5,"currency":"EUR","Comment":"x"}`), "body", "#/Comment", "properties")
 	wantInvalid(t, s.order(t, "a property not skipped", path, key(), "application/json", `{"quantity":1,"amount":5,"currency":"EUR","note":"`+strings.Repeat("x", 21)+`"}`), "body", "#/note", "maxLength")
 	s.noneLeft(t, 1, 1)
+}
+
+// TestHandlerSeesTheEngineKey: the spec declares the key header as a
+// parameter (schema maxLength 36), and the handler's field holds the key the
+// engine parsed — lower-cased, unquoted, the same as idem.KeyFromContext's
+// Value — not the header as sent. The decoder does not read the header: a
+// quoted key (38 characters) breaks the parameter's maxLength, and is
+// accepted because keyFormat decides, not the schema. JSON and streamed
+// (multipart) operations alike.
+func TestHandlerSeesTheEngineKey(t *testing.T) {
+	s := newStack(t)
+	k := key()
+	path := "/accounts/acme/orders"
+	sent := `"` + strings.ToUpper(k) + `"`
+	want := `"IdempotencyKey":"` + k + `"`
+	wantCreated(t, s.order(t, "a quoted upper-case key", path, sent, "application/json", order), false, want)
+	// The same key spelt as parsed: the same record, replayed.
+	wantCreated(t, s.order(t, "the key as parsed", path, k, "application/json", order), true, want)
+
+	var b bytes.Buffer
+	w := multipart.NewWriter(&b)
+	fw, err := w.CreateFormFile("file", "f.bin")
+	if err != nil {
+		t.Fatal(err)
+	}
+	fw.Write([]byte("hello"))
+	w.WriteField("details", `{"kind":"memo"}`)
+	w.Close()
+	k2 := key()
+	wantCreated(t, s.order(t, "an upload, upper-case key", "/accounts/acme/uploads", strings.ToUpper(k2), w.FormDataContentType(), b.String()),
+		false, `"IdempotencyKey":"`+k2+`"`)
 }

@@ -259,6 +259,7 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 			return idem.Prepared{}, err
 		}
 		return idem.Prepared{Canonical: q.Canonical(opCreateOrder.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			idemimpl.SetKey(ctx, &req.IdempotencyKey) // the key as the engine parsed it, not the header as sent
 			resp, err := h.srv.CreateOrder(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
@@ -296,6 +297,7 @@ func decodeCreateOrderRequest(r *http.Request, body []byte) (req CreateOrderRequ
 	q.Param(&paramsCreateOrder[4], &req.XAccount)
 	q.Param(&paramsCreateOrder[5], &req.XRequestID)
 	q.Param(&paramsCreateOrder[6], &req.Session)
+	// req.IdempotencyKey is left to the engine, which parsed the key header: SetKey fills it.
 	q.Body(body, &bodyCreateOrder, &req.Body)
 	return req, q, q.Err()
 }
@@ -311,6 +313,7 @@ func (h *handler) handleCreateUpload(w http.ResponseWriter, r *http.Request) {
 			return idem.Prepared{}, err
 		}
 		return idem.Prepared{Canonical: q.Canonical(opCreateUpload.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			idemimpl.SetKey(ctx, &req.IdempotencyKey) // the key as the engine parsed it, not the header as sent
 			resp, err := h.srv.CreateUpload(ctx, tx, req)
 			if err != nil {
 				return nil, h.fail(r, err)
@@ -335,6 +338,7 @@ var bodyCreateUpload = idemimpl.Body{Required: true, Media: []idemimpl.Media{
 func decodeCreateUploadRequest(r *http.Request, body io.Reader) (req CreateUploadRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Param(&paramsCreateUpload[0], &req.Account)
+	// req.IdempotencyKey is left to the engine, which parsed the key header: SetKey fills it.
 	q.BodyStream(body, &bodyCreateUpload, &req.Body)
 	return req, q, q.Err()
 }

@@ -137,14 +137,15 @@ func (v *UploadMultipart) UnmarshalJSON(b []byte) error {
 
 // CreateOrderRequest is the decoded request of operation createOrder (POST /accounts/{account}/orders).
 type CreateOrderRequest struct {
-	Account    string             // path parameter "account"
-	DryRun     *bool              // query parameter "dryRun"
-	Tag        []string           // query parameter "tag"
-	Window     *CreateOrderWindow // query parameter "window"
-	XAccount   *string            // header parameter "X-Account"
-	XRequestID *string            // header parameter "X-Request-Id"
-	Session    *string            // cookie parameter "session"
-	Body       Order              // application/json
+	Account        string             // path parameter "account"
+	DryRun         *bool              // query parameter "dryRun"
+	Tag            []string           // query parameter "tag"
+	Window         *CreateOrderWindow // query parameter "window"
+	IdempotencyKey *string            // header parameter "Idempotency-Key": the key the engine parsed (idem.KeyFromContext)
+	XAccount       *string            // header parameter "X-Account"
+	XRequestID     *string            // header parameter "X-Request-Id"
+	Session        *string            // cookie parameter "session"
+	Body           Order              // application/json
 }
 
 // CreateOrderResponse is one of the responses of operation createOrder (POST /accounts/{account}/orders):
@@ -175,8 +176,9 @@ func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error)
 
 // CreateUploadRequest is the decoded request of operation createUpload (POST /accounts/{account}/uploads).
 type CreateUploadRequest struct {
-	Account string          // path parameter "account"
-	Body    UploadMultipart // multipart/form-data
+	Account        string          // path parameter "account"
+	IdempotencyKey *string         // header parameter "Idempotency-Key": the key the engine parsed (idem.KeyFromContext)
+	Body           UploadMultipart // multipart/form-data
 }
 
 // CreateUploadResponse is one of the responses of operation createUpload (POST /accounts/{account}/uploads):
