@@ -177,6 +177,9 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 	}
 	rs := &runState{e: e, key: key}
 	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
+	if rq.handoff != nil {
+		rq.handoff.executing.Store(true) // waiters in this process: in flight
+	}
 	resp, herr := e.runHandler(hctx, rq, h, tx)
 	x := &execution{rq: rq, tx: tx, rec: &atomicRun{e: e, st: st, since: key.Since, prev: prev}}
 	err = e.finish(ctx, bk, x, resp, herr)

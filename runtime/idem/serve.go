@@ -36,6 +36,7 @@ type request struct {
 	// another request's.
 	committed  *cached
 	handedOver bool
+	handoff    *handoff // the one rq leads (handoff.go)
 	// raced: the record write lost to a concurrent duplicate on the
 	// primary key (Outcome.Raced).
 	raced bool
@@ -275,6 +276,7 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 		return err
 	}
 	if ho != nil {
+		rq.handoff = ho
 		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
 	}
 	if e.cfg.Cache != nil {
