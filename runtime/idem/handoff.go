@@ -27,13 +27,15 @@ import (
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
 // duplicate in flight would (the mode's inProcessWait). If the leader is
-// then running the handler, the request is in flight: ErrInFlight, as a
-// duplicate waiting for a flight gets it (serveKey), with no cache call or
-// read. Otherwise (the leader is still asking the cache or reading) the
-// waiter goes on by itself, without leading, to the cache and the
-// database, which answer it as without the wait: a leader that is merely
-// slow never makes a retry of a completed request a 409. A mode that does
-// not wait (lease) does not take part.
+// then running the handler after reading that the key has no outcome, the
+// request is in flight: ErrInFlight, as a duplicate waiting for a flight
+// gets it (serveKey), with no cache call or read. Otherwise (the leader is
+// still asking the cache or reading, or inserting first, which it also
+// does for a stored key the cache did not hold) the waiter goes on by
+// itself, without leading, to PostgreSQL, reading first (its leader asked
+// the cache already): a leader that is merely slow never makes a retry of
+// a completed request a 409, and the waiters of a slow leader do not storm
+// the cache. A mode that does not wait (lease) does not take part.
 type handoffs struct {
 	mu sync.Mutex
 	m  map[flightKey]*handoff
@@ -42,7 +44,8 @@ type handoffs struct {
 // handoff is one leader's request: done, made when the first waiter
 // comes (most keys have none), closes when it has answered; out is then
 // the committed outcome it answered with, or nil.
-// executing is set as the leader's handler starts.
+// executing is set as the leader's handler starts after a read that found
+// no outcome.
 type handoff struct {
 	done      chan struct{}
 	out       *cached
@@ -114,6 +117,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 				return nil, true, err
 			}
 			done(nil)
+			rq.ownWay = true
 			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())
