@@ -1,6 +1,6 @@
 # idemgen — build, generate, test, bench, demo.
 #
-#   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + vet + check-generated + go test -race
+#   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency)
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
 #   make bench            benchmarks (see BENCHMARKS.md)
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
@@ -16,7 +16,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db regions demo demo-in-db tools
 
 all: test
 
@@ -65,21 +65,42 @@ test:
 #
 # test-in-db runs what is independent side by side (scripts/lanes.sh; each
 # lane's output is printed as one block with its wall and CPU seconds), in
-# three stages, each waiting for the one before:
+# four stages, each waiting for the one before:
 #   1. fmt-check and tidy-check (mostly the network) beside downloading every
 #      module's dependencies (sqlc is built only when check-generated needs
 #      to run it: see generate);
 #   2. check-generated, alone: it rewrites files the tests compile;
-#   3. the tests in three lanes: the generator's (the long pole: they
-#      generate the real specs and compile them in child go commands), vet
-#      and the other modules, and examples/payments (its e2e tests mostly
-#      wait on servers and a cluster they start).
+#   3. race-deps, alone: the root module's packages and tests compiled under
+#      -race by one go command on both cores;
+#   4. the tests in three lanes: the generator's (the long pole: they
+#      generate the real specs and compile them in child go commands), every
+#      other module, and examples/payments (its e2e tests mostly wait on
+#      servers and a cluster they start).
+# At the end it prints every test binary's own run (wall and CPU seconds,
+# compiling excluded; scripts/testcpu.sh), most CPU first.
+#
+# Nothing is compiled twice on purpose: go test vets (-vet=all: every check
+# go vet makes) inside its own build, so there is no separate `go vet` pass
+# compiling every module once more without -race (make vet still does it).
 LANES := scripts/lanes.sh
 SUBMAKE := $(MAKE) --no-print-directory
+TESTEXEC := -exec $(CURDIR)/scripts/testcpu.sh
 test-in-db: fmt-check
 	@$(LANES) "$(SUBMAKE) tidy-check" "$(SUBMAKE) download"
 	@$(SUBMAKE) check-generated
-	@$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) vet unit-modules" "$(SUBMAKE) unit-payments"
+	@$(SUBMAKE) race-deps
+	@export TESTCPU_LOG=$$(mktemp); rc=0; \
+	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-payments" || rc=$$?; \
+	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
+
+# race-deps compiles, under -race, every package of the root module and its
+# tests with all they import (the standard library's race build included),
+# without linking or running anything: one go command schedules it on both
+# cores. Without it the lanes of stage 4 compiled the shared graph (std, pgx,
+# the runtime) at the same time, each for itself: the go command shares its
+# cache between runs, not work in flight.
+race-deps:
+	$(GO) list -race -export -deps -test ./... >/dev/null
 
 unit: unit-generator unit-modules unit-payments
 
@@ -96,17 +117,28 @@ unit-env:
 # case; the split loader's parts decoded on every core in unit-modules
 # (generator/internal/load, whose TestSplitLoadsAlike then only loads).
 unit-generator: unit-env
-	$(GO) test -count=1 -timeout 45m ./generator ./generator/internal/load
-	$(GO) test -race -count=1 -run '^TestGolden$$' ./generator
+	$(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 45m ./generator ./generator/internal/load
+	$(GO) test -race -vet=off $(TESTEXEC) -count=1 -run '^TestGolden$$' ./generator
 
-# Every package of every module but the generator's and examples/payments,
-# under -race.
+# -race where the tests run concurrent code: the root module (the engine,
+# its storms, the Redis and NATS adapters, the CLI), examples/payments (e2e
+# storms, crashes, failover; unit-payments), examples/migrations and
+# examples/stripe (parallel tests). Without it: bench (no tests: it is
+# compiled and vetted), examples/docsnippets, minimal and routers (no
+# goroutine of their own; one request at a time against code whose
+# concurrency is raced in the root module and in payments): their race
+# builds (gin, echo, chi, fiber and their graphs) gave the detector nothing
+# to watch.
+NORACE_MODULES := bench examples/docsnippets examples/minimal examples/routers
+
+# Every package of every module but the generator's and examples/payments.
 unit-modules: unit-env
-	@echo "go test -race (.)"; $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/idemgen/idemgen/generator')
-	@for m in $(filter-out . examples/payments,$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -count=1 -timeout 20m ./...); done
+	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/idemgen/idemgen/generator')
+	@for m in $(filter-out . examples/payments $(NORACE_MODULES),$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
+	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 
 unit-payments: unit-env
-	cd examples/payments && $(GO) test -race -count=1 -timeout 20m ./...
+	cd examples/payments && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...
 
 bench:
 	PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-in-db

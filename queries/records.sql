@@ -287,76 +287,109 @@ RETURNING r.id, r.fence;
 
 -- The sweeper walks the table in physical order, a range of pages
 -- [@first_page, @end_page) per statement, instead of keeping an index on
--- expires_at up to date on every insert: each statement reads its pages
--- (a TID range scan) and changes at most @batch_size rows of them
--- (docs/design.md, "Expiry"). Rows it finds locked are skipped: the next
--- pass takes them.
+-- expires_at up to date on every insert: one statement reads its pages
+-- once (a TID range scan), changes at most @batch_size rows of them, and
+-- counts the live records of the pages it finished (docs/design.md,
+-- "Expiry"). Rows it finds locked are skipped: the next pass takes them.
 
 -- name: TablePages :one
 -- How many pages idem_records has: where a pass of the sweeper ends.
 SELECT (pg_relation_size('idem_records') / current_setting('block_size')::bigint)::bigint AS pages;
 
--- name: AbandonClaims :many
--- Sweeper: a lease claim past its key's expiry whose lease lapsed was
--- abandoned (its holder died and no client retried). What it did is not
--- known, so it becomes UNKNOWN, never deleted on the spot; the rows are
--- returned so the sweeper can report them.
-UPDATE idem_records SET
-    state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-WHERE ctid = ANY(ARRAY(
-    SELECT s.ctid FROM idem_records s
-    WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
-      AND s.state = 'IN_PROGRESS' AND s.expires_at <= now()
-      AND (s.lease_expires_at IS NULL OR s.lease_expires_at <= now())
-    LIMIT @batch_size
-    FOR UPDATE SKIP LOCKED))
-RETURNING tenant, operation, idempotency_key, attempts, recovery_point, created_at, expires_at;
-
--- name: SweepPages :one
--- Sweeper: deletes the final records (and EXPIRED ones, resolved so by
--- hand) whose expiry plus the grace has passed, and, when
--- @unknown_grace_ms > 0, the UNKNOWN records that long past their expiry;
--- IN_PROGRESS is never touched. Until the grace ends, an expired record
--- stays so that onExpired=reject still recognises its key (no request
--- replays it: expiry is judged by expires_at). It also counts the live
--- records of the pages, as they were before this statement.
-WITH deleted AS (
-    DELETE FROM idem_records
-    WHERE ctid = ANY(ARRAY(
-        SELECT s.ctid FROM idem_records s
-        WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
-          AND s.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
-          AND s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond'
-        LIMIT @batch_size
-        FOR UPDATE SKIP LOCKED))
-    RETURNING 1
-), unknown_deleted AS (
-    DELETE FROM idem_records
-    WHERE ctid = ANY(ARRAY(
-        SELECT s.ctid FROM idem_records s
-        WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
-          AND @unknown_grace_ms::bigint > 0
-          AND s.state = 'UNKNOWN' AND s.expires_at <= now() - (@unknown_grace_ms::bigint) * interval '1 millisecond'
-        LIMIT @batch_size
-        FOR UPDATE SKIP LOCKED))
-    RETURNING 1
-), live AS (
-    SELECT
-        count(*) FILTER (WHERE s.state = 'IN_PROGRESS') AS in_progress,
-        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND coalesce(s.lease_expires_at <= now(), true)) AS abandoned,
-        count(*) FILTER (WHERE s.state = 'UNKNOWN') AS unknown,
-        count(*) FILTER (WHERE s.state = 'UNKNOWN' AND s.expires_at <= now()) AS unknown_expired,
-        min(s.created_at) AS oldest
+-- name: SweepRange :one
+-- Sweeper, one step over the pages [@first_page, @end_page):
+--   * deletes the final records (and EXPIRED ones, resolved so by hand)
+--     whose expiry plus the grace has passed, and, when
+--     @unknown_grace_ms > 0, the UNKNOWN records that long past their
+--     expiry. Until the grace ends an expired record stays, so that
+--     onExpired=reject still recognises its key (no request replays it:
+--     expiry is judged by expires_at);
+--   * makes UNKNOWN a lease claim past its key's expiry whose lease lapsed:
+--     it was abandoned (its holder died and no client retried), what it did
+--     is not known, so it is never deleted on the spot; its key, attempts
+--     and recovery point are returned for the report;
+--   * never touches a live claim (its lease held, or its key not expired).
+-- At most @batch_size rows change, the first ones in physical order; when
+-- that many were due, next_page is the page of the last one taken (the
+-- next step starts there), else @end_page. The live records (IN_PROGRESS,
+-- UNKNOWN) of the pages before next_page are counted as they are after
+-- this statement. ((ARRAY[ctid])[1] is ctid: sqlc knows no system column
+-- in a select list.)
+WITH scan AS MATERIALIZED (
+    SELECT (ARRAY[s.ctid])[1] AS tid, s.state, s.expires_at, s.lease_expires_at, s.created_at
     FROM idem_records s
     WHERE s.ctid >= ('(' || @first_page::bigint || ',0)')::tid AND s.ctid < ('(' || @end_page::bigint || ',0)')::tid
-      AND s.state IN ('IN_PROGRESS', 'UNKNOWN')
+      AND (s.state IN ('IN_PROGRESS', 'UNKNOWN') OR s.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond')
+), due AS MATERIALIZED (
+    SELECT d.tid FROM scan d
+    WHERE (d.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+            AND d.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond')
+       OR (d.state = 'IN_PROGRESS' AND d.expires_at <= now() AND coalesce(d.lease_expires_at <= now(), true))
+       OR (d.state = 'UNKNOWN' AND @unknown_grace_ms::bigint > 0
+            AND d.expires_at <= now() - (@unknown_grace_ms::bigint) * interval '1 millisecond')
+    ORDER BY d.tid
+    LIMIT @batch_size
+), locked AS MATERIALIZED (
+    -- The same conditions again, on the row as it is now: a row changed
+    -- since the scan is taken only if it is still due (a changed row has
+    -- another ctid, so it is not taken at all).
+    SELECT (ARRAY[r.ctid])[1] AS tid, r.state FROM idem_records r
+    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM due))
+      AND ((r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
+              AND r.expires_at <= now() - (@grace_ms::bigint) * interval '1 millisecond')
+        OR (r.state = 'IN_PROGRESS' AND r.expires_at <= now() AND coalesce(r.lease_expires_at <= now(), true))
+        OR (r.state = 'UNKNOWN' AND @unknown_grace_ms::bigint > 0
+              AND r.expires_at <= now() - (@unknown_grace_ms::bigint) * interval '1 millisecond'))
+    FOR UPDATE SKIP LOCKED
+), deleted AS (
+    DELETE FROM idem_records r
+    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM locked WHERE state <> 'IN_PROGRESS'))
+    RETURNING r.state
+), abandoned AS (
+    UPDATE idem_records r SET state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
+    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM locked WHERE state = 'IN_PROGRESS'))
+    RETURNING r.tenant, r.operation, r.idempotency_key, r.attempts, coalesce(r.recovery_point, '') AS recovery_point,
+        r.created_at, r.expires_at
+), bound AS (
+    SELECT CASE WHEN (SELECT count(*) FROM due) >= @batch_size
+        THEN ((SELECT tid FROM due ORDER BY tid DESC LIMIT 1)::text::point)[0]::bigint
+        ELSE @end_page::bigint END AS next_page
+), live AS (
+    -- The live records of the finished pages, after this statement: a
+    -- claim it abandoned counts as UNKNOWN (and expired), a record it
+    -- deleted not at all.
+    SELECT
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.tid IS NULL) AS in_progress,
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.tid IS NULL
+            AND coalesce(s.lease_expires_at <= now(), true)) AS abandoned,
+        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.tid IS NULL) OR (s.state = 'IN_PROGRESS' AND l.tid IS NOT NULL)) AS unknown,
+        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.tid IS NULL AND s.expires_at <= now())
+            OR (s.state = 'IN_PROGRESS' AND l.tid IS NOT NULL)) AS unknown_expired,
+        min(s.created_at) FILTER (WHERE s.state = 'IN_PROGRESS' OR l.tid IS NULL) AS oldest
+    FROM scan s LEFT JOIN locked l ON l.tid = s.tid
+    WHERE s.state IN ('IN_PROGRESS', 'UNKNOWN')
+      AND s.tid < ('(' || (SELECT next_page FROM bound) || ',0)')::tid
 )
-SELECT (SELECT count(*) FROM deleted)::bigint AS deleted,
-    (SELECT count(*) FROM unknown_deleted)::bigint AS unknown_deleted,
-    live.in_progress::bigint AS in_progress, live.abandoned::bigint AS abandoned,
+SELECT
+    (SELECT count(*) FROM deleted WHERE state <> 'UNKNOWN')::bigint AS deleted,
+    (SELECT count(*) FROM deleted WHERE state = 'UNKNOWN')::bigint AS unknown_deleted,
+    (SELECT count(*) FROM due)::bigint AS due,
+    (SELECT next_page FROM bound)::bigint AS next_page,
+    live.in_progress::bigint AS in_progress, live.abandoned::bigint AS live_abandoned,
     live.unknown::bigint AS unknown, live.unknown_expired::bigint AS unknown_expired,
-    coalesce(extract(epoch FROM now() - live.oldest), 0)::float8 AS oldest_seconds
-FROM live;
+    coalesce(extract(epoch FROM now() - live.oldest), 0)::float8 AS oldest_seconds,
+    coalesce(ab.tenants, '{}')::text[] AS abandoned_tenants,
+    coalesce(ab.operations, '{}')::text[] AS abandoned_operations,
+    coalesce(ab.keys, '{}')::text[] AS abandoned_keys,
+    coalesce(ab.attempts, '{}')::int[] AS abandoned_attempts,
+    coalesce(ab.recovery_points, '{}')::text[] AS abandoned_recovery_points,
+    coalesce(ab.created, '{}')::timestamptz[] AS abandoned_created,
+    coalesce(ab.expires, '{}')::timestamptz[] AS abandoned_expires
+FROM live, (
+    SELECT array_agg(a.tenant) AS tenants, array_agg(a.operation) AS operations, array_agg(a.idempotency_key) AS keys,
+        array_agg(a.attempts) AS attempts, array_agg(a.recovery_point) AS recovery_points,
+        array_agg(a.created_at) AS created, array_agg(a.expires_at) AS expires
+    FROM abandoned a) ab;
 
 -- name: LegacyTable :one
 -- Whether the v2 table left by migration 0005 is still there.

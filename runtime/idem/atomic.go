@@ -38,6 +38,15 @@ type atomicMode struct{ e *Engine }
 // claim or an UNKNOWN outcome left by the operation's earlier lease mode).
 func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
 
+// inProcessWait: a duplicate waits as long as it waits for a flight of its
+// key (serveKey).
+func (atomicMode) inProcessWait(pol *Policy, lockTimeout time.Duration) time.Duration {
+	if pol.InFlight == InFlightWait {
+		return pol.Wait
+	}
+	return lockTimeout
+}
+
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
 	if !rq.skipRead && g.insertFirst() {

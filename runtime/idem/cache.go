@@ -229,6 +229,12 @@ func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 	return false, nil
 }
 
+// maxCachePoll is the longest pause between two polls of a marker's key.
+// Only the leader of a key in each process polls (handoff.go), so a short
+// pause costs few calls and answers the duplicates soon after the
+// outcome is cached.
+const maxCachePoll = 4 * time.Millisecond
+
 // cacheWait polls the cache for the outcome of the request whose marker rq
 // found, until its wait runs out: nil then.
 func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
@@ -254,7 +260,7 @@ func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
 		if len(v) == 0 {
 			return nil, nil // the holder kept no outcome: PostgreSQL decides
 		}
-		pause = min(2*pause, 16*time.Millisecond)
+		pause = min(2*pause, maxCachePoll)
 	}
 }
 
@@ -278,7 +284,10 @@ func (e *Engine) reportCacheError(ctx context.Context, op *Operation, err error)
 // or else gives back the marker rq placed. In the background: the client
 // has its response, and a failure only costs a later request a read.
 func (e *Engine) cacheAfter(rq *request) {
-	out, key, marker, op := rq.toCache, rq.cacheKey, rq.marker, rq.op
+	out, key, marker, op := rq.committed, rq.cacheKey, rq.marker, rq.op
+	if rq.cache == CacheHit {
+		out = nil // it came from the cache
+	}
 	if out == nil && marker == nil {
 		return
 	}

@@ -190,19 +190,20 @@ type Hooks struct {
 // Engine runs idempotent operations against PostgreSQL. It holds no state of
 // its own beyond validated operations; it is safe for concurrent use.
 type Engine struct {
-	db      DB
-	q       *store.Queries
-	cfg     Config
-	obs     observer
-	flights *flights
-	modes   map[Mode]mode
-	legacy  atomic.Int32 // is the v2 table still there (legacy.go)
-	renewer *renewer
-	stored  map[string]bool
-	ops     sync.Map // *Operation -> *opState (check)
-	headers sync.Map // stored headers JSON -> decoded (see storedHeaders)
-	headerN atomic.Int32
-	shards  sync.Map // DB -> *Engine (see onShard)
+	db       DB
+	q        *store.Queries
+	cfg      Config
+	obs      observer
+	flights  *flights
+	handoffs *handoffs
+	modes    map[Mode]mode
+	legacy   atomic.Int32 // is the v2 table still there (legacy.go)
+	renewer  *renewer
+	stored   map[string]bool
+	ops      sync.Map // *Operation -> *opState (check)
+	headers  sync.Map // stored headers JSON -> decoded (see storedHeaders)
+	headerN  atomic.Int32
+	shards   sync.Map // DB -> *Engine (see onShard)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -259,7 +260,7 @@ func New(db DB, cfg Config) (*Engine, error) {
 		cfg.CacheTTL = DefaultCacheTTL
 	}
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
-		flights: newFlights()}
+		flights: newFlights(), handoffs: &handoffs{}}
 	e.renewer = newRenewer(e)
 	e.modes = map[Mode]mode{ModeAtomic: atomicMode{e}, ModeLease: leaseMode{e}}
 	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {

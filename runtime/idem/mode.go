@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
@@ -19,6 +20,9 @@ type mode interface {
 	// IN_PROGRESS claim, an UNKNOWN outcome) may be claimed now rather than
 	// answered as in flight.
 	claimsLive(rec *store.GetRecordRow) bool
+	// inProcessWait is how long a duplicate of a request in flight in this
+	// process waits for its outcome (handoff.go); zero: it does not wait.
+	inProcessWait(pol *Policy, lockTimeout time.Duration) time.Duration
 }
 
 // recorder is how one execution of a mode records its outcome: the writes

@@ -171,14 +171,11 @@ type execution struct {
 	recovered bool
 }
 
-// kept notes an outcome rq's execution stored, for the cache: completed
-// is its completion time, left the record's remaining life as measured at
-// measured.
+// kept notes an outcome rq's execution stored, for the cache and the
+// duplicates waiting in this process: completed is its completion time,
+// left the record's remaining life as measured at measured.
 func (rq *request) kept(state State, body *storedResponse, completed time.Time, left time.Duration, measured time.Time) {
-	if rq.cacheKey == "" {
-		return // no cache
-	}
-	rq.toCache = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status.Int32,
+	rq.committed = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status.Int32,
 		schema: rq.op.Policy.SchemaVersion, headers: body.headers, body: body.body, left: left, leftAt: measured}
 }
 

@@ -71,9 +71,10 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 		}
 	}
 	rq.outcome = Outcome{Result: ResultReplayed, State: State(rec.State), Status: resp.Status, Replayed: true}
-	if rq.cacheKey != "" && rq.cache != CacheHit && rec.ExpiresLeftMs > 0 {
-		// Read from PostgreSQL: the cache may answer the next retry.
-		rq.toCache = &cached{state: State(rec.State), fingerprint: rq.fp, completedAt: rec.CompletedAt.Time,
+	if !rq.handedOver {
+		// For the duplicates waiting in this process, and, when it was
+		// read from PostgreSQL, for the cache (cacheAfter).
+		rq.committed = &cached{state: State(rec.State), fingerprint: rq.fp, completedAt: rec.CompletedAt.Time,
 			status: rec.ResponseStatus, schema: rec.SchemaVersion, headers: rec.ResponseHeaders, body: rec.ResponseBody,
 			left: time.Duration(rec.ExpiresLeftMs) * time.Millisecond, leftAt: time.Now()}
 	}

@@ -25,12 +25,17 @@ type request struct {
 	ref   ref // the record's id and key
 	// The cache (cache.go): the request's key there, what the cache did,
 	// whether the mode may skip the replay read (nothing was cached), the
-	// marker it placed, and the committed outcome to cache once answered.
+	// marker it placed.
 	cacheKey string
 	cache    CacheResult
 	skipRead bool
 	marker   []byte
-	toCache  *cached
+	// committed is the outcome PostgreSQL committed that rq answered with
+	// (stored or replayed), for the cache and for the duplicates waiting
+	// on rq in this process (handoff.go); handedOver: rq was answered with
+	// another request's.
+	committed  *cached
+	handedOver bool
 	// raced: the record write lost to a concurrent duplicate on the
 	// primary key (Outcome.Raced).
 	raced bool
@@ -265,6 +270,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
+	end, answered, err := e.awaitHandoff(rq)
+	if answered {
+		return err
+	}
+	defer end()
 	if e.cfg.Cache != nil {
 		if answered, err := e.cacheLookup(rq); answered {
 			return err

@@ -35,7 +35,7 @@ func (e *Engine) onShard(ctx context.Context, tenant string) (*Engine, error) {
 	if s, ok := e.shards.Load(db); ok {
 		return s.(*Engine), nil
 	}
-	s := &Engine{db: db, q: store.New(db), cfg: e.cfg, obs: e.obs, flights: e.flights, stored: e.stored}
+	s := &Engine{db: db, q: store.New(db), cfg: e.cfg, obs: e.obs, flights: e.flights, handoffs: e.handoffs, stored: e.stored}
 	s.renewer = newRenewer(s)
 	s.modes = map[Mode]mode{ModeAtomic: atomicMode{s}, ModeLease: leaseMode{s}}
 	got, _ := e.shards.LoadOrStore(db, s)

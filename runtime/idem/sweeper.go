@@ -18,8 +18,12 @@ import (
 type SweeperConfig struct {
 	// BatchSize bounds the rows one statement changes; zero means 1000.
 	BatchSize int
-	// Pages is how many pages of the table one statement walks (8 KiB
-	// each); zero means 128 (1 MiB).
+	// Pages is the most pages of the table one statement reads (8 KiB
+	// each); zero means 2048 (16 MiB). A step's range is sized from the
+	// step before: as many pages as held BatchSize rows due, or twice as
+	// many as the last while they hold less than half of that, so that a
+	// statement changes about BatchSize rows where records are expired
+	// and reads Pages pages where they are not.
 	Pages int
 	// Budget is the share of a pass's time spent running statements: after
 	// each one the sweeper pauses so long that the statements take at most
@@ -53,6 +57,9 @@ type SweeperConfig struct {
 	Logger *slog.Logger
 }
 
+// minStep is the fewest pages a step reads (unless Pages is smaller).
+const minStep = 8
+
 // SweepResult counts what one RunOnce did.
 type SweepResult struct {
 	// Deleted counts records deleted past their expiry and the grace.
@@ -69,7 +76,8 @@ type SweepResult struct {
 	// Moved counts records moved over from the v2 table that migration
 	// 0005 left (see Migrate), while it exists.
 	Moved int64
-	// Pages counts the table pages the pass walked.
+	// Pages counts the table pages the pass walked (all of them, unless
+	// it was cut short).
 	Pages int64
 	// Duration is how long the pass took, pauses included.
 	Duration time.Duration
@@ -96,9 +104,11 @@ type AbandonedClaim struct {
 }
 
 // Sweeper retires idempotency records. A pass walks the table in physical
-// order, SweeperConfig.Pages pages per statement (no index on the expiry
-// is kept up to date on every insert for it), pausing between statements
-// to stay within SweeperConfig.Budget:
+// order, one statement per range of pages (no index on the expiry is kept
+// up to date on every insert for it), pausing between statements to stay
+// within SweeperConfig.Budget. A pass starts where the last one stopped (a
+// pass cut short by its context or an error is resumed by the next one,
+// not restarted) and wraps around, so it reads every page once:
 //
 //   - final records (COMPLETED, FAILED_REPLAYABLE, FAILED_RETRYABLE, and
 //     EXPIRED ones, resolved so by hand) past their expiry and the grace
@@ -124,6 +134,7 @@ type Sweeper struct {
 	q        *store.Queries
 	cfg      SweeperConfig
 	lastLive atomic.Int64 // unix nanoseconds of the last report of live records
+	next     atomic.Int64 // the page the next step starts at
 }
 
 // NewSweeper returns a sweeper over db.
@@ -132,7 +143,7 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 		cfg.BatchSize = 1000
 	}
 	if cfg.Pages <= 0 {
-		cfg.Pages = 128
+		cfg.Pages = 2048
 	}
 	if cfg.Budget <= 0 || cfg.Budget > 1 {
 		cfg.Budget = 0.1
@@ -183,54 +194,91 @@ func (s *Sweeper) runOnce(ctx context.Context) (SweepResult, error) {
 	if err != nil {
 		return res, fmt.Errorf("idem: sweep: table size: %w", err)
 	}
-	var live LiveRecords
-	oldest := 0.0
-	step := int64(s.cfg.Pages)
-	for first := int64(0); first < pages; first += step {
-		for {
-			t0 := time.Now()
-			rows, err := s.q.AbandonClaims(ctx, store.AbandonClaimsParams{FirstPage: first, EndPage: first + step, BatchSize: batch})
-			if err != nil {
-				return res, fmt.Errorf("idem: sweep: abandoned claims: %w", err)
-			}
-			res.Abandoned += int64(len(rows))
-			if s.cfg.OnAbandoned != nil {
-				for _, r := range rows {
-					s.cfg.OnAbandoned(ctx, AbandonedClaim{
-						Key:      Key{Tenant: r.Tenant, Operation: r.Operation, Value: r.IdempotencyKey, Since: r.CreatedAt.Time},
-						Attempts: int(r.Attempts), Recovery: r.RecoveryPoint.String, ExpiresAt: r.ExpiresAt.Time,
-					})
-				}
-			}
-			sw, err := s.q.SweepPages(ctx, store.SweepPagesParams{FirstPage: first, EndPage: first + step, BatchSize: batch,
-				GraceMs: s.cfg.Grace.Milliseconds(), UnknownGraceMs: s.cfg.UnknownGrace.Milliseconds()})
-			if err != nil {
-				return res, fmt.Errorf("idem: sweep: delete expired: %w", err)
-			}
-			res.Deleted += sw.Deleted
-			res.UnknownDeleted += sw.UnknownDeleted
-			if err := s.pace(ctx, time.Since(t0)); err != nil {
-				return res, err
-			}
-			if len(rows) < int(batch) && sw.Deleted < int64(batch) && sw.UnknownDeleted < int64(batch) {
-				// The pages are done: count what lives in them (the counts
-				// are from before this statement's deletions).
-				live.InProgress += sw.InProgress
-				live.Abandoned += sw.Abandoned
-				live.Unknown += sw.Unknown - sw.UnknownDeleted
-				res.Unknown += sw.UnknownExpired - sw.UnknownDeleted
-				oldest = max(oldest, sw.OldestSeconds)
-				break
-			}
-		}
-		res.Pages = min(first+step, pages)
+	w := walk{s: s, batch: batch, step: int64(min(s.cfg.Pages, minStep))}
+	start := s.next.Load()
+	if start >= pages {
+		start = 0
 	}
-	live.Oldest = time.Duration(oldest * float64(time.Second))
+	// From where the last pass stopped to the end, then from the start to
+	// there. Pages added meanwhile hold new records: the next pass reads them.
+	if err := w.run(ctx, start, pages, &res); err != nil {
+		return res, err
+	}
+	if err := w.run(ctx, 0, start, &res); err != nil {
+		return res, err
+	}
 	if last := s.lastLive.Load(); s.cfg.LiveInterval >= 0 && (last == 0 || time.Since(time.Unix(0, last)) >= s.cfg.LiveInterval) {
 		s.lastLive.Store(time.Now().UnixNano())
-		res.Live = &live
+		w.live.Oldest = time.Duration(w.oldest * float64(time.Second))
+		res.Live = &w.live
 	}
 	return res, nil
+}
+
+// walk is one pass's walk over the table: the size of its next step and
+// the live records it counted.
+type walk struct {
+	s      *Sweeper
+	batch  int32
+	step   int64
+	live   LiveRecords
+	oldest float64 // seconds
+}
+
+// run sweeps the pages [first, end), one SweepRange statement per step.
+func (w *walk) run(ctx context.Context, first, end int64, res *SweepResult) error {
+	s := w.s
+	for first < end {
+		t0 := time.Now()
+		r, err := s.q.SweepRange(ctx, store.SweepRangeParams{FirstPage: first, EndPage: min(first+w.step, end), BatchSize: w.batch,
+			GraceMs: s.cfg.Grace.Milliseconds(), UnknownGraceMs: s.cfg.UnknownGrace.Milliseconds()})
+		if err != nil {
+			return fmt.Errorf("idem: sweep: pages %d-%d: %w", first, min(first+w.step, end)-1, err)
+		}
+		res.Deleted += r.Deleted
+		res.UnknownDeleted += r.UnknownDeleted
+		res.Abandoned += int64(len(r.AbandonedKeys))
+		if s.cfg.OnAbandoned != nil {
+			for i, key := range r.AbandonedKeys {
+				s.cfg.OnAbandoned(ctx, AbandonedClaim{
+					Key:      Key{Tenant: r.AbandonedTenants[i], Operation: r.AbandonedOperations[i], Value: key, Since: r.AbandonedCreated[i].Time},
+					Attempts: int(r.AbandonedAttempts[i]), Recovery: r.AbandonedRecoveryPoints[i], ExpiresAt: r.AbandonedExpires[i].Time,
+				})
+			}
+		}
+		// The live records of the pages the statement finished, [first,
+		// r.NextPage): a page it did not finish is read again by the next
+		// step, and counted then.
+		w.live.InProgress += r.InProgress
+		w.live.Abandoned += r.LiveAbandoned
+		w.live.Unknown += r.Unknown
+		res.Unknown += r.UnknownExpired
+		if r.InProgress+r.Unknown > 0 {
+			w.oldest = max(w.oldest, r.OldestSeconds)
+		}
+		next := r.NextPage
+		changed := r.Deleted + r.UnknownDeleted + int64(len(r.AbandonedKeys))
+		if next <= first && changed == 0 {
+			// More rows of one page were due than a batch takes, and
+			// others hold every one of those: leave them to the next pass.
+			next = first + 1
+		}
+		// The next range: as many pages as held a batch of due rows, or
+		// twice as many as this one while they hold less than half a batch.
+		switch {
+		case r.Due >= int64(w.batch):
+			w.step = max(next-first, int64(min(s.cfg.Pages, minStep)))
+		case r.Due < int64(w.batch)/2:
+			w.step = min(w.step*2, int64(s.cfg.Pages))
+		}
+		res.Pages += next - first
+		s.next.Store(next)
+		first = next
+		if err := s.pace(ctx, time.Since(t0)); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // dropLegacy drops the v2 table once it is empty, waiting at most a second

@@ -213,8 +213,8 @@ func main() {
 			if err != nil {
 				fatalf("storm %s, %d processes: %v", tg.name, procs, err)
 			}
-			fmt.Fprintf(os.Stderr, "storm %-8s %d process(es): effects per key %d..%d, handler runs per key %.2f, p99 %.2fms\n",
-				tg.name, procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
+			fmt.Fprintf(os.Stderr, "storm %-8s %d process(es): effects per key %d..%d, handler runs per key %.2f, p50 %.2fms p99 %.2fms, statuses %v, cache %v, pool %v, waits %v\n",
+				tg.name, procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 50)), ms(percentile(res.lat, 99)), res.statuses, res.cache, res.pool, res.waits)
 			storms = append(storms, res)
 		}
 		if sh := os.Getenv("REDIS_SH"); sh != "" {
@@ -222,8 +222,8 @@ func main() {
 			if err != nil {
 				fatalf("storm with Redis killed: %v", err)
 			}
-			fmt.Fprintf(os.Stderr, "storm %s %d process(es): effects per key %d..%d, handler runs per key %.2f, p99 %.2fms\n",
-				res.target.name, res.procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 99)))
+			fmt.Fprintf(os.Stderr, "storm %s %d process(es): effects per key %d..%d, handler runs per key %.2f, p50 %.2fms p99 %.2fms, statuses %v, cache %v, pool %v, waits %v\n",
+				res.target.name, res.procs, res.minEff, res.maxEff, res.runsPerKey(), ms(percentile(res.lat, 50)), ms(percentile(res.lat, 99)), res.statuses, res.cache, res.pool, res.waits)
 			storms = append(storms, res)
 		}
 	}
@@ -464,6 +464,7 @@ type serverStats struct {
 	Mallocs     uint64
 	Invocations map[string]int64
 	Cache       map[string]int64 // requests of the Redis engine by Outcome.Cache
+	Pool        map[string]int64 // the server pool's acquires, empty acquires, their wait
 }
 
 func (b *bench) stats(srv *server) (serverStats, error) {

@@ -39,6 +39,15 @@ type stormResult struct {
 	statuses       map[int]int
 	minEff, maxEff int   // committed business writes per key
 	runs           int64 // handler runs, all keys
+	// cache counts the Redis engine's requests by what its cache did
+	// (hit, miss, fallback), all processes.
+	cache map[string]int64
+	// pool: the server pools' acquires that found no idle connection and
+	// their total wait; waits: PostgreSQL backends of the benchmark's
+	// database seen waiting, by wait event, sampled every 2 ms during the
+	// storm (a backend waiting 10 ms counts about 5 times).
+	pool  map[string]int64
+	waits map[string]int
 }
 
 func (r stormResult) runsPerKey() float64 {
@@ -85,7 +94,7 @@ func (b *bench) stormOn(tg stormTarget, srvs []*server, keys, size, rounds int, 
 		return res, err
 	}
 	defer conn.Close(ctx)
-	runs := func() (int64, error) {
+	runs := func(sign int64) (int64, error) {
 		var n int64
 		for _, srv := range srvs {
 			st, err := b.stats(srv)
@@ -93,6 +102,12 @@ func (b *bench) stormOn(tg stormTarget, srvs []*server, keys, size, rounds int, 
 				return 0, err
 			}
 			n += st.Invocations[tg.counter]
+			for k, v := range st.Cache {
+				res.cache[k] += sign * v
+			}
+			for k, v := range st.Pool {
+				res.pool[k] += sign * v
+			}
 		}
 		return n, nil
 	}
@@ -109,10 +124,13 @@ func (b *bench) stormOn(tg stormTarget, srvs []*server, keys, size, rounds int, 
 		}
 		wg.Wait()
 	}
-	before, err := runs()
+	res.cache, res.pool, res.waits = map[string]int64{}, map[string]int64{}, map[string]int{}
+	before, err := runs(-1)
 	if err != nil {
 		return res, err
 	}
+	stopSampling := b.sampleWaits(res.waits)
+	defer stopSampling()
 	var mu sync.Mutex
 	for r := 0; r < rounds; r++ {
 		for k := 0; k < keys; k++ {
@@ -155,7 +173,8 @@ func (b *bench) stormOn(tg stormTarget, srvs []*server, keys, size, rounds int, 
 			res.keys++
 		}
 	}
-	after, err := runs()
+	stopSampling()
+	after, err := runs(1)
 	if err != nil {
 		return res, err
 	}
@@ -218,4 +237,38 @@ func (m mismatchResult) verdict() string {
 		return fmt.Sprintf("%d, refused", m.second)
 	}
 	return fmt.Sprintf("%d", m.second)
+}
+
+// sampleWaits counts, every 2 ms until the returned stop is called, the
+// backends of the benchmark's database that wait, by wait event type and
+// event ("Lock/transactionid", "IO/WALSync", ...); "Client/ClientRead"
+// (idle in a transaction, waiting for the server's next statement) too.
+func (b *bench) sampleWaits(into map[string]int) (stop func()) {
+	ctx, cancel := context.WithCancel(context.Background())
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		conn, err := pgx.Connect(ctx, b.db)
+		if err != nil {
+			return
+		}
+		defer conn.Close(context.Background())
+		for ctx.Err() == nil {
+			rows, err := conn.Query(ctx, `SELECT wait_event_type || '/' || wait_event FROM pg_stat_activity
+WHERE datname = current_database() AND pid <> pg_backend_pid() AND state <> 'idle' AND wait_event IS NOT NULL`)
+			if err != nil {
+				return
+			}
+			for rows.Next() {
+				var w string
+				if rows.Scan(&w) == nil {
+					into[w]++
+				}
+			}
+			rows.Close()
+			time.Sleep(2 * time.Millisecond)
+		}
+	}()
+	var once sync.Once
+	return func() { once.Do(func() { cancel(); <-done }) }
 }

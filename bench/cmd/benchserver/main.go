@@ -11,8 +11,9 @@
 // set, the same operations are served under /redis/ too, by an engine with
 // the Redis fast path (idem.Config.Cache, runtime/idemredis).
 // GET /_stats reports the process's allocation count, so the load tool can
-// attribute allocations per request to the server alone, and how often each
-// operation's handler ran.
+// attribute allocations per request to the server alone, how often each
+// operation's handler ran, and how often a request waited for a pooled
+// connection (and how long, in all).
 package main
 
 import (
@@ -169,7 +170,7 @@ func run() error {
 			return fmt.Errorf("REDIS_URL: %w", err)
 		}
 		defer cache.Close()
-		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: cache, Logger: logger,
+		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: countingCache{cache}, Logger: logger,
 			Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) {
 				if c := cacheResults[o.Cache]; c != nil {
 					c.Add(1)
@@ -192,7 +193,13 @@ func run() error {
 		for k, v := range cacheResults {
 			cr[string(k)] = v.Load()
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"Mallocs": m.Mallocs, "Invocations": inv, "Cache": cr})
+		ps := pool.Stat()
+		pst := map[string]int64{"acquires": ps.AcquireCount(), "empty_acquires": ps.EmptyAcquireCount(),
+			"acquire_wait_us": ps.EmptyAcquireWaitTime().Microseconds()}
+		for k, v := range cacheErrors {
+			cr["error: "+k] = v.Load()
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"Mallocs": m.Mallocs, "Invocations": inv, "Cache": cr, "Pool": pst})
 	})
 	if fa := os.Getenv("FIBER_ADDR"); fa != "" {
 		stopFiber, err := startFiber(pool, fa)
@@ -224,4 +231,43 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// cacheErrors counts the Redis engine's failed cache calls by kind.
+var cacheErrors = map[string]*atomic.Int64{
+	"timeout": new(atomic.Int64), "unavailable": new(atomic.Int64), "other": new(atomic.Int64),
+}
+
+// countingCache counts its cache's errors in cacheErrors.
+type countingCache struct{ *idemredis.Cache }
+
+func countError(err error) error {
+	switch {
+	case err == nil:
+	case errors.Is(err, context.DeadlineExceeded):
+		cacheErrors["timeout"].Add(1)
+	case errors.Is(err, idemredis.ErrUnavailable):
+		cacheErrors["unavailable"].Add(1)
+	default:
+		cacheErrors["other"].Add(1)
+	}
+	return err
+}
+
+func (c countingCache) Lookup(ctx context.Context, key string, marker []byte, ttl time.Duration) ([]byte, bool, error) {
+	v, marked, err := c.Cache.Lookup(ctx, key, marker, ttl)
+	return v, marked, countError(err)
+}
+
+func (c countingCache) Get(ctx context.Context, key string) ([]byte, error) {
+	v, err := c.Cache.Get(ctx, key)
+	return v, countError(err)
+}
+
+func (c countingCache) Set(ctx context.Context, key string, value []byte, ttl time.Duration) error {
+	return countError(c.Cache.Set(ctx, key, value, ttl))
+}
+
+func (c countingCache) Release(ctx context.Context, key string, marker []byte) error {
+	return countError(c.Cache.Release(ctx, key, marker))
 }

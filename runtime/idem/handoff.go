@@ -1,0 +1,132 @@
+package idem
+
+import (
+	"bytes"
+	"sync"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgtype"
+
+	"github.com/idemgen/idemgen/runtime/idem/internal/store"
+)
+
+// Handing an outcome to the duplicates of this process. When many requests
+// with one key arrive at once (a client retrying in a storm), one of them —
+// the key's leader in this process — goes to the cache and the database;
+// the others wait for it here, and when it answers with an outcome
+// PostgreSQL committed (its own, or one it replayed), they answer with that
+// outcome as a replay, without a cache call or a statement of their own.
+// Without this, each duplicate made its own cache call (a storm of 200 was
+// 200 Redis round trips at once, enough to push calls past the cache's
+// time-out on a busy machine and into PostgreSQL) and, after waiting, its
+// own read.
+//
+// Only committed outcomes are handed over, so nothing here decides an
+// execution: a leader that ends without one (a failure that is not kept,
+// a conflict, an error) hands nothing, and its waiters go on as if they had
+// just arrived, one of them leading next. A waiter waits as long as a
+// duplicate in flight would (the mode's inProcessWait), then is answered
+// ErrInFlight; a mode that does not wait (lease) does not take part.
+type handoffs struct {
+	mu sync.Mutex
+	m  map[flightKey]*handoff
+}
+
+// handoff is one leader's request: done closes when it has answered, out
+// is then the committed outcome it answered with, or nil.
+type handoff struct {
+	done chan struct{}
+	out  *cached
+}
+
+// join makes the caller the leader of k in this process (lead), or returns
+// the leader's handoff to wait on.
+func (hs *handoffs) join(k Key) (h *handoff, lead bool) {
+	fk := flightKey{k.Tenant, k.Operation, k.Value}
+	hs.mu.Lock()
+	defer hs.mu.Unlock()
+	if h := hs.m[fk]; h != nil {
+		return h, false
+	}
+	if hs.m == nil {
+		hs.m = map[flightKey]*handoff{}
+	}
+	h = &handoff{done: make(chan struct{})}
+	hs.m[fk] = h
+	return h, true
+}
+
+// end hands out, the committed outcome the leader of k answered with (nil:
+// none), to its waiters; a request arriving afterwards leads anew.
+func (hs *handoffs) end(k Key, h *handoff, out *cached) {
+	hs.mu.Lock()
+	delete(hs.m, flightKey{k.Tenant, k.Operation, k.Value})
+	hs.mu.Unlock()
+	h.out = out
+	close(h.done)
+}
+
+// awaitHandoff waits for the leader of rq's key in this process, if there
+// is one, for as long as rq's mode lets a duplicate wait. answered: rq was
+// answered with the leader's committed outcome, or err says why not
+// (ErrInFlight after the wait, the request's context ending). Otherwise rq
+// leads its key in this process and must call the returned end with the
+// outcome it answered with.
+func (e *Engine) awaitHandoff(rq *request) (end func(), answered bool, err error) {
+	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
+	if wait <= 0 {
+		return func() {}, false, nil
+	}
+	ctx := rq.r.Context()
+	var timer *time.Timer
+	for {
+		h, lead := e.handoffs.join(rq.key)
+		if lead {
+			return func() { e.handoffs.end(rq.key, h, rq.committed) }, false, nil
+		}
+		if timer == nil {
+			timer = time.NewTimer(wait)
+			defer timer.Stop()
+		}
+		_, done := e.obs.enter(ctx, rq, phaseClaim)
+		select {
+		case <-h.done:
+			done(nil)
+		case <-timer.C:
+			err := withRetryAfter(ErrInFlight, time.Second)
+			done(err)
+			return nil, true, err
+		case <-ctx.Done():
+			done(ctx.Err())
+			return nil, true, ctx.Err()
+		}
+		if h.out == nil {
+			continue // no outcome committed: lead, or wait for the next leader
+		}
+		rec := h.out.record(rq.fp)
+		switch act, aerr := e.classify(rq, &rec); act {
+		case actReplay:
+			rq.handedOver = true
+			return nil, true, e.replay(rq, &rec)
+		case actError:
+			return nil, true, aerr
+		}
+		// Not an outcome this request takes (it cannot be: a committed
+		// final outcome of this key is replayed or refused); lead.
+	}
+}
+
+// record is c as the record row classify and replay read, for a request
+// with fingerprint fp (the response is left out when fp differs, as
+// PostgreSQL's read leaves it out).
+func (c *cached) record(fp []byte) store.GetRecordRow {
+	rec := store.GetRecordRow{
+		SameKey: true, State: string(c.state), SameRequest: bytes.Equal(c.fingerprint, fp),
+		SchemaVersion: c.schema, CompletedAt: pgtype.Timestamptz{Time: c.completedAt, Valid: true},
+		ExpiresLeftMs: (c.left - time.Since(c.leftAt)).Milliseconds(),
+	}
+	if rec.SameRequest {
+		rec.ResponseStatus, rec.ResponseHeaders, rec.ResponseBody = c.status, c.headers, c.body
+	}
+	return rec
+}
