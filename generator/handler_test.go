@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
