@@ -25,15 +25,19 @@ import (
 // execution: a leader that ends without one (a failure that is not kept,
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
-// duplicate in flight would (the mode's inProcessWait), then is answered
-// ErrInFlight; a mode that does not wait (lease) does not take part.
+// duplicate in flight would (the mode's inProcessWait); then it goes on by
+// itself, without leading, to the cache and the database, which answer it
+// as they would have without the wait (a replay when the key has an
+// outcome: a leader that is merely slow never makes a retry of a completed
+// request a 409). A mode that does not wait (lease) does not take part.
 type handoffs struct {
 	mu sync.Mutex
 	m  map[flightKey]*handoff
 }
 
-// handoff is one leader's request: done closes when it has answered, out
-// is then the committed outcome it answered with, or nil.
+// handoff is one leader's request: done, made when the first waiter
+// comes (most keys have none), closes when it has answered; out is then
+// the committed outcome it answered with, or nil.
 type handoff struct {
 	done chan struct{}
 	out  *cached
@@ -46,12 +50,15 @@ func (hs *handoffs) join(k Key) (h *handoff, lead bool) {
 	hs.mu.Lock()
 	defer hs.mu.Unlock()
 	if h := hs.m[fk]; h != nil {
+		if h.done == nil {
+			h.done = make(chan struct{})
+		}
 		return h, false
 	}
 	if hs.m == nil {
 		hs.m = map[flightKey]*handoff{}
 	}
-	h = &handoff{done: make(chan struct{})}
+	h = &handoff{}
 	hs.m[fk] = h
 	return h, true
 }
@@ -61,28 +68,30 @@ func (hs *handoffs) join(k Key) (h *handoff, lead bool) {
 func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 	hs.mu.Lock()
 	delete(hs.m, flightKey{k.Tenant, k.Operation, k.Value})
-	hs.mu.Unlock()
 	h.out = out
-	close(h.done)
+	if h.done != nil {
+		close(h.done)
+	}
+	hs.mu.Unlock()
 }
 
 // awaitHandoff waits for the leader of rq's key in this process, if there
 // is one, for as long as rq's mode lets a duplicate wait. answered: rq was
-// answered with the leader's committed outcome, or err says why not
-// (ErrInFlight after the wait, the request's context ending). Otherwise rq
-// leads its key in this process and must call the returned end with the
-// outcome it answered with.
-func (e *Engine) awaitHandoff(rq *request) (end func(), answered bool, err error) {
+// answered with the leader's committed outcome, or its context ended (err).
+// Otherwise rq leads its key in this process and must end h with the
+// outcome it answered with, or (h nil) goes on by itself: its mode does
+// not wait, or the wait ran out.
+func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
 	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
 	if wait <= 0 {
-		return func() {}, false, nil
+		return nil, false, nil
 	}
 	ctx := rq.r.Context()
 	var timer *time.Timer
 	for {
 		h, lead := e.handoffs.join(rq.key)
 		if lead {
-			return func() { e.handoffs.end(rq.key, h, rq.committed) }, false, nil
+			return h, false, nil
 		}
 		if timer == nil {
 			timer = time.NewTimer(wait)
@@ -93,9 +102,8 @@ func (e *Engine) awaitHandoff(rq *request) (end func(), answered bool, err error
 		case <-h.done:
 			done(nil)
 		case <-timer.C:
-			err := withRetryAfter(ErrInFlight, time.Second)
-			done(err)
-			return nil, true, err
+			done(nil)
+			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())
 			return nil, true, ctx.Err()

@@ -270,11 +270,13 @@ func (e *Engine) serve(rq *request, read readBody) error {
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
-	end, answered, err := e.awaitHandoff(rq)
+	ho, answered, err := e.awaitHandoff(rq)
 	if answered {
 		return err
 	}
-	defer end()
+	if ho != nil {
+		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
+	}
 	if e.cfg.Cache != nil {
 		if answered, err := e.cacheLookup(rq); answered {
 			return err
