@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"sync"
 	"sync/atomic"
 	"time"
 
@@ -19,7 +20,7 @@ type SweeperConfig struct {
 	// BatchSize bounds the rows one statement changes; zero means 1000.
 	BatchSize int
 	// Pages is the most pages of the table one statement reads (8 KiB
-	// each); zero means 2048 (16 MiB). A step's range is sized from the
+	// each); zero means 512 (4 MiB). A step's range is sized from the
 	// step before: as many pages as held BatchSize rows due, or twice as
 	// many as the last while they hold less than half of that, so that a
 	// statement changes about BatchSize rows where records are expired
@@ -27,9 +28,17 @@ type SweeperConfig struct {
 	Pages int
 	// Budget is the share of a pass's time spent running statements: after
 	// each one the sweeper pauses so long that the statements take at most
-	// this share, so that traffic keeps the database (docs/design.md,
-	// "Expiry"). Zero means 0.1; 1 never pauses.
+	// this share (unless KeepUp needs more), so that traffic keeps the
+	// database (docs/design.md, "Expiry"). Zero means 0.1; 1 never pauses.
 	Budget float64
+	// KeepUp makes a pass that finds records due delete at least KeepUp
+	// times as many records a second as the table gains (PostgreSQL's
+	// count of inserted rows, read every few seconds), pausing less than
+	// Budget asks where that is needed: on a busy server a statement's
+	// time grows with the load while its work does not, and the budget
+	// alone would then let the expired records pile up. Zero means 1.5; a
+	// negative value paces by Budget alone.
+	KeepUp float64
 	// Interval is the pause between passes of Run; zero means one minute.
 	Interval time.Duration
 	// Grace is how long records are kept after their expiry, so that
@@ -122,10 +131,18 @@ type AbandonedClaim struct {
 //     final or EXPIRED, and the rules above apply) or, if UnknownGrace is
 //     set, that long after their expiry.
 //
-// A live claim (its lease held, or not yet expired) is never touched.
-// Atomic mode leaves no claims: its record is written once, with the
-// outcome. Several sweepers may run at once (rows one has locked, the
-// others skip), though each walks the whole table.
+// A live claim (its lease held, or not yet expired) is never touched, and
+// a row another transaction changed while a statement ran is taken only if
+// it is still due (a row another transaction holds is waited for). Atomic
+// mode leaves no claims: its record is written once, with the outcome.
+// Several sweepers may run at once (a row one deletes, the others find
+// gone), though each walks the whole table.
+//
+// The sweeper's statements commit without waiting for the WAL to reach the
+// disk (synchronous_commit off, for that statement only): a step a
+// database crash loses is done again by the next pass, and OnAbandoned may
+// then hear of a claim twice. db should be a pool, not a transaction of the
+// caller's (whose commit would then not wait either).
 //
 // While the v2 table that migration 0005 renamed exists, a pass first
 // moves its records over, in batches, and drops it once it is empty.
@@ -135,6 +152,52 @@ type Sweeper struct {
 	cfg      SweeperConfig
 	lastLive atomic.Int64 // unix nanoseconds of the last report of live records
 	next     atomic.Int64 // the page the next step starts at
+
+	mu       sync.Mutex
+	inserted int64     // the table's inserted rows, as last read
+	readAt   time.Time // when
+	rate     float64   // rows inserted a second between the last two reads
+}
+
+// rateEvery is how often a pass reads the table's inserted rows.
+const rateEvery = 5 * time.Second
+
+// insertRate returns the rows the table gains a second, reading
+// PostgreSQL's count when the last reading is older than rateEvery (0 until
+// two readings were made).
+func (s *Sweeper) insertRate(ctx context.Context) (float64, error) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if !s.readAt.IsZero() && time.Since(s.readAt) < rateEvery {
+		return s.rate, nil
+	}
+	n, err := s.q.TableInserts(ctx)
+	if err != nil {
+		return 0, fmt.Errorf("idem: sweep: insert rate: %w", err)
+	}
+	now := time.Now()
+	if !s.readAt.IsZero() && n >= s.inserted {
+		s.rate = float64(n-s.inserted) / now.Sub(s.readAt).Seconds()
+	}
+	s.inserted, s.readAt = n, now
+	return s.rate, nil
+}
+
+// pause is how long to wait after a statement that took d and changed
+// rows rows, with the table gaining rate rows a second: long enough for
+// statements to take at most the budget's share of the time, but short
+// enough to change keepUp times rate rows a second.
+func pause(d time.Duration, rows int64, budget, keepUp, rate float64) time.Duration {
+	if budget >= 1 {
+		return 0
+	}
+	p := time.Duration(float64(d) * (1 - budget) / budget)
+	if keepUp > 0 && rate > 0 && rows > 0 {
+		// rows / (d + p) >= keepUp * rate
+		k := time.Duration(float64(rows)/(keepUp*rate)*float64(time.Second)) - d
+		p = min(p, max(k, 0))
+	}
+	return p
 }
 
 // NewSweeper returns a sweeper over db.
@@ -143,13 +206,16 @@ func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
 		cfg.BatchSize = 1000
 	}
 	if cfg.Pages <= 0 {
-		cfg.Pages = 2048
+		cfg.Pages = 512
 	}
 	if cfg.Budget <= 0 || cfg.Budget > 1 {
 		cfg.Budget = 0.1
 	}
 	if cfg.Interval <= 0 {
 		cfg.Interval = time.Minute
+	}
+	if cfg.KeepUp == 0 {
+		cfg.KeepUp = 1.5
 	}
 	if cfg.Grace <= 0 {
 		cfg.Grace = time.Hour
@@ -168,13 +234,12 @@ func (s *Sweeper) RunOnce(ctx context.Context) (SweepResult, error) {
 	return res, err
 }
 
-// pace pauses after a statement that took d, so that statements take at
-// most the budget's share of the pass.
-func (s *Sweeper) pace(ctx context.Context, d time.Duration) error {
-	if s.cfg.Budget >= 1 {
+// pace waits for p, or until ctx is done.
+func pace(ctx context.Context, p time.Duration) error {
+	if p <= 0 {
 		return ctx.Err()
 	}
-	t := time.NewTimer(time.Duration(float64(d) * (1 - s.cfg.Budget) / s.cfg.Budget))
+	t := time.NewTimer(p)
 	defer t.Stop()
 	select {
 	case <-ctx.Done():
@@ -274,7 +339,14 @@ func (w *walk) run(ctx context.Context, first, end int64, res *SweepResult) erro
 		res.Pages += next - first
 		s.next.Store(next)
 		first = next
-		if err := s.pace(ctx, time.Since(t0)); err != nil {
+		d := time.Since(t0)
+		rate := 0.0
+		if changed > 0 && s.cfg.KeepUp > 0 && s.cfg.Budget < 1 {
+			if rate, err = s.insertRate(ctx); err != nil {
+				return err
+			}
+		}
+		if err := pace(ctx, pause(d, changed, s.cfg.Budget, s.cfg.KeepUp, rate)); err != nil {
 			return err
 		}
 	}
@@ -299,7 +371,7 @@ func (s *Sweeper) moveLegacy(ctx context.Context, batch int32, res *SweepResult)
 			return fmt.Errorf("idem: sweep: move v2 records: %w", err)
 		}
 		res.Moved += m.Moved
-		if err := s.pace(ctx, time.Since(t0)); err != nil {
+		if err := pace(ctx, pause(time.Since(t0), 0, s.cfg.Budget, 0, 0)); err != nil {
 			return err
 		}
 		if m.Taken < int64(batch) {

@@ -84,6 +84,7 @@ func main() {
 		sweepRows   = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
 		sweepBudget = flag.Float64("sweep-budget", 0, "the sweeper's SweeperConfig.Budget in that run (0: its default)")
 		sweepReuse  = flag.Bool("sweep-reuse", false, "sweep the expired records an earlier run left instead of loading them")
+		sweepBatch  = flag.Int("sweep-batch", 0, "the sweeper's SweeperConfig.BatchSize in that run (0: its default)")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -245,7 +246,7 @@ func main() {
 	}
 	var sweep *sweepResult
 	if *sweepRows > 0 && (len(want) == 0 || want["sweep"]) {
-		if sweep, err = b.sweepUnderTraffic(*sweepRows, max(*rounds, 5), *duration, *sweepBudget, *sweepReuse); err != nil {
+		if sweep, err = b.sweepUnderTraffic(*sweepRows, max(*rounds, 5), *duration, *sweepBudget, *sweepBatch, *sweepReuse); err != nil {
 			fatalf("sweep: %v", err)
 		}
 	}

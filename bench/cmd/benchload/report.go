@@ -133,7 +133,7 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 	}
 	if sw != nil {
 		fmt.Fprintln(w)
-		fmt.Fprintf(w, "Sweeper under traffic: %d expired records loaded (in %.0f s), batch %d, budget %.2f; atomic traffic at c=32, alone and with the sweeper running, in %d alternating windows.\n\n",
+		fmt.Fprintf(w, "Sweeper under traffic: %d expired records loaded (in %.0f s), batch %d, budget %.2f; atomic traffic at c=32, alone and with the sweeper running, in %d rounds of two windows (alone first in odd rounds, sweeping first in even ones).\n\n",
 			sw.rows, sw.loadTime.Seconds(), sw.batch, sw.budget, len(sw.alone))
 		fmt.Fprintln(w, "| | median | per round |")
 		fmt.Fprintln(w, "|---|---:|---|")
@@ -148,10 +148,30 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 		fmt.Fprintf(w, "| traffic req/s while sweeping | %.0f | %s |\n", median(rpsDuring), ints(rpsDuring))
 		fmt.Fprintf(w, "| throughput, sweeping ÷ alone | %.2f | %s |\n", median(thr), ratios(thr))
 		fmt.Fprintf(w, "| p99, sweeping ÷ alone | %.2f | %s |\n", median(p99), ratios(p99))
-		rate := float64(sw.deleted) / sw.sweeping.Seconds()
-		fmt.Fprintf(w, "\nDeleted %d records in %.1f s of sweeping (pauses included): %.0f records/s, against %.0f inserts/s of the traffic while sweeping; %d expired records left.\n",
-			sw.deleted, sw.sweeping.Seconds(), rate, median(rpsDuring), sw.left)
+		var del, rate []float64
+		for i, n := range sw.deletedIn {
+			del = append(del, float64(n))
+			rate = append(rate, float64(n)/sw.during[i].elapsed.Seconds())
+		}
+		fmt.Fprintf(w, "| records deleted per window | %.0f | %s |\n", median(del), ints(del))
+		fmt.Fprintf(w, "| deleted/s ÷ traffic inserts/s | %.2f | %s |\n", median(rate)/median(rpsDuring), ratios(divide(rate, rpsDuring)))
+		fmt.Fprintf(w, "| load average after the round | | %s |\n", strings.Join(sw.loads, ", "))
+		fmt.Fprintf(w, "\nAll windows pooled: p99 alone %.2f ms, sweeping %.2f ms (%.2f×). The pass deleted %d records and walked %d pages in %.1f s of sweeping (pauses included): %.0f records/s, against %.0f inserts/s of the traffic while sweeping; %d expired records left.\n",
+			ms(percentile(pooled(sw.alone), 99)), ms(percentile(pooled(sw.during), 99)),
+			float64(percentile(pooled(sw.during), 99))/float64(percentile(pooled(sw.alone), 99)),
+			sw.deleted, sw.pages, sw.sweeping.Seconds(), float64(sw.deleted)/sw.sweeping.Seconds(), median(rpsDuring), sw.left)
+		if sw.skipped > 0 {
+			fmt.Fprintf(w, "Before the windows, without traffic, the pass walked the %d pages earlier runs had emptied (%.0f s).\n", sw.skipped, sw.skipTime.Seconds())
+		}
 	}
+}
+
+func divide(xs, ys []float64) []float64 {
+	q := make([]float64, len(xs))
+	for i := range xs {
+		q[i] = xs[i] / ys[i]
+	}
+	return q
 }
 
 func ints(xs []float64) string {

@@ -5,6 +5,7 @@ import (
 	"errors"
 	"fmt"
 	"os"
+	"strings"
 	"sync/atomic"
 	"time"
 
@@ -124,18 +125,25 @@ type sweepResult struct {
 	deleted     int64
 	sweeping    time.Duration // time the sweeper ran, pauses included
 	left        int64         // expired records left after the run
+	pages       int64         // pages the sweeper walked
+	skipped     int64         // emptied pages walked before the windows (reuse)
+	skipTime    time.Duration
 	// Traffic (atomic, c=32) alone and with the sweeper running, in
-	// alternating windows.
+	// alternating windows (alone first in odd rounds, sweeping first in
+	// even ones), and the records deleted in each sweeping window.
 	alone, during []run
+	deletedIn     []int64
+	loads         []string // load average after each round
 }
 
 // sweepUnderTraffic loads rows expired records (past the sweeper's grace;
 // none when reuse: an earlier run left them), then alternates windows of
 // atomic traffic at c=32 alone and with the sweeper running over the
-// backlog. One pass runs throughout, on a pool of one connection: holding
-// that connection pauses it (after the statement it is running) for the
-// windows without it.
-func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget float64, reuse bool) (*sweepResult, error) {
+// backlog. One Sweeper, on a pool of one connection, runs in the sweeping
+// windows only: its pass is canceled at a window's end (the statement it is
+// running finishes), and the next window's pass resumes where it stopped
+// (the Sweeper keeps its place).
+func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget float64, batch int, reuse bool) (*sweepResult, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -160,6 +168,13 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 			return nil, fmt.Errorf("load %d expired records: %w", rows, err)
 		}
 	}
+	if reuse {
+		// What earlier runs deleted is vacuumed away first, as autovacuum
+		// does in a service: the walk would otherwise prune those pages.
+		if _, err := conn.Exec(ctx, "VACUUM idem_records"); err != nil {
+			return nil, err
+		}
+	}
 	cfg, err := pgxpool.ParseConfig(b.db)
 	if err != nil {
 		return nil, err
@@ -170,60 +185,115 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 		return nil, err
 	}
 	defer pool.Close()
-	res := &sweepResult{rows: rows, batch: 5000, budget: budget, loadTime: time.Since(t0)}
+	res := &sweepResult{rows: rows, batch: batch, budget: budget, loadTime: time.Since(t0)}
+	if res.batch <= 0 {
+		res.batch = 1000 // SweeperConfig's default
+	}
+	if res.budget <= 0 {
+		res.budget = 0.1 // SweeperConfig's default
+	}
 	fmt.Fprintf(os.Stderr, "sweep: %d expired records loaded in %v\n", rows, res.loadTime.Round(time.Second))
 	traffic := scenario{name: "atomic", path: "/atomic", key: newKey, want: []int{201}}
 	var deleted atomic.Int64
-	s := idem.NewSweeper(pool, idem.SweeperConfig{BatchSize: res.batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
+	s := idem.NewSweeper(finishing{pool, &deleted}, idem.SweeperConfig{BatchSize: batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
+	if reuse {
+		// Earlier runs emptied the table's head: the pass walks it first,
+		// without traffic, until it deletes its first records (the windows
+		// then measure the sweeper on the backlog, not on empty pages).
+		wctx, stop := context.WithCancel(ctx)
+		done := make(chan struct{})
+		var wr idem.SweepResult
+		go func() {
+			defer close(done)
+			wr, _ = s.RunOnce(wctx)
+		}()
+		t0 := time.Now()
+		for deleted.Load() == 0 && time.Since(t0) < 10*time.Minute {
+			time.Sleep(100 * time.Millisecond)
+		}
+		stop()
+		<-done
+		res.skipped, res.skipTime = wr.Pages, time.Since(t0)
+		fmt.Fprintf(os.Stderr, "sweep: the pass walked %d emptied pages in %v before the windows\n", wr.Pages, res.skipTime.Round(time.Second))
+	}
 	// One uncounted second of traffic first (the run's first requests).
 	if _, err := b.measure(traffic, 32, time.Second, b.replayKeys, 0); err != nil {
 		return nil, err
 	}
-	// The sweeper starts paused.
-	held, err := pool.Acquire(ctx)
-	if err != nil {
-		return nil, err
-	}
-	sctx, stop := context.WithCancel(ctx)
-	defer stop()
-	done := make(chan struct{})
-	var serr error
-	go func() {
-		defer close(done)
-		var sr idem.SweepResult
-		sr, serr = s.RunOnce(sctx)
-		deleted.Store(sr.Deleted)
-	}()
 	for r := 0; r < rounds; r++ {
-		alone, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
-		if err != nil {
-			return nil, err
+		var alone, during run
+		for i := 0; i < 2; i++ {
+			if (i == 0) == (r%2 == 0) {
+				if alone, err = b.measure(traffic, 32, d, b.replayKeys, r+1); err != nil {
+					return nil, err
+				}
+				continue
+			}
+			// The sweeper runs for the window and is stopped at its end,
+			// after the statement it is running (outside the window); the
+			// next window's pass resumes where this one stopped.
+			sctx, stop := context.WithCancel(ctx)
+			done := make(chan struct{})
+			var sr idem.SweepResult
+			var serr error
+			go func() {
+				defer close(done)
+				sr, serr = s.RunOnce(sctx)
+			}()
+			t0 := time.Now()
+			during, err = b.measure(traffic, 32, d, b.replayKeys, r+1)
+			stop()
+			<-done
+			res.sweeping += time.Since(t0)
+			if err != nil {
+				return nil, err
+			}
+			if serr != nil && !errors.Is(serr, context.Canceled) {
+				return nil, serr
+			}
+			res.deleted += sr.Deleted
+			res.pages += sr.Pages
+			res.deletedIn = append(res.deletedIn, sr.Deleted)
 		}
-		held.Release()
-		t0 := time.Now()
-		during, err := b.measure(traffic, 32, d, b.replayKeys, r+1)
-		if err != nil {
-			return nil, err
-		}
-		if held, err = pool.Acquire(ctx); err != nil {
-			return nil, err
-		}
-		res.sweeping += time.Since(t0)
 		res.alone, res.during = append(res.alone, alone), append(res.during, during)
-		fmt.Fprintf(os.Stderr, "sweep round %d: alone %.0f req/s p99 %.2fms; sweeping %.0f req/s p99 %.2fms\n",
-			r+1, alone.rps(), ms(alone.pct(99)), during.rps(), ms(during.pct(99)))
+		res.loads = append(res.loads, loadAvg())
+		fmt.Fprintf(os.Stderr, "sweep round %d: alone %.0f req/s p99 %.2fms; sweeping %.0f req/s p99 %.2fms, %d records deleted; load %s\n",
+			r+1, alone.rps(), ms(alone.pct(99)), during.rps(), ms(during.pct(99)), res.deletedIn[r], res.loads[r])
 	}
-	stop()
-	held.Release()
-	<-done
-	if serr != nil && !errors.Is(serr, context.Canceled) {
-		return nil, serr
-	}
-	res.deleted = deleted.Load()
 	var left int64
 	if err := conn.QueryRow(ctx, "SELECT count(*) FROM idem_records WHERE expires_at < now() - interval '1 hour'").Scan(&left); err != nil {
 		return nil, err
 	}
 	res.left = left
 	return res, nil
+}
+
+// finishing lets the sweeper's statements finish when its pass is canceled
+// (the pass then stops in its pause), so that a window's end loses no work,
+// and counts the records they delete as their results arrive.
+type finishing struct {
+	*pgxpool.Pool
+	deleted *atomic.Int64
+}
+
+func (f finishing) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
+	row := f.Pool.QueryRow(context.WithoutCancel(ctx), sql, args...)
+	if strings.Contains(sql, "name: SweepRange") {
+		return countingRow{row, f.deleted}
+	}
+	return row
+}
+
+// countingRow adds a SweepRange result's first column (deleted) to n.
+type countingRow struct {
+	pgx.Row
+	n *atomic.Int64
+}
+
+func (r countingRow) Scan(dest ...any) error {
+	err := r.Row.Scan(dest...)
+	if p, ok := dest[0].(*int64); ok && err == nil {
+		r.n.Add(*p)
+	}
+	return err
 }

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"net/http"
 	"net/http/httptest"
+	neturl "net/url"
 	"os"
 	goruntime "runtime"
 	"sort"
@@ -111,7 +112,8 @@ func TestFailover(t *testing.T) {
 		}
 	}
 
-	load := &haLoad{t: t, services: services, refundable: refundable, keys: map[string]*haKey{}}
+	load := &haLoad{t: t, services: services, refundable: refundable, keys: map[string]*haKey{},
+		bouncerAdmin: bouncerAdminURL(ha.BouncerURL)}
 	// Each fault returns when it struck: a kill when kill -9 returned, a
 	// switchover when it was asked for.
 	var killed string
@@ -237,6 +239,23 @@ type haLoad struct {
 	mu         sync.Mutex
 	keys       map[string]*haKey
 	unclean    []string
+	// bouncerAdmin is PgBouncer's admin console, dumped with the leader's
+	// activity when a phase's clients are still running after 45 s.
+	bouncerAdmin string
+}
+
+// bouncerAdminURL is DEBUG_BOUNCER_ADMIN, else the admin console (database
+// pgbouncer) of the PgBouncer at url.
+func bouncerAdminURL(url string) string {
+	if u := os.Getenv("DEBUG_BOUNCER_ADMIN"); u != "" {
+		return u
+	}
+	u, err := neturl.Parse(url)
+	if err != nil {
+		return ""
+	}
+	u.Path = "/pgbouncer"
+	return u.String()
 }
 
 const (
@@ -344,7 +363,8 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 		buf := make([]byte, 16<<20)
 		n := goruntime.Stack(buf, true)
 		_ = os.WriteFile("/tmp/failover-stacks.txt", buf[:n], 0o644)
-		if u := os.Getenv("DEBUG_BOUNCER_ADMIN"); u != "" {
+		l.dumpLeader(ctx)
+		if u := l.bouncerAdmin; u != "" {
 			if c, err := pgx.Connect(ctx, u); err == nil {
 				for _, q := range []string{"SHOW POOLS", "SHOW CLIENTS", "SHOW SERVERS"} {
 					rows, err := c.Query(ctx, q, pgx.QueryExecModeSimpleProtocol)
@@ -382,6 +402,28 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 		out = append(out, r)
 	}
 	return out
+}
+
+// dumpLeader logs what the primary's client backends are doing and waiting
+// for, the lock waits, and the synchronous standby it waits for.
+func (l *haLoad) dumpLeader(ctx context.Context) {
+	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
+	defer cancel()
+	for _, q := range []string{
+		`SELECT current_setting('synchronous_standby_names'), (SELECT string_agg(application_name||':'||sync_state, ',') FROM pg_stat_replication)`,
+		`SELECT state, coalesce(wait_event_type||':'||wait_event, ''), count(*), round(max(extract(epoch FROM now()-xact_start))::numeric, 1),
+			min(left(regexp_replace(query, '\s+', ' ', 'g'), 60))
+			FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY 1, 2 ORDER BY 3 DESC`,
+		`SELECT pid, locktype, mode, relation::regclass::text, pg_blocking_pids(pid)::text FROM pg_locks WHERE NOT granted`,
+	} {
+		rows, err := l.services[0].pool.Query(ctx, q)
+		if err != nil {
+			l.t.Logf("leader: %v", err)
+			continue
+		}
+		vals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
+		l.t.Logf("leader: %d rows: %v %v", len(vals), vals, err)
+	}
 }
 
 // classify names an answer and says how long to wait before the next

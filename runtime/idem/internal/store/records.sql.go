@@ -755,7 +755,7 @@ func (q *Queries) SaveRecoveryPoint(ctx context.Context, arg SaveRecoveryPointPa
 
 const sweepRange = `-- name: SweepRange :one
 WITH scan AS MATERIALIZED (
-    SELECT (ARRAY[s.ctid])[1] AS tid, s.state, s.expires_at, s.lease_expires_at, s.created_at
+    SELECT (ARRAY[s.ctid])[1] AS tid, s.id, s.state, s.expires_at, s.lease_expires_at, s.created_at
     FROM idem_records s
     WHERE s.ctid >= ('(' || $1::bigint || ',0)')::tid AND s.ctid < ('(' || $2::bigint || ',0)')::tid
       AND (s.state IN ('IN_PROGRESS', 'UNKNOWN') OR s.expires_at <= now() - ($3::bigint) * interval '1 millisecond')
@@ -768,27 +768,30 @@ WITH scan AS MATERIALIZED (
             AND d.expires_at <= now() - ($4::bigint) * interval '1 millisecond')
     ORDER BY d.tid
     LIMIT $5
-), locked AS MATERIALIZED (
-    -- The same conditions again, on the row as it is now: a row changed
-    -- since the scan is taken only if it is still due (a changed row has
-    -- another ctid, so it is not taken at all).
-    SELECT (ARRAY[r.ctid])[1] AS tid, r.state FROM idem_records r
+), deleted AS (
+    -- The conditions again, on the row as it is now: a row another
+    -- transaction changed since the scan (a new outcome stored on an
+    -- expired key, a claim) is taken only if it is still due; one it
+    -- holds is waited for.
+    DELETE FROM idem_records r
     WHERE r.ctid = ANY(ARRAY(SELECT tid FROM due))
       AND ((r.state IN ('COMPLETED', 'FAILED_REPLAYABLE', 'FAILED_RETRYABLE', 'EXPIRED')
               AND r.expires_at <= now() - ($3::bigint) * interval '1 millisecond')
-        OR (r.state = 'IN_PROGRESS' AND r.expires_at <= now() AND coalesce(r.lease_expires_at <= now(), true))
         OR (r.state = 'UNKNOWN' AND $4::bigint > 0
               AND r.expires_at <= now() - ($4::bigint) * interval '1 millisecond'))
-    FOR UPDATE SKIP LOCKED
-), deleted AS (
-    DELETE FROM idem_records r
-    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM locked WHERE state <> 'IN_PROGRESS'))
-    RETURNING r.state
+    RETURNING r.id, r.state
 ), abandoned AS (
     UPDATE idem_records r SET state = 'UNKNOWN', lease_expires_at = NULL, updated_at = now()
-    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM locked WHERE state = 'IN_PROGRESS'))
-    RETURNING r.tenant, r.operation, r.idempotency_key, r.attempts, coalesce(r.recovery_point, '') AS recovery_point,
+    WHERE r.ctid = ANY(ARRAY(SELECT tid FROM due))
+      AND r.state = 'IN_PROGRESS' AND r.expires_at <= now() AND coalesce(r.lease_expires_at <= now(), true)
+    RETURNING r.id, r.tenant, r.operation, r.idempotency_key, r.attempts, coalesce(r.recovery_point, '') AS recovery_point,
         r.created_at, r.expires_at
+), changed AS (
+    SELECT id FROM deleted UNION ALL SELECT id FROM abandoned
+), async AS (
+    -- Commits without waiting for the WAL to reach the disk: a step a
+    -- crash loses is done again by the next pass.
+    SELECT set_config('synchronous_commit', 'off', true) AS synchronous_commit
 ), bound AS (
     SELECT CASE WHEN (SELECT count(*) FROM due) >= $5
         THEN ((SELECT tid FROM due ORDER BY tid DESC LIMIT 1)::text::point)[0]::bigint
@@ -798,14 +801,14 @@ WITH scan AS MATERIALIZED (
     -- claim it abandoned counts as UNKNOWN (and expired), a record it
     -- deleted not at all.
     SELECT
-        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.tid IS NULL) AS in_progress,
-        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.tid IS NULL
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.id IS NULL) AS in_progress,
+        count(*) FILTER (WHERE s.state = 'IN_PROGRESS' AND l.id IS NULL
             AND coalesce(s.lease_expires_at <= now(), true)) AS abandoned,
-        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.tid IS NULL) OR (s.state = 'IN_PROGRESS' AND l.tid IS NOT NULL)) AS unknown,
-        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.tid IS NULL AND s.expires_at <= now())
-            OR (s.state = 'IN_PROGRESS' AND l.tid IS NOT NULL)) AS unknown_expired,
-        min(s.created_at) FILTER (WHERE s.state = 'IN_PROGRESS' OR l.tid IS NULL) AS oldest
-    FROM scan s LEFT JOIN locked l ON l.tid = s.tid
+        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.id IS NULL) OR (s.state = 'IN_PROGRESS' AND l.id IS NOT NULL)) AS unknown,
+        count(*) FILTER (WHERE (s.state = 'UNKNOWN' AND l.id IS NULL AND s.expires_at <= now())
+            OR (s.state = 'IN_PROGRESS' AND l.id IS NOT NULL)) AS unknown_expired,
+        min(s.created_at) FILTER (WHERE s.state = 'IN_PROGRESS' OR l.id IS NULL) AS oldest
+    FROM scan s LEFT JOIN changed l ON l.id = s.id
     WHERE s.state IN ('IN_PROGRESS', 'UNKNOWN')
       AND s.tid < ('(' || (SELECT next_page FROM bound) || ',0)')::tid
 )
@@ -824,7 +827,7 @@ SELECT
     coalesce(ab.recovery_points, '{}')::text[] AS abandoned_recovery_points,
     coalesce(ab.created, '{}')::timestamptz[] AS abandoned_created,
     coalesce(ab.expires, '{}')::timestamptz[] AS abandoned_expires
-FROM live, (
+FROM live, async, (
     SELECT array_agg(a.tenant) AS tenants, array_agg(a.operation) AS operations, array_agg(a.idempotency_key) AS keys,
         array_agg(a.attempts) AS attempts, array_agg(a.recovery_point) AS recovery_points,
         array_agg(a.created_at) AS created, array_agg(a.expires_at) AS expires
@@ -871,7 +874,9 @@ type SweepRangeRow struct {
 //     and recovery point are returned for the report;
 //   - never touches a live claim (its lease held, or its key not expired).
 //
-// At most @batch_size rows change, the first ones in physical order; when
+// Rows other transactions hold are waited for (the sweeper's own commit
+// does not wait for the disk: see async). At most @batch_size rows
+// change, the first ones in physical order; when
 // that many were due, next_page is the page of the last one taken (the
 // next step starts there), else @end_page. The live records (IN_PROGRESS,
 // UNKNOWN) of the pages before next_page are counted as they are after
@@ -907,6 +912,20 @@ func (q *Queries) SweepRange(ctx context.Context, arg SweepRangeParams) (SweepRa
 	return i, err
 }
 
+const tableInserts = `-- name: TableInserts :one
+SELECT pg_stat_get_tuples_inserted('idem_records'::regclass)::bigint AS inserted
+`
+
+// Rows inserted into idem_records since the statistics were reset, as
+// PostgreSQL counts them (a backend reports its counts about once a
+// second): the sweeper's measure of the insert rate it keeps up with.
+func (q *Queries) TableInserts(ctx context.Context) (int64, error) {
+	row := q.db.QueryRow(ctx, tableInserts)
+	var inserted int64
+	err := row.Scan(&inserted)
+	return inserted, err
+}
+
 const tablePages = `-- name: TablePages :one
 
 SELECT (pg_relation_size('idem_records') / current_setting('block_size')::bigint)::bigint AS pages
@@ -917,7 +936,7 @@ SELECT (pg_relation_size('idem_records') / current_setting('block_size')::bigint
 // expires_at up to date on every insert: one statement reads its pages
 // once (a TID range scan), changes at most @batch_size rows of them, and
 // counts the live records of the pages it finished (docs/design.md,
-// "Expiry"). Rows it finds locked are skipped: the next pass takes them.
+// "Expiry").
 // How many pages idem_records has: where a pass of the sweeper ends.
 func (q *Queries) TablePages(ctx context.Context) (int64, error) {
 	row := q.db.QueryRow(ctx, tablePages)
