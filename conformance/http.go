@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Exchange is one request and what came back, as reported in the evidence.
@@ -156,7 +157,7 @@ func (e *Exchange) replayed() bool { return e.header("Idempotent-Replayed") == "
 
 // refusal reads the response as a refusal of the exchange's profile
 // (problem+json, or Stripe's envelope); ok is false when it is not one.
-func (e *Exchange) refusal() (*idem.Problem, bool) {
+func (e *Exchange) refusal() (*idemproblem.Problem, bool) {
 	p := e.profile
 	if p == "" {
 		p = idem.ProfileDefault
@@ -210,7 +211,7 @@ const maxSaid = 300
 // said is what the response body says, on one line: a refusal's detail
 // (else its title), or the body itself when it is text and not a refusal
 // of the profile; "" for nothing readable.
-func (e *Exchange) said(p *idem.Problem) string {
+func (e *Exchange) said(p *idemproblem.Problem) string {
 	var s string
 	if p != nil {
 		s = p.Detail

@@ -9,6 +9,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // The refusals of a generated server (a missing key, a reused one, an
@@ -60,7 +61,7 @@ func (b *builder) checkErrorBodies(ops []*Operation, root *policyPatch) {
 	}
 	checks := map[key]*errorBodyCheck{}
 	var order []key
-	bodies := map[string]idem.ErrorBody{}
+	bodies := map[string]idemproblem.ErrorBody{}
 	for _, o := range ops {
 		o.Profile = profileOf(o, root)
 		if !slices.Contains(idem.PolicyEnums()["profile"], o.Profile) {
@@ -131,12 +132,12 @@ func mediaOf(c openapi3.Content, mt string) *openapi3.MediaType {
 
 // bodyProblems lists what keeps schema s from holding the refusals of
 // profile, whose body is body.
-func bodyProblems(s *openapi3.Schema, body idem.ErrorBody, profile string) []string {
+func bodyProblems(s *openapi3.Schema, body idemproblem.ErrorBody, profile string) []string {
 	var out []string
 	if !s.Type.Permits("object") {
 		return []string{fmt.Sprintf("the schema is of type %s; %s refusals are JSON objects", strings.Join(s.Type.Slice(), " or "), profile)}
 	}
-	members := map[string]idem.ErrorMember{"": {Type: "object", Always: true}}
+	members := map[string]idemproblem.ErrorMember{"": {Type: "object", Always: true}}
 	for _, m := range body.Members {
 		members[m.Pointer] = m
 		i := strings.LastIndexByte(m.Pointer, '/')
@@ -175,7 +176,7 @@ func bodyProblems(s *openapi3.Schema, body idem.ErrorBody, profile string) []str
 		}
 	}
 	// What the schema requires of every object the body writes.
-	for _, m := range append([]idem.ErrorMember{{Type: "object"}}, body.Members...) {
+	for _, m := range append([]idemproblem.ErrorMember{{Type: "object"}}, body.Members...) {
 		if m.Type != "object" {
 			continue
 		}

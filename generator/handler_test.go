@@ -20,6 +20,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/jackc/pgx/v5/pgxpool"
 )
 
@@ -75,7 +76,7 @@ func TestHandlersCustomErrors(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	engine, err := idem.New(pool, idem.Config{Errors: func(r *http.Request, p *idem.Problem) *idem.Response {
+	engine, err := idem.New(pool, idem.Config{Errors: func(r *http.Request, p *idemproblem.Problem) *idem.Response {
 		return idem.JSONError(p, map[string]string{"kind": strings.ToLower(p.Reason)})
 	}})
 	if err != nil {

@@ -14,21 +14,22 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
-// SupportPackageIsVersion2 is referenced by generated code
-// (`const _ = idem.SupportPackageIsVersion2`). A runtime that drops it makes
+// SupportPackageIsVersion3 is referenced by generated code
+// (`const _ = idem.SupportPackageIsVersion3`). A runtime that drops it makes
 // stale generated code fail to compile instead of misbehaving at run time.
 // Version 2: the value types (Date, File, Nullable, OrEmpty) are in package
-// idemtype.
-const SupportPackageIsVersion2 = true
+// idemtype. Version 3: problem+json (Problem, Violation, ValidationError)
+// is in package idemproblem.
+const SupportPackageIsVersion3 = true
 
-// SupportPackageIsVersion1 is what code generated before version 2
-// references. It is not a constant, so such code fails to compile with a
-// message that says what to do:
+// SupportPackageIsVersion1 and SupportPackageIsVersion2 are what code
+// generated before version 3 references. They are not constants, so such
+// code fails to compile with a message that says what to do:
 //
-//	idem.SupportPackageIsVersion1 (variable of struct type idem.regenerateThisPackageWithIdemgen) is not constant
+//	idem.SupportPackageIsVersion2 (variable of struct type idem.regenerateThisPackageWithIdemgen) is not constant
 //
 // Deprecated: regenerate the package with the current idemgen.
-var SupportPackageIsVersion1 regenerateThisPackageWithIdemgen
+var SupportPackageIsVersion1, SupportPackageIsVersion2 regenerateThisPackageWithIdemgen
 
 // regenerateThisPackageWithIdemgen is named for the compiler's message about
 // stale generated code (see SupportPackageIsVersion1).

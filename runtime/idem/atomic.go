@@ -49,7 +49,7 @@ func (atomicMode) inProcessWait(pol *Policy, lockTimeout time.Duration) time.Dur
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
-	if !rq.skipRead && g.insertFirst() {
+	if !rq.skipRead && !rq.ownWay && g.insertFirst() {
 		rq.skipRead = true // see guess.go
 	}
 	err := m.serveKey(rq, h, st)
@@ -177,6 +177,11 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 	}
 	rs := &runState{e: e, key: key}
 	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
+	if rq.handoff != nil && !rq.skipRead {
+		// It read that the key has no outcome: its waiters in this process
+		// are duplicates in flight.
+		rq.handoff.executing.Store(true)
+	}
 	resp, herr := e.runHandler(hctx, rq, h, tx)
 	x := &execution{rq: rq, tx: tx, rec: &atomicRun{e: e, st: st, since: key.Since, prev: prev}}
 	err = e.finish(ctx, bk, x, resp, herr)

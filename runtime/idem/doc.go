@@ -101,7 +101,7 @@
 //
 // # Generated code and this package
 //
-// Generated files reference SupportPackageIsVersion2: a runtime that drops
+// Generated files reference SupportPackageIsVersion3: a runtime that drops
 // it turns stale generated code into a compile error, and code generated for
 // version 1 fails with a message that says to regenerate it. The types
 // generated handlers use (Operation, Policy, Prepared, Response) are part of

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Refusals: the answers the engine and generated code give on their own,
@@ -32,12 +33,12 @@ import (
 // p.Status; Cache-Control: no-store, Retry-After and the profile's retry
 // headers are added unless it sets them. A nil response falls back to the
 // profile's body. Use JSONError to encode a typed body.
-type ErrorMapper func(r *http.Request, p *Problem) *Response
+type ErrorMapper func(r *http.Request, p *idemproblem.Problem) *Response
 
 // JSONError is the response of a refusal whose body is v encoded as JSON
 // (application/json), with p's status. When v does not encode, the refusal
 // is answered as a 500 problem instead.
-func JSONError(p *Problem, v any) *Response {
+func JSONError(p *idemproblem.Problem, v any) *Response {
 	b, err := json.Marshal(v)
 	if err != nil {
 		return renderProblem(ProblemFor(fmt.Errorf("idem: encode error body: %w", err), ProfileDefault))
@@ -45,41 +46,11 @@ func JSONError(p *Problem, v any) *Response {
 	return &Response{Status: p.Status, Header: http.Header{"Content-Type": {"application/json"}}, Body: b}
 }
 
-// ErrorBody describes the body of a profile's refusals, so that idemgen can
-// check a spec's declared error schema against it (generation fails when a
-// declared schema cannot hold it or requires what it does not fill).
-type ErrorBody struct {
-	// MediaType is the Content-Type of the body; a declared response is
-	// checked when it declares this media type.
-	MediaType string
-	// Statuses are the statuses the profile's refusals may have, sorted.
-	Statuses []int
-	// Members are every member the body may hold, parents before children.
-	Members []ErrorMember
-}
-
-// ErrorMember is one member of a refusal's body.
-type ErrorMember struct {
-	// Pointer is the member's RFC 6901 JSON pointer: "/error/type".
-	Pointer string
-	// Type is its JSON type: object, string, integer or array.
-	Type string
-	// Values, when not nil, are every value the member may take (a string
-	// the declared schema may restrict with an enum).
-	Values []string
-	// Always: the member is in every refusal's body, so a declared schema
-	// may require it.
-	Always bool
-	// Shape: the declared schema must declare the member, since a body of
-	// this shape is recognised by it (Stripe's SDKs look for error.type).
-	Shape bool
-}
-
 // ErrorBody describes the body of p's refusals.
-func (p Profile) ErrorBody() ErrorBody {
-	b := ErrorBody{MediaType: problemContentType, Members: problemMembers}
+func (p Profile) ErrorBody() idemproblem.ErrorBody {
+	b := idemproblem.ErrorBody{MediaType: problemContentType, Members: idemproblem.Members()}
 	if p == ProfileStripe {
-		b = ErrorBody{MediaType: "application/json", Members: stripeMembers}
+		b = idemproblem.ErrorBody{MediaType: "application/json", Members: stripeMembers}
 	}
 	for _, err := range refusalSamples {
 		if s := ProblemFor(err, p).Status; !slices.Contains(b.Statuses, s) {
@@ -90,18 +61,6 @@ func (p Profile) ErrorBody() ErrorBody {
 	return b
 }
 
-// problemMembers are the members of an RFC 9457 problem as Problem encodes it.
-var problemMembers = []ErrorMember{
-	{Pointer: "/type", Type: "string", Always: true},
-	{Pointer: "/title", Type: "string", Always: true},
-	{Pointer: "/status", Type: "integer", Always: true},
-	{Pointer: "/detail", Type: "string"},
-	{Pointer: "/instance", Type: "string"},
-	{Pointer: "/code", Type: "string", Always: true},
-	{Pointer: "/reason", Type: "string", Always: true},
-	{Pointer: "/errors", Type: "array"},
-}
-
 // refusalSamples are one error of every kind the engine and generated code
 // refuse a request with; ErrorBody derives a profile's statuses from them.
 var refusalSamples = []error{
@@ -109,7 +68,7 @@ var refusalSamples = []error{
 	ErrExpired, ErrLeaseLost, ErrOutcomeUnknown, ErrBodyTooLarge, ErrBodyUnreadable,
 	fmt.Errorf("%w: %w", ErrBodyUnreadable, timeoutError{}), ErrUnauthenticated, ErrForbidden,
 	ErrUnsupportedMediaType, ErrNotImplemented, InvalidRequest("body", errors.New("invalid")),
-	&ValidationError{Violations: []Violation{{In: "body", Pointer: "#/a", Rule: "required", Detail: "is required"}}},
+	&idemproblem.ValidationError{Violations: []idemproblem.Violation{{In: "body", Pointer: "#/a", Rule: "required", Detail: "is required"}}},
 	&pgconn.PgError{Code: "57P01"}, errors.New("internal"),
 }
 
@@ -155,10 +114,10 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 // reads as ReasonInProgress (a lost lease answers the same), a
 // parameter_* code as ReasonInvalidRequest, any other code as the reason it
 // was made from.
-func (p Profile) ReadError(status int, header http.Header, body []byte) (*Problem, bool) {
+func (p Profile) ReadError(status int, header http.Header, body []byte) (*idemproblem.Problem, bool) {
 	mt := jsonkit.MediaType(header.Get("Content-Type"))
 	if p != ProfileStripe {
-		var q Problem
+		var q idemproblem.Problem
 		if mt != problemContentType || json.Unmarshal(body, &q) != nil {
 			return nil, false
 		}
@@ -171,7 +130,7 @@ func (p Profile) ReadError(status int, header http.Header, body []byte) (*Proble
 	if mt != "application/json" || json.Unmarshal(body, &env) != nil || env.Error == nil || env.Error.Type == "" {
 		return nil, false
 	}
-	q := &Problem{Status: status, Detail: env.Error.Message, Reason: strings.ToUpper(env.Error.Code)}
+	q := &idemproblem.Problem{Status: status, Detail: env.Error.Message, Reason: strings.ToUpper(env.Error.Code)}
 	switch code := env.Error.Code; {
 	case code == "lock_timeout":
 		q.Reason = ReasonInProgress
@@ -183,7 +142,7 @@ func (p Profile) ReadError(status int, header http.Header, body []byte) (*Proble
 
 // writeError maps err under profile and writes the refusal; it returns the
 // problem and the status sent.
-func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Profile, err error) (*Problem, int) {
+func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Profile, err error) (*idemproblem.Problem, int) {
 	p := ProblemFor(err, profile)
 	var resp *Response
 	if e != nil && e.cfg.Errors != nil {
@@ -199,27 +158,23 @@ func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Prof
 }
 
 // render is the profile's body of p.
-func render(profile Profile, p *Problem) *Response {
+func render(profile Profile, p *idemproblem.Problem) *Response {
 	if profile == ProfileStripe {
 		return renderStripe(p)
 	}
 	return renderProblem(p)
 }
 
-// renderProblem encodes p as RFC 9457 application/problem+json.
-func renderProblem(p *Problem) *Response {
-	b, err := json.Marshal(p)
-	if err != nil { // a Problem always marshals; be safe anyway
-		b = []byte(`{"type":"about:blank","title":"Internal Server Error","status":500}`)
-	}
-	return &Response{Status: p.Status, Header: http.Header{"Content-Type": {problemContentType}}, Body: b}
+// renderProblem is p as RFC 9457 application/problem+json.
+func renderProblem(p *idemproblem.Problem) *Response {
+	return &Response{Status: p.Status, Header: http.Header{"Content-Type": {problemContentType}}, Body: idemproblem.Encode(p)}
 }
 
 // writeRefusal writes resp, adding what every refusal carries unless resp
 // sets it: Cache-Control: no-store, Retry-After, and the profile's retry
 // signal (ProfileStripe: Stripe-Should-Retry, which Stripe's SDKs other
 // than stripe-go obey).
-func writeRefusal(w http.ResponseWriter, resp *Response, p *Problem, profile Profile) {
+func writeRefusal(w http.ResponseWriter, resp *Response, p *idemproblem.Problem, profile Profile) {
 	h := w.Header()
 	for k, v := range resp.Header {
 		h[k] = v

@@ -13,6 +13,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -28,7 +29,7 @@ type fieldError struct{ Pointer, Rule string }
 
 // apiErrors is the custom mapping docs/errors.md shows: the problem's
 // members moved into the service's shape.
-func apiErrors(r *http.Request, p *idem.Problem) *idem.Response {
+func apiErrors(r *http.Request, p *idemproblem.Problem) *idem.Response {
 	if p.Reason == idem.ReasonForbidden {
 		return nil // the profile's body
 	}
@@ -133,16 +134,16 @@ func TestErrorBodies(t *testing.T) {
 		idem.ErrSchemaChanged, idem.ErrExpired, idem.ErrLeaseLost, idem.ErrOutcomeUnknown, idem.ErrBodyTooLarge,
 		idem.ErrBodyUnreadable, idem.ErrUnauthenticated, idem.ErrForbidden, idem.ErrUnsupportedMediaType,
 		idem.ErrNotImplemented, idem.InvalidRequest("body", errors.New("bad")), errors.New("internal"),
-		&idem.ValidationError{Violations: []idem.Violation{
+		&idemproblem.ValidationError{Violations: []idemproblem.Violation{
 			{In: "query", Parameter: "expand", Pointer: "#/0", Rule: "type", Detail: "must be a string"},
 			{In: "body", Pointer: "#/metadata/a", Rule: "required", Detail: "is required"},
 		}},
-		&idem.Problem{Status: 402, Code: "ERR402_PAYMENT_REQUIRED", Reason: "CARD_DECLINED", Detail: "declined", Instance: "/payments/1"},
-		&idem.Problem{Status: 429, Detail: "slow down"},
+		&idemproblem.Problem{Status: 402, Code: "ERR402_PAYMENT_REQUIRED", Reason: "CARD_DECLINED", Detail: "declined", Instance: "/payments/1"},
+		&idemproblem.Problem{Status: 429, Detail: "slow down"},
 	}
 	for _, profile := range idem.PolicyEnums()["profile"] {
 		body := idem.Profile(profile).ErrorBody()
-		members := map[string]idem.ErrorMember{}
+		members := map[string]idemproblem.ErrorMember{}
 		for _, m := range body.Members {
 			members[m.Pointer] = m
 		}
@@ -154,7 +155,7 @@ func TestErrorBodies(t *testing.T) {
 			if ct := rec.Header().Get("Content-Type"); ct != body.MediaType {
 				t.Errorf("%s: Content-Type %q, want %q", where, ct, body.MediaType)
 			}
-			var p *idem.Problem
+			var p *idemproblem.Problem
 			if !errors.As(err, &p) && !slices.Contains(body.Statuses, rec.Code) {
 				t.Errorf("%s: status %d is not one of %v", where, rec.Code, body.Statuses)
 			}
@@ -239,7 +240,7 @@ func (want refusal) check(t *testing.T, profile idem.Profile, what string, r res
 		return ""
 	}
 	if profile != idem.ProfileStripe {
-		var p idem.Problem
+		var p idemproblem.Problem
 		if r.Header.Get("Content-Type") != "application/problem+json" || json.Unmarshal(r.Body, &p) != nil ||
 			p.Status != want.status || p.Code != want.code || p.Reason != want.reason {
 			t.Errorf("%s, profile %s: %s %s; want a problem %s/%s", what, profile, r.Header.Get("Content-Type"), r.Body, want.code, want.reason)

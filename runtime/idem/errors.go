@@ -7,10 +7,10 @@ import (
 	"io"
 	"net"
 	"net/http"
-	"strconv"
 	"strings"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/jackc/pgx/v5/pgconn"
 )
 
@@ -49,7 +49,7 @@ var (
 	// ErrNotImplemented is what the generated Unimplemented server returns
 	// for an operation the service does not implement yet: 501, rendered in
 	// the profile's body like every refusal. It is a *Problem.
-	ErrNotImplemented error = &Problem{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Reason: ReasonNotImplemented,
+	ErrNotImplemented error = &idemproblem.Problem{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Reason: ReasonNotImplemented,
 		Detail: "the operation is not implemented"}
 )
 
@@ -87,96 +87,9 @@ const (
 	ReasonInternal         = "INTERNAL_ERROR"
 	ReasonNotImplemented   = "NOT_IMPLEMENTED"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
-	problemContentType     = "application/problem+json"
+	problemContentType     = idemproblem.ContentType
 	defaultRetryAfterDelay = time.Second
 )
-
-// Problem is an RFC 9457 problem detail with the contract's code and reason
-// members. A handler or ScopeFunc may return one to choose the response.
-type Problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
-	Code     string `json:"code"`
-	Reason   string `json:"reason"`
-	// Errors lists every violation of a request that breaks its schema
-	// (RFC 9457 section 3's "errors" extension member).
-	Errors []Violation `json:"errors,omitempty"`
-	// RetryAfter, when positive, is sent as a Retry-After header (seconds).
-	RetryAfter time.Duration `json:"-"`
-	// Retryable says that the same request, under the same key, may succeed
-	// later: a request in flight, a lost lease, an unknown outcome, the
-	// database unavailable, a handler that failed (its key is
-	// FAILED_RETRYABLE), a body that arrived too slowly. Profiles send it
-	// as their retry signal (ProfileStripe: Stripe-Should-Retry).
-	Retryable bool `json:"-"`
-	// Err is the cause; it is never written to the client.
-	Err error `json:"-"`
-}
-
-func (p *Problem) Error() string {
-	s := fmt.Sprintf("%d %s: %s", p.Status, p.Code, p.Reason)
-	if p.Detail != "" {
-		s += ": " + p.Detail
-	}
-	if p.Err != nil {
-		// For logs and Hooks.OnError; the client gets the marshalled fields.
-		s += ": " + p.Err.Error()
-	}
-	return s
-}
-
-func (p *Problem) Unwrap() error { return p.Err }
-
-// Violation is one way a request breaks its operation's schema.
-type Violation struct {
-	// In is where the offending value is: body, path, query, header or cookie.
-	In string `json:"in"`
-	// Parameter names the parameter (In is not body).
-	Parameter string `json:"parameter,omitempty"`
-	// Pointer is an RFC 6901 JSON pointer, as a URI fragment, to the
-	// offending value inside the body or inside a structured parameter:
-	// "#/items/0/quantity". "#" is the whole body.
-	Pointer string `json:"pointer,omitempty"`
-	// Rule is the schema keyword the value breaks ("minimum", "required",
-	// "type", "additionalProperties"), or "syntax" for a value that does not
-	// parse as its media type says.
-	Rule string `json:"rule"`
-	// Detail says what was expected, for a person.
-	Detail string `json:"detail"`
-}
-
-func (v Violation) String() string {
-	where := v.In
-	if v.Parameter != "" {
-		where += " parameter " + strconv.Quote(v.Parameter)
-	}
-	if v.Pointer != "" && (v.Pointer != "#" || v.Parameter != "") {
-		where += " " + v.Pointer
-	}
-	return where + ": " + v.Detail
-}
-
-// ValidationError is a request that breaks its operation's schema, with
-// every violation found. It maps to one 400 problem+json listing them and
-// never leaves an idempotency record.
-type ValidationError struct {
-	Violations []Violation
-}
-
-func (e *ValidationError) Error() string {
-	var b strings.Builder
-	b.WriteString("request invalid: ")
-	for i, v := range e.Violations {
-		if i > 0 {
-			b.WriteString("; ")
-		}
-		b.WriteString(v.String())
-	}
-	return b.String()
-}
 
 // retryAfterError attaches a Retry-After delay to an error.
 type retryAfterError struct {
@@ -219,7 +132,7 @@ func IsKeyError(err error) bool {
 // or of a media type the operation does not accept.
 func IsRequestError(err error) bool {
 	var re *RequestError
-	var ve *ValidationError
+	var ve *idemproblem.ValidationError
 	var mbe *http.MaxBytesError
 	return IsKeyError(err) || errors.As(err, &re) || errors.As(err, &ve) || errors.As(err, &mbe) ||
 		errors.Is(err, ErrBodyTooLarge) || errors.Is(err, ErrBodyUnreadable) || errors.Is(err, ErrUnsupportedMediaType)
@@ -235,8 +148,8 @@ func IsRetryable(err error) bool {
 // ProblemFor maps err to the problem the client gets under profile. It is the
 // one place errors become HTTP statuses; Serve and Engine.WriteError both use it.
 // Errors it does not know become a 500 whose detail does not leak err.
-func ProblemFor(err error, profile Profile) *Problem {
-	var p *Problem
+func ProblemFor(err error, profile Profile) *idemproblem.Problem {
+	var p *idemproblem.Problem
 	if errors.As(err, &p) {
 		q := *p
 		if q.Type == "" {
@@ -247,8 +160,8 @@ func ProblemFor(err error, profile Profile) *Problem {
 		}
 		return &q
 	}
-	mk := func(status int, code, reason, detail string) *Problem {
-		p := &Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
+	mk := func(status int, code, reason, detail string) *idemproblem.Problem {
+		p := &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(status), Status: status,
 			Code: code, Reason: reason, Detail: detail, Err: err}
 		var ra *retryAfterError
 		if errors.As(err, &ra) {
@@ -290,9 +203,9 @@ var statusCodes = map[int]string{
 }
 
 // problemOf is ProblemFor's mapping under the default profile.
-func problemOf(err error, mk func(status int, code, reason, detail string) *Problem) *Problem {
+func problemOf(err error, mk func(status int, code, reason, detail string) *idemproblem.Problem) *idemproblem.Problem {
 	var re *RequestError
-	var ve *ValidationError
+	var ve *idemproblem.ValidationError
 	var mbe *http.MaxBytesError
 	var pe *PanicError
 	var uo *unknownOutcomeError
@@ -372,7 +285,7 @@ func problemOf(err error, mk func(status int, code, reason, detail string) *Prob
 	}
 }
 
-func violationsDetail(vs []Violation) string {
+func violationsDetail(vs []idemproblem.Violation) string {
 	if len(vs) == 1 {
 		return vs[0].String()
 	}
@@ -407,7 +320,7 @@ func WriteProblem(w http.ResponseWriter, r *http.Request, err error) {
 }
 
 func isProblem(err error) bool {
-	var p *Problem
+	var p *idemproblem.Problem
 	return errors.As(err, &p)
 }
 
@@ -420,13 +333,13 @@ func hiddenCause(err error, status int) bool {
 	if err == nil || status < 500 {
 		return false
 	}
-	var p *Problem
+	var p *idemproblem.Problem
 	return !errors.As(err, &p) || p.Err != nil
 }
 
 // writeProblem writes p as problem+json under the default profile: the
 // answers that precede any operation (Routed, NotFound) have neither an
 // operation's profile nor an Engine's Config.Errors.
-func writeProblem(w http.ResponseWriter, p *Problem) {
+func writeProblem(w http.ResponseWriter, p *idemproblem.Problem) {
 	writeRefusal(w, renderProblem(p), p, ProfileDefault)
 }

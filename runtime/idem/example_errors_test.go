@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Error and FieldError stand for the types idemgen generates from a spec
@@ -31,7 +32,7 @@ type FieldError struct {
 func ExampleErrorMapper() {
 	pool, _ := pgxpool.New(context.Background(), "postgres://localhost/shop") // connects on first use
 	engine, err := idem.New(pool, idem.Config{
-		Errors: func(r *http.Request, p *idem.Problem) *idem.Response {
+		Errors: func(r *http.Request, p *idemproblem.Problem) *idem.Response {
 			e := Error{Code: strings.ToLower(p.Reason), Message: p.Detail}
 			for _, v := range p.Errors {
 				e.Fields = append(e.Fields, FieldError{Field: v.Pointer, Issue: v.Rule})
@@ -45,7 +46,7 @@ func ExampleErrorMapper() {
 
 	w := httptest.NewRecorder()
 	engine.WriteError(w, httptest.NewRequest("POST", "/orders", nil), idem.ProfileDefault,
-		&idem.ValidationError{Violations: []idem.Violation{{In: "body", Pointer: "#/qty", Rule: "minimum", Detail: "must be at least 1"}}})
+		&idemproblem.ValidationError{Violations: []idemproblem.Violation{{In: "body", Pointer: "#/qty", Rule: "minimum", Detail: "must be at least 1"}}})
 	fmt.Println(w.Code, w.Header().Get("Content-Type"))
 	fmt.Println(w.Body)
 	// Output:
@@ -60,7 +61,7 @@ func ExampleErrorMapper() {
 func ExampleConfig_errors() {
 	pool, _ := pgxpool.New(context.Background(), "postgres://localhost/shop") // connects on first use
 	engine, err := idem.New(pool, idem.Config{
-		Errors: func(r *http.Request, p *idem.Problem) *idem.Response { // in idem.Config
+		Errors: func(r *http.Request, p *idemproblem.Problem) *idem.Response { // in idem.Config
 			return idem.JSONError(p, Error{Code: strings.ToLower(p.Reason), Message: p.Detail})
 		},
 	})

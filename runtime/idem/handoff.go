@@ -3,6 +3,7 @@ package idem
 import (
 	"bytes"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
@@ -25,11 +26,16 @@ import (
 // execution: a leader that ends without one (a failure that is not kept,
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
-// duplicate in flight would (the mode's inProcessWait); then it goes on by
-// itself, without leading, to the cache and the database, which answer it
-// as they would have without the wait (a replay when the key has an
-// outcome: a leader that is merely slow never makes a retry of a completed
-// request a 409). A mode that does not wait (lease) does not take part.
+// duplicate in flight would (the mode's inProcessWait). If the leader is
+// then running the handler after reading that the key has no outcome, the
+// request is in flight: ErrInFlight, as a duplicate waiting for a flight
+// gets it (serveKey), with no cache call or read. Otherwise (the leader is
+// still asking the cache or reading, or inserting first, which it also
+// does for a stored key the cache did not hold) the waiter goes on by
+// itself, without leading, to PostgreSQL, reading first (its leader asked
+// the cache already): a leader that is merely slow never makes a retry of
+// a completed request a 409, and the waiters of a slow leader do not storm
+// the cache. A mode that does not wait (lease) does not take part.
 type handoffs struct {
 	mu sync.Mutex
 	m  map[flightKey]*handoff
@@ -38,9 +44,12 @@ type handoffs struct {
 // handoff is one leader's request: done, made when the first waiter
 // comes (most keys have none), closes when it has answered; out is then
 // the committed outcome it answered with, or nil.
+// executing is set as the leader's handler starts after a read that found
+// no outcome.
 type handoff struct {
-	done chan struct{}
-	out  *cached
+	done      chan struct{}
+	out       *cached
+	executing atomic.Bool
 }
 
 // join makes the caller the leader of k in this process (lead), or returns
@@ -102,7 +111,13 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 		case <-h.done:
 			done(nil)
 		case <-timer.C:
+			if h.executing.Load() {
+				err := withRetryAfter(ErrInFlight, time.Second)
+				done(err)
+				return nil, true, err
+			}
 			done(nil)
+			rq.ownWay = true
 			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())

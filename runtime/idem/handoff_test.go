@@ -211,11 +211,14 @@ func (b *readBlocker) Phase(ctx context.Context, _ *idem.Operation, p idem.Phase
 // TestHandoffWaitEnds: a duplicate whose leader is slow (here: held in its
 // read of a completed key) waits its LockTimeout, then goes on by itself
 // and replays the stored outcome; a retry of a completed request is never
-// refused as in flight because another retry is slow.
+// refused as in flight because another retry is slow. A duplicate whose
+// leader is running the handler past the LockTimeout is refused as in
+// flight, without a read of its own.
 func TestHandoffWaitEnds(t *testing.T) {
 	t.Parallel()
 	b := &readBlocker{entered: make(chan struct{}), release: make(chan struct{})}
-	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{LockTimeout: 20 * time.Millisecond, Observers: []idem.Observer{b}})
+	phases := &phaseCounter{}
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{LockTimeout: 20 * time.Millisecond, Observers: []idem.Observer{b, phases}})
 	idem.PinInsertFirst(e.eng, e.op, false)
 	key := newKey()
 	first := e.post(key, payReq{Amount: 4})
@@ -234,5 +237,23 @@ func TestHandoffWaitEnds(t *testing.T) {
 		if got.Status != 201 || !bytes.Equal(got.Body, first.Body) || got.Header.Get("Idempotent-Replayed") != "true" {
 			t.Fatalf("retry %d: %d %s, want the replay of %s", i, got.Status, got.Body, first.Body)
 		}
+	}
+
+	// The leader runs the handler (held there) past the duplicate's wait.
+	key = newKey()
+	done = make(chan struct{})
+	go func() { defer close(done); lead = e.post(key, payReq{Amount: 5, Behave: "block"}) }()
+	<-e.started
+	reads := phases.count("read")
+	r = e.post(key, payReq{Amount: 5})
+	dupReads := phases.count("read") - reads
+	e.release <- struct{}{} // before any Fatal: the server waits for the leader
+	<-done
+	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+	if dupReads != 0 {
+		t.Fatalf("the refused duplicate read the record %d times; want 0", dupReads)
+	}
+	if lead.Status != 201 {
+		t.Fatalf("leader: %d %s", lead.Status, lead.Body)
 	}
 }

@@ -21,6 +21,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -141,7 +142,7 @@ func (e *env) handler(body []byte) (idem.Handler, error) {
 		return nil, idem.InvalidRequest("body: amount", errors.New("must be positive"))
 	}
 	if req.Behave == "invalid" { // what a generated decoder finds in a request that breaks its schema
-		return nil, &idem.ValidationError{Violations: []idem.Violation{
+		return nil, &idemproblem.ValidationError{Violations: []idemproblem.Violation{
 			{In: "body", Pointer: "#/metadata/order~1id", Rule: "required", Detail: "is required"},
 			{In: "body", Pointer: "#/note", Rule: "maxLength", Detail: "must be at most 10 characters long"},
 		}}

@@ -3,6 +3,8 @@ package idem
 import (
 	"net/http"
 	"strings"
+
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Codes and reasons of the answers to requests that match no operation.
@@ -62,7 +64,7 @@ func (e *Engine) Routed(mux *http.ServeMux, basePath string, profile Profile) ht
 			return
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
-		e.writeError(w, r, profile, &Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
+		e.writeError(w, r, profile, &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
 			Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Reason: ReasonMethod,
 			Detail: r.Method + " is not an operation of " + p + "; allowed: " + strings.Join(allow, ", ")})
 	})
@@ -74,8 +76,8 @@ func NotFound(w http.ResponseWriter, r *http.Request) {
 	writeProblem(w, notFoundProblem())
 }
 
-func notFoundProblem() *Problem {
-	return &Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
+func notFoundProblem() *idemproblem.Problem {
+	return &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
 		Status: http.StatusNotFound, Code: CodeNotFound, Reason: ReasonNoOperation,
 		Detail: "no operation of this API has this path"}
 }

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -56,7 +57,7 @@ func TestEngineRouted(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	mapped, err := idem.New(db, idem.Config{Errors: func(_ *http.Request, p *idem.Problem) *idem.Response {
+	mapped, err := idem.New(db, idem.Config{Errors: func(_ *http.Request, p *idemproblem.Problem) *idem.Response {
 		return &idem.Response{Header: http.Header{"Content-Type": {"application/vnd.acme+json"}},
 			Body: []byte(`{"acme":"` + p.Reason + `"}`)}
 	}})

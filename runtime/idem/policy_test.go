@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -103,7 +104,7 @@ func TestProblemMapping(t *testing.T) {
 		{idem.InvalidRequest(`query parameter "limit"`, errors.New("not a number")), 400, "ERR400_INVALID_REQUEST", "REQUEST_INVALID", `query parameter "limit": not a number`},
 		{&http.MaxBytesError{Limit: 10}, 413, "ERR413_CONTENT_TOO_LARGE", "REQUEST_BODY_TOO_LARGE", ""},
 		{idem.ErrBodyTooLarge, 413, "ERR413_CONTENT_TOO_LARGE", "REQUEST_BODY_TOO_LARGE", ""},
-		{&idem.Problem{Status: 402, Code: "ERR402_PAYMENT_REQUIRED", Reason: "INSUFFICIENT_FUNDS", Detail: "balance 3"}, 402, "ERR402_PAYMENT_REQUIRED", "INSUFFICIENT_FUNDS", "balance 3"},
+		{&idemproblem.Problem{Status: 402, Code: "ERR402_PAYMENT_REQUIRED", Reason: "INSUFFICIENT_FUNDS", Detail: "balance 3"}, 402, "ERR402_PAYMENT_REQUIRED", "INSUFFICIENT_FUNDS", "balance 3"},
 		{errors.New("pq: password authentication failed for user secret"), 500, "ERR500_INTERNAL_SERVER_ERROR", "INTERNAL_ERROR", ""},
 		{idem.ErrKeyRequired, 400, "ERR400_MISSING_OR_MALFORMED_HEADER", "IDEMPOTENCY_KEY_REQUIRED", ""},
 		{idem.ErrInFlight, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS", ""},

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // TestPreparedCanonical drives the engine with a prepare that returns its
@@ -31,7 +32,7 @@ func TestPreparedCanonical(t *testing.T) {
 			case "415":
 				return idem.Prepared{}, fmt.Errorf("%w: text/plain", idem.ErrUnsupportedMediaType)
 			case "400":
-				return idem.Prepared{}, &idem.ValidationError{Violations: []idem.Violation{
+				return idem.Prepared{}, &idemproblem.ValidationError{Violations: []idemproblem.Violation{
 					{In: "body", Pointer: "#/quantity", Rule: "minimum", Detail: "must be at least 1"},
 					{In: "header", Parameter: "X-Account", Rule: "maxLength", Detail: "must be at most 8 characters"},
 				}}
@@ -112,7 +113,7 @@ func TestPreparedCanonical(t *testing.T) {
 
 func TestValidationErrorText(t *testing.T) {
 	t.Parallel()
-	err := error(&idem.ValidationError{Violations: []idem.Violation{
+	err := error(&idemproblem.ValidationError{Violations: []idemproblem.Violation{
 		{In: "body", Pointer: "#/items/0/quantity", Rule: "minimum", Detail: "must be at least 1"},
 		{In: "query", Parameter: "limit", Rule: "maximum", Detail: "must be at most 100"},
 		{In: "body", Pointer: "#", Rule: "type", Detail: "must be an object"},

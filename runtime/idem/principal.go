@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"net/http"
+
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // The authenticated principal of a request. A generated server runs the
@@ -73,6 +75,6 @@ func PrincipalScope[P any](tenant func(P) string) ScopeFunc {
 }
 
 // internalProblem is a 500 whose cause is reported, not sent.
-func internalProblem(err error) *Problem {
-	return &Problem{Type: "about:blank", Title: http.StatusText(500), Status: 500, Code: CodeInternal, Reason: ReasonInternal, Err: err}
+func internalProblem(err error) *idemproblem.Problem {
+	return &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(500), Status: 500, Code: CodeInternal, Reason: ReasonInternal, Err: err}
 }

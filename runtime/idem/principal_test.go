@@ -5,6 +5,8 @@ import (
 	"errors"
 	"net/http/httptest"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 type testUser struct{ org string }
@@ -20,7 +22,7 @@ func TestPrincipalScope(t *testing.T) {
 	}
 	for _, p := range []any{&testUser{}, "a string", nil} {
 		_, err := scope(r.WithContext(WithPrincipal(context.Background(), p)))
-		var pr *Problem
+		var pr *idemproblem.Problem
 		if !errors.As(err, &pr) || pr.Status != 500 {
 			t.Errorf("principal %#v: %v; want a 500 problem", p, err)
 		}

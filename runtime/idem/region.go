@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -141,7 +142,7 @@ func (e *Engine) checkHome(rq *request) error {
 	if home == r.Name {
 		return nil
 	}
-	return &Problem{Status: http.StatusMisdirectedRequest, Code: CodeMisdirected, Reason: ReasonWrongRegion,
+	return &idemproblem.Problem{Status: http.StatusMisdirectedRequest, Code: CodeMisdirected, Reason: ReasonWrongRegion,
 		Detail: fmt.Sprintf("the idempotency key belongs to region %s: send this request and its retries there", home)}
 }
 

@@ -36,6 +36,10 @@ type request struct {
 	// another request's.
 	committed  *cached
 	handedOver bool
+	handoff    *handoff // the one rq leads (handoff.go)
+	// ownWay: rq waited for a leader in this process in vain and goes to
+	// PostgreSQL by itself, reading first (handoff.go).
+	ownWay bool
 	// raced: the record write lost to a concurrent duplicate on the
 	// primary key (Outcome.Raced).
 	raced bool
@@ -275,9 +279,10 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 		return err
 	}
 	if ho != nil {
+		rq.handoff = ho
 		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
 	}
-	if e.cfg.Cache != nil {
+	if e.cfg.Cache != nil && !rq.ownWay {
 		if answered, err := e.cacheLookup(rq); answered {
 			return err
 		}

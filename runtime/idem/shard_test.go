@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -38,7 +39,7 @@ func (s *shards) config() idem.Config {
 		Shard: func(ctx context.Context, tenant string) (idem.DB, error) {
 			i, ok := s.shardOf[tenant]
 			if !ok {
-				return nil, &idem.Problem{Status: 404, Code: "ERR404_NOT_FOUND", Reason: "NO_SUCH_TENANT",
+				return nil, &idemproblem.Problem{Status: 404, Code: "ERR404_NOT_FOUND", Reason: "NO_SUCH_TENANT",
 					Detail: "no tenant " + tenant}
 			}
 			return s.dbs[i].Pool, nil

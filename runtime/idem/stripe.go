@@ -5,6 +5,8 @@ import (
 	"net/http"
 	"strings"
 	"unicode"
+
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // ProfileStripe's error body: Stripe's envelope, as its SDKs read it
@@ -49,7 +51,7 @@ const (
 )
 
 // stripeMembers are the members of stripeEnvelope.
-var stripeMembers = []ErrorMember{
+var stripeMembers = []idemproblem.ErrorMember{
 	{Pointer: "/error", Type: "object", Always: true, Shape: true},
 	{Pointer: "/error/type", Type: "string", Values: []string{stripeAPIError, stripeIdempotencyError, stripeInvalidRequest}, Always: true, Shape: true},
 	{Pointer: "/error/code", Type: "string"},
@@ -58,7 +60,7 @@ var stripeMembers = []ErrorMember{
 }
 
 // renderStripe encodes p as Stripe's error envelope.
-func renderStripe(p *Problem) *Response {
+func renderStripe(p *idemproblem.Problem) *Response {
 	e := stripeError{Type: stripeInvalidRequest, Code: strings.ToLower(p.Reason), Message: p.Detail}
 	switch {
 	case p.Status >= 500:
@@ -118,7 +120,7 @@ func violationCode(rule string) string {
 // parameter, then each token of the JSON pointer in brackets; a body member
 // starts with its first token (metadata[order_id], items[0][price]). ""
 // for the whole body.
-func stripeParam(v Violation) string {
+func stripeParam(v idemproblem.Violation) string {
 	ptr := strings.TrimPrefix(strings.TrimPrefix(v.Pointer, "#"), "/")
 	var toks []string
 	if ptr != "" || strings.HasPrefix(strings.TrimPrefix(v.Pointer, "#"), "/") {

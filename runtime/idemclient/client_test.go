@@ -21,6 +21,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // script is a server that answers attempt n with steps[n] (the last one
@@ -555,7 +556,7 @@ func TestReasonsMatchTheServer(t *testing.T) {
 		}
 	}
 	var p Problem
-	b, _ := json.Marshal(&idem.Problem{Type: "about:blank", Title: "Conflict", Status: 409, Code: idem.CodeConflict, Reason: idem.ReasonConflict})
+	b, _ := json.Marshal(&idemproblem.Problem{Type: "about:blank", Title: "Conflict", Status: 409, Code: idem.CodeConflict, Reason: idem.ReasonConflict})
 	if err := json.Unmarshal(b, &p); err != nil || p.Code != idem.CodeConflict || p.Reason != idem.ReasonConflict || p.Status != 409 {
 		t.Errorf("the server's problem %s decodes as %+v (%v)", b, p, err)
 	}

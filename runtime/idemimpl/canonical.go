@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Request is the decoding state of one request in a generated decoder. It
@@ -37,7 +38,7 @@ type Request struct {
 	params  map[string]*Value // by location: path, query, header, cookie
 	body    *Value
 	media   string
-	out     []idem.Violation
+	out     []idemproblem.Violation
 	err     error // a 415, which ends decoding
 	query   url.Values
 	queryOK bool
@@ -55,14 +56,14 @@ func NewRequest(r *http.Request, t *Schemas) *Request {
 }
 
 // Err returns the outcome of decoding: nil, an error wrapping
-// idem.ErrUnsupportedMediaType, or an *idem.ValidationError listing every
+// idem.ErrUnsupportedMediaType, or an *idemproblem.ValidationError listing every
 // violation found.
 func (q *Request) Err() error {
 	if q.err != nil {
 		return q.err
 	}
 	if len(q.out) > 0 {
-		return &idem.ValidationError{Violations: q.out}
+		return &idemproblem.ValidationError{Violations: q.out}
 	}
 	return nil
 }
@@ -197,13 +198,13 @@ func (q *Request) parsedQuery(vd *validator) url.Values {
 		raw := q.r.URL.RawQuery
 		if n := strings.Count(raw, "&") + 1; raw != "" && n > q.lim.MaxFields {
 			q.query = url.Values{}
-			q.out = append(q.out, idem.Violation{In: "query", Rule: "maxFields", Detail: fmt.Sprintf("the query string has more than %d parameters", q.lim.MaxFields)})
+			q.out = append(q.out, idemproblem.Violation{In: "query", Rule: "maxFields", Detail: fmt.Sprintf("the query string has more than %d parameters", q.lim.MaxFields)})
 			return q.query
 		}
 		var err error
 		q.query, err = url.ParseQuery(raw)
 		if err != nil {
-			q.out = append(q.out, idem.Violation{In: "query", Rule: "syntax", Detail: "the query string is malformed: " + strings.TrimPrefix(err.Error(), "invalid URL escape ")})
+			q.out = append(q.out, idemproblem.Violation{In: "query", Rule: "syntax", Detail: "the query string is malformed: " + strings.TrimPrefix(err.Error(), "invalid URL escape ")})
 		}
 	}
 	return q.query
@@ -404,7 +405,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 	ct := q.r.Header.Get("Content-Type")
 	if len(body) == 0 {
 		if b.Required {
-			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
+			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
 		}
 		return
 	}
@@ -479,7 +480,7 @@ func (q *Request) syntax(err error) {
 			rule = se.Rule
 		}
 	}
-	q.out = append(q.out, idem.Violation{In: "body", Pointer: ptr, Rule: rule, Detail: msg})
+	q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: ptr, Rule: rule, Detail: msg})
 }
 
 func (q *Request) setBody(v Value, media string) {

@@ -8,7 +8,7 @@ import (
 	"strings"
 	"unicode/utf8"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Limits bounds what the decoders build from one request's input, so that
@@ -16,7 +16,7 @@ import (
 // whatever it holds. Each limit is enforced while the input is parsed,
 // before the value it would add is built: a name nested a million levels
 // deep is refused at the level past MaxDepth, not after. Input past a limit
-// is a 400 naming the limit and where (an idem.Violation whose Rule is the
+// is a 400 naming the limit and where (an idemproblem.Violation whose Rule is the
 // limit's name: maxDepth, maxFields, maxNameLength, maxValues) and leaves no
 // idempotency record.
 //
@@ -169,7 +169,7 @@ func (vd *validator) spendN(n int) bool {
 	if vd.name != "" {
 		ptr = ""
 	}
-	vd.out = append(vd.out, idem.Violation{In: vd.in, Parameter: vd.name, Pointer: ptr, Rule: "maxValues", Detail: b.detail()})
+	vd.out = append(vd.out, idemproblem.Violation{In: vd.in, Parameter: vd.name, Pointer: ptr, Rule: "maxValues", Detail: b.detail()})
 	return false
 }
 

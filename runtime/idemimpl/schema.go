@@ -11,7 +11,7 @@ import (
 	"sync"
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Types is the set of JSON types a Schema allows.
@@ -241,7 +241,7 @@ type validator struct {
 	in   string // body, path, query, header, cookie
 	name string // parameter name
 	path []string
-	out  []idem.Violation
+	out  []idemproblem.Violation
 	mode mode
 	// known are the member names an enclosing allOf declares, while its
 	// branches are validated.
@@ -251,7 +251,7 @@ type validator struct {
 }
 
 func (vd *validator) fail(rule, detail string) {
-	vd.out = append(vd.out, idem.Violation{In: vd.in, Parameter: vd.name, Pointer: vd.pointer(), Rule: rule, Detail: detail})
+	vd.out = append(vd.out, idemproblem.Violation{In: vd.in, Parameter: vd.name, Pointer: vd.pointer(), Rule: rule, Detail: detail})
 }
 
 func (vd *validator) pointer() string {

@@ -9,6 +9,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // table is a hand-written Schemas table exercising every keyword the
@@ -36,7 +37,7 @@ var table = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeInteger}, // 14
 }}
 
-func decodeBody(t *testing.T, body, contentType string) (map[string]any, []idem.Violation, []byte) {
+func decodeBody(t *testing.T, body, contentType string) (map[string]any, []idemproblem.Violation, []byte) {
 	t.Helper()
 	r := httptest.NewRequest("POST", "/orders", strings.NewReader(body))
 	if contentType != "" {
@@ -49,7 +50,7 @@ func decodeBody(t *testing.T, body, contentType string) (map[string]any, []idem.
 		{Type: "application/x-www-form-urlencoded", Decode: idemimpl.AsForm, Schema: 1},
 	}}, &got)
 	err := q.Err()
-	var ve *idem.ValidationError
+	var ve *idemproblem.ValidationError
 	if err != nil && !errors.As(err, &ve) {
 		t.Fatalf("error %v is not a validation error", err)
 	}

@@ -14,6 +14,7 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // SchemeKind is where a security scheme finds its credential.
@@ -90,7 +91,7 @@ type HookFunc func(ctx context.Context, s *Scheme, c *Credential, scopes []strin
 // credential of any of the schemes is anonymous: admitted, with no
 // principal, when an alternative is empty, else 401. Otherwise, when no
 // alternative admits it: 403 when a hook said idem.ErrForbidden, the hook's
-// problem when it returned an *idem.Problem, else 401. The error returned
+// problem when it returned an *idemproblem.Problem, else 401. The error returned
 // is that refusal, for the caller to answer with (idem.Engine.WriteError);
 // the challenges of a 401 or 403 are already in w's WWW-Authenticate. Hook
 // errors are never sent: they may hold credentials.
@@ -183,7 +184,7 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 		}
 		return r, forbidden
 	}
-	var p *idem.Problem
+	var p *idemproblem.Problem
 	if errors.As(rejected, &p) {
 		return r, p
 	}
@@ -207,7 +208,7 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 	} else if !presented {
 		detail = "the request carries no credentials; it needs " + strings.Join(uniq(missing), " or ")
 	}
-	return r, &idem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
+	return r, &idemproblem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
 		Reason: idem.ReasonUnauthenticated, Detail: detail, Err: rejected}
 }
 

@@ -12,6 +12,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // The generated servers' behaviour is tested over HTTP and PostgreSQL by
@@ -40,21 +41,21 @@ func authenticate(t *testing.T, r *http.Request, alts []Requirement, hook HookFu
 	return w, out
 }
 
-func problemOf(t *testing.T, w *httptest.ResponseRecorder) idem.Problem {
+func problemOf(t *testing.T, w *httptest.ResponseRecorder) idemproblem.Problem {
 	t.Helper()
-	var p idem.Problem
+	var p idemproblem.Problem
 	if err := json.Unmarshal(w.Body.Bytes(), &p); err != nil {
 		t.Fatalf("%d %s: %v", w.Code, w.Body, err)
 	}
 	return p
 }
 
-// A hook's *idem.Problem is the answer, whatever its status.
+// A hook's *idemproblem.Problem is the answer, whatever its status.
 func TestAuthenticateHookProblem(t *testing.T) {
 	r := httptest.NewRequest("POST", "/", nil)
 	r.Header.Set("X-Key", "k")
 	hook := func(context.Context, *Scheme, *Credential, []string) (any, error) {
-		return nil, &idem.Problem{Status: 429, Code: "ERR429_TOO_MANY", Reason: "SLOW_DOWN", Detail: "too many attempts"}
+		return nil, &idemproblem.Problem{Status: 429, Code: "ERR429_TOO_MANY", Reason: "SLOW_DOWN", Detail: "too many attempts"}
 	}
 	w, _ := authenticate(t, r, []Requirement{{{Scheme: keyScheme}}}, hook)
 	if p := problemOf(t, w); w.Code != 429 || p.Reason != "SLOW_DOWN" {

@@ -18,6 +18,7 @@ import (
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
@@ -94,7 +95,7 @@ func (q *Request) BodyStream(body io.Reader, b *Body, target any) {
 			return
 		}
 		if b.Required {
-			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
+			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
 		}
 		return
 	}
@@ -277,7 +278,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 	}
 	used := map[string]bool{}
 	if err := attachFiles(reflect.ValueOf(target), files, used); err != nil {
-		q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type", Detail: err.Error()})
+		q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "type", Detail: err.Error()})
 		return
 	}
 	kept := map[string]bool{}
@@ -286,7 +287,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 		if !used[tok] && kept[tok] { // a file where the typed request holds text
 			f := idemtype.File{}
 			_ = f.UnmarshalText([]byte(tok))
-			q.out = append(q.out, idem.Violation{In: "body", Pointer: "#", Rule: "type",
+			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "type",
 				Detail: fmt.Sprintf("file %q is sent where the schema declares no file (a part with a filename is a file)", f.Filename)})
 			return
 		}
@@ -376,7 +377,7 @@ func attachFiles(v reflect.Value, files map[string]*spooled, used map[string]boo
 
 // partJSONError is the violation of a multipart part that should hold JSON
 // and does not: it names the part and where in it the JSON breaks.
-func partJSONError(name string, err error) idem.Violation {
+func partJSONError(name string, err error) idemproblem.Violation {
 	msg := err.Error()
 	var se *SyntaxError
 	if errors.As(err, &se) {
@@ -389,9 +390,9 @@ func partJSONError(name string, err error) idem.Violation {
 		}
 	}
 	if se != nil && se.Rule != "" {
-		return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
+		return idemproblem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: se.Rule, Detail: fmt.Sprintf("part %q %s", name, msg)}
 	}
-	return idem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: "syntax",
+	return idemproblem.Violation{In: "body", Pointer: "#/" + jsonkit.EscapeToken(name), Rule: "syntax",
 		Detail: fmt.Sprintf("part %q is not valid JSON: %s", name, msg)}
 }
 

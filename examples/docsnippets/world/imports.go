@@ -32,6 +32,7 @@ import (
 	_ "github.com/idemgen/idemgen/runtime/idem"
 	_ "github.com/idemgen/idemgen/runtime/idemclient"
 	_ "github.com/idemgen/idemgen/runtime/idemotel"
+	_ "github.com/idemgen/idemgen/runtime/idemproblem"
 	_ "github.com/idemgen/idemgen/runtime/idemprom"
 	_ "github.com/idemgen/idemgen/runtime/idemredis"
 	_ "github.com/idemgen/idemgen/runtime/idemseal"

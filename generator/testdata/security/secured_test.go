@@ -24,6 +24,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -225,7 +226,7 @@ type answer struct {
 	header http.Header
 	body   string
 	result Result
-	prob   idem.Problem
+	prob   idemproblem.Problem
 }
 
 // send posts {"item": item} to path with the key and the given headers

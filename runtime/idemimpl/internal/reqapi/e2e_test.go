@@ -17,6 +17,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl/internal/reqapi"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -127,11 +128,11 @@ type reply struct {
 func (r reply) replayed() bool { return r.header.Get("Idempotent-Replayed") == "true" }
 
 // problem returns the reason of a problem+json answer and its violations.
-func (r reply) problem(t *testing.T) (reason string, violations []idem.Violation) {
+func (r reply) problem(t *testing.T) (reason string, violations []idemproblem.Violation) {
 	t.Helper()
 	var p struct {
-		Reason string           `json:"reason"`
-		Errors []idem.Violation `json:"errors"`
+		Reason string                  `json:"reason"`
+		Errors []idemproblem.Violation `json:"errors"`
 	}
 	if !strings.HasPrefix(r.header.Get("Content-Type"), "application/problem+json") || json.Unmarshal(r.body, &p) != nil {
 		t.Fatalf("not a problem: %d %s %s", r.status, r.header.Get("Content-Type"), r.body)

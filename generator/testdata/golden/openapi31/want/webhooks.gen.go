@@ -11,6 +11,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/webhook"
 	"github.com/jackc/pgx/v5"
 )
@@ -58,7 +59,7 @@ func (UnimplementedWebhookReceiver) NoteCreated(context.Context, pgx.Tx, Note) e
 	return errWebhookNotImplemented
 }
 
-var errWebhookNotImplemented = &idem.Problem{Status: http.StatusNotImplemented, Code: "ERR501_NOT_IMPLEMENTED", Reason: "WEBHOOK_NOT_IMPLEMENTED"}
+var errWebhookNotImplemented = &idemproblem.Problem{Status: http.StatusNotImplemented, Code: "ERR501_NOT_IMPLEMENTED", Reason: "WEBHOOK_NOT_IMPLEMENTED"}
 
 // DefaultWebhookBasePath prefixes the receiver's routes: each webhook is
 // received at POST {DefaultWebhookBasePath}/{name}, e.g.

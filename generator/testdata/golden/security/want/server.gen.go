@@ -15,7 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-const _ = idem.SupportPackageIsVersion2 // regenerate when this fails to compile
+const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
@@ -126,7 +126,7 @@ type Principal = any
 // the principal of a credential it accepts; an error wrapping
 // idem.ErrForbidden for one that is valid but may not do what the operation
 // does (403); any other error for one it does not accept (401); or an
-// *idem.Problem to choose the answer. A nil principal (a nil pointer too)
+// *idemproblem.Problem to choose the answer. A nil principal (a nil pointer too)
 // with a nil error accepts nothing: unless another scheme of the requirement
 // returns one, the request gets 401 and an error is logged. scopes are the
 // scopes (or roles) the operation requires of the scheme. Errors are never
