@@ -43,16 +43,14 @@ type CreateAtomicRequest struct {
 
 // CreateAtomicResponse is one of the responses of operation createAtomic (POST /atomic):
 //   - CreateAtomic201Response
-type CreateAtomicResponse interface {
-	isCreateAtomicResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CreateAtomicResponse any
 
 // CreateAtomic201Response is the 201 response of operation createAtomic (POST /atomic): created
 type CreateAtomic201Response struct {
 	Body Payment
 }
-
-func (CreateAtomic201Response) isCreateAtomicResponse() {}
 
 // encodeCreateAtomicResponse encodes a response of createAtomic.
 func encodeCreateAtomicResponse(resp CreateAtomicResponse) (*idem.Response, error) {
@@ -75,16 +73,14 @@ type CreateBaselineRequest struct {
 
 // CreateBaselineResponse is one of the responses of operation createBaseline (POST /baseline):
 //   - CreateBaseline201Response
-type CreateBaselineResponse interface {
-	isCreateBaselineResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CreateBaselineResponse any
 
 // CreateBaseline201Response is the 201 response of operation createBaseline (POST /baseline): created
 type CreateBaseline201Response struct {
 	Body Payment
 }
-
-func (CreateBaseline201Response) isCreateBaselineResponse() {}
 
 // encodeCreateBaselineResponse encodes a response of createBaseline.
 func encodeCreateBaselineResponse(resp CreateBaselineResponse) (*idem.Response, error) {
@@ -107,16 +103,14 @@ type CreateLeaseRequest struct {
 
 // CreateLeaseResponse is one of the responses of operation createLease (POST /lease):
 //   - CreateLease201Response
-type CreateLeaseResponse interface {
-	isCreateLeaseResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CreateLeaseResponse any
 
 // CreateLease201Response is the 201 response of operation createLease (POST /lease): created
 type CreateLease201Response struct {
 	Body Payment
 }
-
-func (CreateLease201Response) isCreateLeaseResponse() {}
 
 // encodeCreateLeaseResponse encodes a response of createLease.
 func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error) {
@@ -133,7 +127,3 @@ func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error)
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateAtomicResponse()   {}
-func (unimplementedResponse) isCreateBaselineResponse() {}
-func (unimplementedResponse) isCreateLeaseResponse()    {}

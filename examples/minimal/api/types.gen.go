@@ -44,16 +44,14 @@ type CreateBookingRequest struct {
 
 // CreateBookingResponse is one of the responses of operation createBooking (POST /bookings):
 //   - CreateBooking201Response
-type CreateBookingResponse interface {
-	isCreateBookingResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CreateBookingResponse any
 
 // CreateBooking201Response is the 201 response of operation createBooking (POST /bookings): The booking was made.
 type CreateBooking201Response struct {
 	Body Booking
 }
-
-func (CreateBooking201Response) isCreateBookingResponse() {}
 
 // encodeCreateBookingResponse encodes a response of createBooking.
 func encodeCreateBookingResponse(resp CreateBookingResponse) (*idem.Response, error) {
@@ -76,21 +74,17 @@ type GetBookingRequest struct {
 // GetBookingResponse is one of the responses of operation getBooking (GET /bookings/{bookingId}):
 //   - GetBooking200Response
 //   - GetBooking404Response
-type GetBookingResponse interface {
-	isGetBookingResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type GetBookingResponse any
 
 // GetBooking200Response is the 200 response of operation getBooking (GET /bookings/{bookingId}): The booking.
 type GetBooking200Response struct {
 	Body Booking
 }
 
-func (GetBooking200Response) isGetBookingResponse() {}
-
 // GetBooking404Response is the 404 response of operation getBooking (GET /bookings/{bookingId}): No such booking.
 type GetBooking404Response struct{}
-
-func (GetBooking404Response) isGetBookingResponse() {}
 
 // encodeGetBookingResponse encodes a response of getBooking.
 func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
@@ -109,6 +103,3 @@ func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateBookingResponse() {}
-func (unimplementedResponse) isGetBookingResponse()    {}

@@ -39,16 +39,14 @@ type AndOrRequest struct {
 
 // AndOrResponse is one of the responses of operation andOr (POST /and-or):
 //   - AndOr201Response
-type AndOrResponse interface {
-	isAndOrResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type AndOrResponse any
 
 // AndOr201Response is the 201 response of operation andOr (POST /and-or): created
 type AndOr201Response struct {
 	Body Result
 }
-
-func (AndOr201Response) isAndOrResponse() {}
 
 // encodeAndOrResponse encodes a response of andOr.
 func encodeAndOrResponse(resp AndOrResponse) (*idem.Response, error) {
@@ -70,16 +68,14 @@ type BasicRequest struct {
 
 // BasicResponse is one of the responses of operation basic (POST /basic):
 //   - Basic201Response
-type BasicResponse interface {
-	isBasicResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type BasicResponse any
 
 // Basic201Response is the 201 response of operation basic (POST /basic): created
 type Basic201Response struct {
 	Body Result
 }
-
-func (Basic201Response) isBasicResponse() {}
 
 // encodeBasicResponse encodes a response of basic.
 func encodeBasicResponse(resp BasicResponse) (*idem.Response, error) {
@@ -101,16 +97,14 @@ type CookieKeyRequest struct {
 
 // CookieKeyResponse is one of the responses of operation cookieKey (POST /cookie-key):
 //   - CookieKey201Response
-type CookieKeyResponse interface {
-	isCookieKeyResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CookieKeyResponse any
 
 // CookieKey201Response is the 201 response of operation cookieKey (POST /cookie-key): created
 type CookieKey201Response struct {
 	Body Result
 }
-
-func (CookieKey201Response) isCookieKeyResponse() {}
 
 // encodeCookieKeyResponse encodes a response of cookieKey.
 func encodeCookieKeyResponse(resp CookieKeyResponse) (*idem.Response, error) {
@@ -133,16 +127,14 @@ type HeaderKeyRequest struct {
 
 // HeaderKeyResponse is one of the responses of operation headerKey (POST /header-key):
 //   - HeaderKey201Response
-type HeaderKeyResponse interface {
-	isHeaderKeyResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type HeaderKeyResponse any
 
 // HeaderKey201Response is the 201 response of operation headerKey (POST /header-key): created
 type HeaderKey201Response struct {
 	Body Result
 }
-
-func (HeaderKey201Response) isHeaderKeyResponse() {}
 
 // encodeHeaderKeyResponse encodes a response of headerKey.
 func encodeHeaderKeyResponse(resp HeaderKeyResponse) (*idem.Response, error) {
@@ -164,16 +156,14 @@ type OidcRequest struct {
 
 // OidcResponse is one of the responses of operation oidc (POST /oidc):
 //   - Oidc201Response
-type OidcResponse interface {
-	isOidcResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type OidcResponse any
 
 // Oidc201Response is the 201 response of operation oidc (POST /oidc): created
 type Oidc201Response struct {
 	Body Result
 }
-
-func (Oidc201Response) isOidcResponse() {}
 
 // encodeOidcResponse encodes a response of oidc.
 func encodeOidcResponse(resp OidcResponse) (*idem.Response, error) {
@@ -195,16 +185,14 @@ type OptionalRequest struct {
 
 // OptionalResponse is one of the responses of operation optional (POST /optional):
 //   - Optional201Response
-type OptionalResponse interface {
-	isOptionalResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type OptionalResponse any
 
 // Optional201Response is the 201 response of operation optional (POST /optional): created
 type Optional201Response struct {
 	Body Result
 }
-
-func (Optional201Response) isOptionalResponse() {}
 
 // encodeOptionalResponse encodes a response of optional.
 func encodeOptionalResponse(resp OptionalResponse) (*idem.Response, error) {
@@ -224,16 +212,14 @@ type ListOrdersRequest struct{}
 
 // ListOrdersResponse is one of the responses of operation listOrders (GET /orders):
 //   - ListOrders200Response
-type ListOrdersResponse interface {
-	isListOrdersResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type ListOrdersResponse any
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): the principal
 type ListOrders200Response struct {
 	Body Result
 }
-
-func (ListOrders200Response) isListOrdersResponse() {}
 
 // encodeListOrdersResponse encodes a response of listOrders.
 func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
@@ -255,16 +241,14 @@ type CreateOrderRequest struct {
 
 // CreateOrderResponse is one of the responses of operation createOrder (POST /orders):
 //   - CreateOrder201Response
-type CreateOrderResponse interface {
-	isCreateOrderResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type CreateOrderResponse any
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /orders): created
 type CreateOrder201Response struct {
 	Body Result
 }
-
-func (CreateOrder201Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
@@ -286,16 +270,14 @@ type PublicRequest struct {
 
 // PublicResponse is one of the responses of operation public (POST /public):
 //   - Public201Response
-type PublicResponse interface {
-	isPublicResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type PublicResponse any
 
 // Public201Response is the 201 response of operation public (POST /public): created
 type Public201Response struct {
 	Body Result
 }
-
-func (Public201Response) isPublicResponse() {}
 
 // encodePublicResponse encodes a response of public.
 func encodePublicResponse(resp PublicResponse) (*idem.Response, error) {
@@ -317,16 +299,14 @@ type QueryKeyRequest struct {
 
 // QueryKeyResponse is one of the responses of operation queryKey (POST /query-key):
 //   - QueryKey201Response
-type QueryKeyResponse interface {
-	isQueryKeyResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type QueryKeyResponse any
 
 // QueryKey201Response is the 201 response of operation queryKey (POST /query-key): created
 type QueryKey201Response struct {
 	Body Result
 }
-
-func (QueryKey201Response) isQueryKeyResponse() {}
 
 // encodeQueryKeyResponse encodes a response of queryKey.
 func encodeQueryKeyResponse(resp QueryKeyResponse) (*idem.Response, error) {
@@ -348,16 +328,14 @@ type ScopedRequest struct {
 
 // ScopedResponse is one of the responses of operation scoped (POST /scoped):
 //   - Scoped201Response
-type ScopedResponse interface {
-	isScopedResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type ScopedResponse any
 
 // Scoped201Response is the 201 response of operation scoped (POST /scoped): created
 type Scoped201Response struct {
 	Body Result
 }
-
-func (Scoped201Response) isScopedResponse() {}
 
 // encodeScopedResponse encodes a response of scoped.
 func encodeScopedResponse(resp ScopedResponse) (*idem.Response, error) {
@@ -379,16 +357,14 @@ type UndefinedSchemeRequest struct {
 
 // UndefinedSchemeResponse is one of the responses of operation undefinedScheme (POST /undefined):
 //   - UndefinedScheme201Response
-type UndefinedSchemeResponse interface {
-	isUndefinedSchemeResponse()
-}
+//
+// Any other value is refused at run time: a 500, with an error that names its type.
+type UndefinedSchemeResponse any
 
 // UndefinedScheme201Response is the 201 response of operation undefinedScheme (POST /undefined): created
 type UndefinedScheme201Response struct {
 	Body Result
 }
-
-func (UndefinedScheme201Response) isUndefinedSchemeResponse() {}
 
 // encodeUndefinedSchemeResponse encodes a response of undefinedScheme.
 func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response, error) {
@@ -405,16 +381,3 @@ func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
-
-func (unimplementedResponse) isAndOrResponse()           {}
-func (unimplementedResponse) isBasicResponse()           {}
-func (unimplementedResponse) isCookieKeyResponse()       {}
-func (unimplementedResponse) isHeaderKeyResponse()       {}
-func (unimplementedResponse) isOidcResponse()            {}
-func (unimplementedResponse) isOptionalResponse()        {}
-func (unimplementedResponse) isListOrdersResponse()      {}
-func (unimplementedResponse) isCreateOrderResponse()     {}
-func (unimplementedResponse) isPublicResponse()          {}
-func (unimplementedResponse) isQueryKeyResponse()        {}
-func (unimplementedResponse) isScopedResponse()          {}
-func (unimplementedResponse) isUndefinedSchemeResponse() {}
