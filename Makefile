@@ -16,7 +16,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -158,6 +158,12 @@ bench-in-db:
 	mkdir -p docs
 	bin/benchload -server bin/benchserver $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
 	cd examples/payments && $(GO) test -run '^$$' -bench SlowUploads -benchtime 1x ./e2e/
+
+# bench-ab: same-run A/B of the single-server path, benchserver built at
+# revisions A and B, driven alternately (scripts/benchab.sh; ROUNDS >= 5,
+# default 5): make bench-ab A=cd1d310^ B=cd1d310. About 5 minutes.
+bench-ab:
+	scripts/benchab.sh $(A) $(B) $(ROUNDS)
 
 # regions: the two-region simulation (docs/scaling.md, "Regions"): two
 # PostgreSQL clusters from scripts/regions.sh, faults (lag, partition, a

@@ -49,7 +49,11 @@ func poolOn(t *testing.T, db *pgtest.DB, edit func(*pgxpool.Config)) *pgxpool.Po
 func TestLeaseRenewalUnderSaturation(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	p.Lease = time.Second // renewals due every 333ms; 300ms leases lapsed at load 25 with -race
+	// Renewals are due every second and a lease lapses only after two
+	// missed ones: 300 ms leases lapsed at load 25 with -race, 1 s leases
+	// once in CI (lanes side by side on 2 cores). A renewal that waited for
+	// a pool connection would still wait the holders' 7.5 s out.
+	p.Lease = 3 * time.Second
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
 	small := poolOn(t, db, func(c *pgxpool.Config) { c.MaxConns = 4 })
 	a := newEnvWith(t, db, small, p, idem.Config{})
@@ -61,7 +65,7 @@ func TestLeaseRenewalUnderSaturation(t *testing.T) {
 		close(holding[k.Value])
 		mu.Unlock()
 		select {
-		case <-time.After(6 * p.Lease):
+		case <-time.After(5 * p.Lease / 2):
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}

@@ -43,6 +43,7 @@ import (
 	"strings"
 	"sync"
 	"sync/atomic"
+	"syscall"
 	"time"
 
 	"github.com/google/uuid"
@@ -96,6 +97,9 @@ func main() {
 		fatalf("-concurrency: %v", err)
 	}
 
+	// Whatever benchload started is stopped however it ends (proc.go).
+	catchSignals()
+	defer runCleanups()
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	if *profDir != "" {
@@ -282,9 +286,10 @@ func loadAvg() string {
 	return "unknown"
 }
 
+// fatalf prints the error, stops the servers benchload started and exits 1.
 func fatalf(format string, args ...any) {
 	fmt.Fprintf(os.Stderr, "benchload: "+format+"\n", args...)
-	os.Exit(1)
+	exit(1)
 }
 
 func parseInts(s string) ([]int, error) {
@@ -311,8 +316,9 @@ type server struct {
 	stop        func()
 }
 
-// startServer runs the server binary on free loopback ports and waits until
-// it answers.
+// startServer runs the server binary on free loopback ports, in a process
+// group of its own that its stop (and every way out of benchload: proc.go)
+// ends, and waits until it answers. ctx ending kills the group too.
 func startServer(ctx context.Context, bin, dbURL string, pool int, env ...string) (*server, error) {
 	addr, err := freeAddr()
 	if err != nil {
@@ -326,32 +332,28 @@ func startServer(ctx context.Context, bin, dbURL string, pool int, env ...string
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+dbURL, "ADDR="+addr, "FIBER_ADDR="+fiberAddr, fmt.Sprintf("POOL_SIZE=%d", pool))
 	cmd.Env = append(cmd.Env, env...)
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
-	if err := cmd.Start(); err != nil {
+	cmd.Cancel = func() error { return signalGroup(cmd.Process.Pid, syscall.SIGKILL) }
+	p, err := startProcess(cmd, 10*time.Second)
+	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	stop := func() {
-		_ = cmd.Process.Signal(os.Interrupt)
-		done := make(chan struct{})
-		go func() { _ = cmd.Wait(); close(done) }()
-		select {
-		case <-done:
-		case <-time.After(10 * time.Second):
-			_ = cmd.Process.Kill()
-		}
-	}
-	s := &server{base: "http://" + addr, fiber: "http://" + fiberAddr, stop: stop}
+	s := &server{base: "http://" + addr, fiber: "http://" + fiberAddr, stop: p.Stop}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
+		if done, err := p.exited(); done {
+			return nil, fmt.Errorf("%s exited before answering /_stats: %v", bin, err)
+		}
 		resp, err := http.Get(s.base + "/_stats")
 		if err == nil {
 			resp.Body.Close()
 			if resp.StatusCode == 200 {
+				fmt.Fprintf(os.Stderr, "benchload: %s (pid %d) answers on %s\n", bin, cmd.Process.Pid, addr)
 				return s, nil
 			}
 		}
 		time.Sleep(100 * time.Millisecond)
 	}
-	stop()
+	p.Stop()
 	return nil, errors.New("server did not answer /_stats within 30s")
 }
 

@@ -27,7 +27,9 @@ func (b *bench) stormRedisKilled(sh string, keys, size int) (stormResult, error)
 	if m == nil {
 		return stormResult{target: tg}, fmt.Errorf("%s start printed no REDIS_URL: %q", sh, out)
 	}
-	defer func() { _ = exec.Command(sh, "stop", dir).Run() }()
+	// Stopped however benchload ends (proc.go), not only on return.
+	stopRedis := atExit(func() { _ = exec.Command(sh, "stop", dir).Run() })
+	defer stopRedis()
 	var srvs []*server
 	defer func() {
 		for _, s := range srvs {

@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	neturl "net/url"
 	"os"
+	"path/filepath"
 	goruntime "runtime"
 	"sort"
 	"strconv"
@@ -46,7 +47,11 @@ import (
 // answer outside the contract (201, 409 in progress or lease lost, 503
 // database unavailable or outcome unknown, or a client-side timeout). The
 // log reports, per fault and instance, the seconds from the fault to the
-// first success, and FAILOVER_REPORT names a file to write them to as JSON.
+// first 201 for a key first sent after it (an older key can be answered
+// from a commit that beat the fault, even from another request's outcome in
+// the same process), and FAILOVER_REPORT names a file to write them to as
+// JSON. Keys keep starting until 2 s after the fault struck; a phase in
+// which none of them got a 201 fails.
 func TestFailover(t *testing.T) {
 	pgtest.URL(t) // skip or fail like every database test
 	if testing.Short() {
@@ -90,7 +95,7 @@ func TestFailover(t *testing.T) {
 	gw.Set(gateway.Switches{Latency: 60 * time.Millisecond})
 	services := []*haService{
 		{name: "multi-host", pool: direct},
-		{name: "pgbouncer", pool: haPool(t, ha.BouncerURL+"&default_query_exec_mode=cache_describe")},
+		{name: "pgbouncer", pool: haPool(t, ha.BouncerURL+"&default_query_exec_mode=cache_describe", harness.BouncerConfig)},
 	}
 	for _, s := range services {
 		h, err := newHandler(s.pool, gw)
@@ -113,7 +118,7 @@ func TestFailover(t *testing.T) {
 	}
 
 	load := &haLoad{t: t, services: services, refundable: refundable, keys: map[string]*haKey{},
-		bouncerAdmin: bouncerAdminURL(ha.BouncerURL)}
+		bouncerAdmin: bouncerAdminURL(ha.BouncerURL), dir: ha.Dir}
 	// Each fault returns when it struck: a kill when kill -9 returned, a
 	// switchover when it was asked for.
 	var killed string
@@ -148,6 +153,9 @@ func TestFailover(t *testing.T) {
 		res := load.run(pctx, ph)
 		cancel()
 		for _, r := range res {
+			if r.RecoverySeconds < 0 {
+				t.Errorf("%s via %s: no key first sent after the fault got a 201", ph.name, r.Service)
+			}
 			t.Logf("%s (leader was %s) via %s: first success %.1f s after the fault; %d keys, %d attempts: %s",
 				ph.name, leader, r.Service, r.RecoverySeconds, r.Keys, r.Attempts, r.statuses())
 		}
@@ -173,14 +181,17 @@ func TestFailover(t *testing.T) {
 	}
 }
 
-// haPool opens a pool on url that tells a dead node quickly.
-func haPool(t *testing.T, url string) *pgxpool.Pool {
+// haPool opens a pool of 16 connections on url; edits adjust its config.
+func haPool(t *testing.T, url string, edits ...func(*pgxpool.Config)) *pgxpool.Pool {
 	t.Helper()
 	cfg, err := pgxpool.ParseConfig(url)
 	if err != nil {
 		t.Fatal(err)
 	}
 	cfg.MaxConns = 16
+	for _, edit := range edits {
+		edit(cfg)
+	}
 	pool, err := pgxpool.NewWithConfig(context.Background(), cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -207,7 +218,7 @@ type haPhase struct {
 type haResult struct {
 	Phase           string         `json:"phase"`
 	Service         string         `json:"service"`
-	RecoverySeconds float64        `json:"recovery_seconds"` // fault -> first 201 of a request sent after it
+	RecoverySeconds float64        `json:"recovery_seconds"` // fault -> first 201 of a key first sent after it
 	Keys            int            `json:"keys"`
 	Attempts        int            `json:"attempts"`
 	Statuses        map[string]int `json:"statuses"`
@@ -242,6 +253,9 @@ type haLoad struct {
 	// bouncerAdmin is PgBouncer's admin console, dumped with the leader's
 	// activity when a phase's clients are still running after 45 s.
 	bouncerAdmin string
+	// dir holds the cluster's files: the last lines of HAProxy's and
+	// PgBouncer's logs go into that dump too.
+	dir string
 }
 
 // bouncerAdminURL is DEBUG_BOUNCER_ADMIN, else the admin console (database
@@ -260,6 +274,7 @@ func bouncerAdminURL(url string) string {
 
 const (
 	haLoadFor   = 3 * time.Second         // new keys are started this long
+	haLoadAfter = 2 * time.Second         // and at least this long after the fault struck
 	haFaultAt   = time.Second             // after the load starts
 	haEvery     = 40 * time.Millisecond   // a new key per operation and instance
 	haAttemptTO = 3 * time.Second         // one attempt's HTTP timeout
@@ -267,12 +282,13 @@ const (
 	haMaxWait   = 1000 * time.Millisecond // longest Retry-After honoured
 )
 
-// run starts keys on every instance for haLoadFor, injects the fault after
-// haFaultAt, and waits until every key's clients are done.
+// run starts keys on every instance for haLoadFor, and for haLoadAfter past
+// the moment the fault struck (injected after haFaultAt; a kill can take
+// seconds on a loaded machine), and waits until every key's clients are done.
 func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 	type svcStats struct {
 		mu       sync.Mutex
-		ok       [][2]time.Time // sent, answered: every 201
+		ok       [][2]time.Time // the key's first attempt, the answer: every 201
 		attempts int
 		keys     int
 		statuses map[string]int
@@ -281,14 +297,26 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 	for _, s := range l.services {
 		stats[s.name] = &svcStats{statuses: map[string]int{}}
 	}
-	var faultAt time.Time // set by the fault's goroutine, read after wg.Wait
+	var faultAt time.Time         // set by the fault's goroutine before it closes struck
+	struck := make(chan struct{}) // closed when the fault has struck
 
 	var wg sync.WaitGroup
 	client := &http.Client{Timeout: haAttemptTO}
 	begin := time.Now()
+	loading := func() bool {
+		if time.Since(begin) < haLoadFor {
+			return true
+		}
+		select {
+		case <-struck:
+			return time.Since(faultAt) < haLoadAfter
+		default:
+			return true
+		}
+	}
 	n := 0
 	faulted := false
-	for time.Since(begin) < haLoadFor {
+	for loading() {
 		for _, s := range l.services {
 			for _, op := range []string{"createPayment", "createRefund"} {
 				k := &haKey{key: harness.NewKey(), op: op, service: s.name, ids: map[string]bool{}}
@@ -298,6 +326,7 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 					k.path, k.body = "/payments/"+l.refundable[n%len(l.refundable)]+"/refunds", map[string]any{"amount": 1}
 				}
 				n++
+				born := time.Now()
 				l.mu.Lock()
 				l.keys[k.key] = k
 				l.mu.Unlock()
@@ -313,14 +342,13 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 						kctx, cancel := context.WithTimeout(ctx, haKeyTO)
 						defer cancel()
 						for kctx.Err() == nil {
-							sent := time.Now()
 							ex, err := c.Do(kctx, "POST", k.path, k.key, k.body)
 							label, wait := l.classify(ex, err)
 							st.mu.Lock()
 							st.attempts++
 							st.statuses[label]++
 							if label == "201" || label == "201 replayed" {
-								st.ok = append(st.ok, [2]time.Time{sent, time.Now()})
+								st.ok = append(st.ok, [2]time.Time{born, time.Now()})
 							}
 							st.mu.Unlock()
 							if label == "201" || label == "201 replayed" {
@@ -351,6 +379,7 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 					l.t.Errorf("%s: %v", ph.name, err)
 				}
 				faultAt = at
+				close(struck)
 			}()
 		}
 		time.Sleep(haEvery)
@@ -377,6 +406,9 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 				}
 				c.Close(ctx)
 			}
+		}
+		for _, f := range []string{"haproxy.log", "pgbouncer.log"} {
+			l.t.Logf("last lines of %s:\n%s", f, tailFile(filepath.Join(l.dir, f), 40))
 		}
 		for _, s := range l.services {
 			st := s.pool.Stat()
@@ -548,4 +580,14 @@ func (l *haLoad) check(ctx context.Context, db *pgxpool.Pool, gw *gateway.Simula
 			t.Errorf("%d× an answer outside the contract:\n%s", n, u)
 		}
 	}
+}
+
+// tailFile returns the last n lines of the file at path, or why it cannot.
+func tailFile(path string, n int) string {
+	b, err := os.ReadFile(path)
+	if err != nil {
+		return err.Error()
+	}
+	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
+	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }
