@@ -58,6 +58,11 @@ func modulePackage(t testing.TB, pkg string, files []File) string {
 	dir := runModuleDir(t)
 	runModule.mu.Lock()
 	defer runModule.mu.Unlock()
+	if runModule.results != nil {
+		// The go test of the last round has run: this is the next round
+		// of go test -count=n, which starts once the last one has ended.
+		runModule.pkgs, runModule.results, runModule.once = map[string]string{}, nil, sync.Once{}
+	}
 	if by, ok := runModule.pkgs[pkg]; ok {
 		t.Fatalf("package %s of the run's module is written by %s already", pkg, by)
 	}
