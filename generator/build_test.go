@@ -8,7 +8,6 @@ import (
 	"runtime"
 	"slices"
 	"testing"
-	"time"
 )
 
 // repoRoot is the module root of idemgen, two levels up from this package.
@@ -27,6 +26,17 @@ func repoRoot(t testing.TB) string {
 func tempModule(t testing.TB, files []File) string {
 	t.Helper()
 	dir := t.TempDir()
+	writeGoMod(t, dir)
+	if _, err := Write(filepath.Join(dir, "api"), files); err != nil {
+		t.Fatal(err)
+	}
+	return dir
+}
+
+// writeGoMod writes go.mod and go.sum of a module example.com/generated in
+// dir whose go.mod replaces idemgen with this checkout.
+func writeGoMod(t testing.TB, dir string) {
+	t.Helper()
 	root := repoRoot(t)
 	if r := os.Getenv("IDEMGEN_RUNTIME_ROOT"); r != "" {
 		root = r // a snapshot of the runtime contract, while runtime/ is being rewritten
@@ -43,7 +53,7 @@ func tempModule(t testing.TB, files []File) string {
 	if i := bytes.Index(rootMod, []byte("\nrequire")); i >= 0 {
 		requires = string(rootMod[i:])
 	}
-	gomod := "module example.com/generated\n\ngo 1.26\n\nrequire github.com/idemgen/idemgen v0.0.0\n" + requires +
+	gomod := "module " + generatedModule + "\n\ngo 1.26\n\nrequire github.com/idemgen/idemgen v0.0.0\n" + requires +
 		"\nreplace github.com/idemgen/idemgen => " + filepath.ToSlash(root) + "\n"
 	if err := os.WriteFile(filepath.Join(dir, "go.mod"), []byte(gomod), 0o644); err != nil {
 		t.Fatal(err)
@@ -54,24 +64,6 @@ func tempModule(t testing.TB, files []File) string {
 	}
 	if err := os.WriteFile(filepath.Join(dir, "go.sum"), sum, 0o644); err != nil {
 		t.Fatal(err)
-	}
-	if _, err := Write(filepath.Join(dir, "api"), files); err != nil {
-		t.Fatal(err)
-	}
-	return dir
-}
-
-// goBuildVet runs `go build ./... && go vet ./...` in dir and logs how long
-// each took.
-func goBuildVet(t testing.TB, dir string) {
-	t.Helper()
-	for _, args := range [][]string{{"build", "./..."}, {"vet", "./..."}} {
-		start := time.Now()
-		cmd := goCommand(dir, args...)
-		if out, err := cmd.CombinedOutput(); err != nil {
-			t.Fatalf("go %s in %s: %v\n%s", args[0], dir, err, out)
-		}
-		t.Logf("go %s of the generated package: %v", args[0], time.Since(start).Round(time.Millisecond))
 	}
 }
 
@@ -89,9 +81,9 @@ func goCommand(dir string, args ...string) *exec.Cmd {
 // runGeneratedTests generates a server and its client from
 // testdata/<name>/openapi.yaml, adds testdata/<name>/<name>_test.go (and
 // the spec, as testdata/openapi.yaml) to the generated package and runs
-// its tests (-v) in a temporary module. A warning other than those of
-// warnings fails the test, and so does one of warnings missing; so does
-// the inner run. It returns the output.
+// its tests (-v) as package dir name of the run's module (runModule). A
+// warning other than those of warnings fails the test, and so does one of
+// warnings missing; so does the inner run. It returns the output.
 func runGeneratedTests(t *testing.T, name string, warnings ...string) string {
 	t.Helper()
 	if testing.Short() {
@@ -123,9 +115,6 @@ func runGeneratedTests(t *testing.T, name string, warnings ...string) string {
 		}
 	}
 	files = append(files, File{Name: name + "_test.go", Content: test}, File{Name: "testdata/openapi.yaml", Content: spec})
-	out, err := goCommand(tempModule(t, files), "test", "-count=1", "-v", "./...").CombinedOutput()
-	if err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
-	return string(out)
+	modulePackage(t, name, files)
+	return moduleResult(t, name)
 }

@@ -3,6 +3,7 @@ package generator
 import (
 	"os"
 	"path/filepath"
+	"strconv"
 	"strings"
 	"testing"
 )
@@ -228,13 +229,14 @@ func TestRoundTrip(t *testing.T) {
 `
 
 // TestClientPackageOfItsOwn generates the server into api/ and the client
-// into apiclient/ of one module, builds and vets both, and runs a round trip
-// of typed parameters through the generated client and server.
+// into apiclient/ of a directory of the run's module (runModule), builds
+// and vets both, and runs a round trip of typed parameters through the
+// generated client and server.
 func TestClientPackageOfItsOwn(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code; skipped with -short")
 	}
-	dir := tempModule(t, nil)
+	dir := modulePackage(t, "clientpkg", nil)
 	cfg := Config{Spec: filepath.Join(dir, "openapi.yaml"), Output: filepath.Join(dir, "api"),
 		Client: ClientConfig{Enabled: true, Output: filepath.Join(dir, "apiclient")}}
 	if err := os.WriteFile(cfg.Spec, []byte(clientSpec), 0o644); err != nil {
@@ -247,15 +249,13 @@ func TestClientPackageOfItsOwn(t *testing.T) {
 	if _, err := Write(cfg.Output, files); err != nil {
 		t.Fatal(err)
 	}
-	if err := os.WriteFile(filepath.Join(dir, "apiclient", "roundtrip_test.go"), []byte(clientRoundTrip), 0o644); err != nil {
+	roundTrip := strings.Replace(clientRoundTrip, `"example.com/generated/api"`, strconv.Quote(generatedModule+"/clientpkg/api"), 1)
+	if err := os.WriteFile(filepath.Join(dir, "apiclient", "roundtrip_test.go"), []byte(roundTrip), 0o644); err != nil {
 		t.Fatal(err)
-	}
-	goBuildVet(t, dir)
-	if out, err := goCommand(dir, "test", "./apiclient").CombinedOutput(); err != nil {
-		t.Fatalf("go test of the generated client: %v\n%s", err, out)
 	}
 	// -check sees the client file too.
 	if d, err := Diff(cfg.Output, files); err != nil || d != "" {
 		t.Errorf("Diff after Write: %q, %v", d, err)
 	}
+	moduleResult(t, "clientpkg")
 }

@@ -96,7 +96,9 @@ const launchEnv = "IDEMGEN_BENCH_LAUNCH"
 
 func TestMain(m *testing.M) {
 	if os.Getenv(launchEnv) == "" {
-		os.Exit(m.Run())
+		code := m.Run()
+		removeRunModule()
+		os.Exit(code)
 	}
 	args := flagArgs(os.Args[1:])
 	cmd := exec.Command(args[0], args[1:]...)

@@ -19,7 +19,9 @@ func TestFormatSourcesAlike(t *testing.T) {
 	type spec struct {
 		name   string
 		render func(t *testing.T) ([]File, []Warning, error)
+		format func(t *testing.T, srcs [][]byte) ([][]byte, []error) // formatSources(srcs)
 	}
+	formatAll := func(t *testing.T, srcs [][]byte) ([][]byte, []error) { return formatSources(srcs) }
 	var specs []spec
 	golden, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "idemgen.yaml"))
 	for _, path := range golden {
@@ -29,11 +31,23 @@ func TestFormatSourcesAlike(t *testing.T) {
 				t.Fatal(err)
 			}
 			return render(cfg)
-		}})
+		}, formatAll})
 	}
 	for _, tc := range realSpecs {
-		// rendered once per run, shared with TestRealSpecs
-		specs = append(specs, spec{tc.file, func(t *testing.T) ([]File, []Warning, error) { return renderRealSpec(t, tc.file) }})
+		// Rendered and formatted (formatRendered: formatSources on every
+		// file) once per run, shared with TestRealSpecs.
+		specs = append(specs, spec{tc.file, func(t *testing.T) ([]File, []Warning, error) { return renderRealSpec(t, tc.file) },
+			func(t *testing.T, srcs [][]byte) ([][]byte, []error) {
+				files, _, err := formatRealSpec(t, tc.file)
+				if err != nil {
+					t.Fatal(err)
+				}
+				outs := make([][]byte, len(files))
+				for i, f := range files {
+					outs[i] = f.Content
+				}
+				return outs, make([]error, len(files))
+			}})
 	}
 	for _, sp := range specs {
 		t.Run(sp.name, func(t *testing.T) {
@@ -45,7 +59,7 @@ func TestFormatSourcesAlike(t *testing.T) {
 			for i, f := range files {
 				srcs[i] = f.Content
 			}
-			outs, errs := formatSources(srcs)
+			outs, errs := sp.format(t, srcs)
 			for i, f := range files {
 				want, err := format.Source(f.Content)
 				if err != nil || errs[i] != nil {

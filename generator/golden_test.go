@@ -80,9 +80,8 @@ func TestGolden(t *testing.T) {
 	}
 }
 
-// TestGoldenCompiles builds and vets every golden want/ package in a temp
-// copy of the golden module (testdata/golden/go.mod replaces idemgen with
-// this checkout).
+// TestGoldenCompiles builds and vets every golden want/ package, each as a
+// package golden/<case> of the run's module (runModule).
 func TestGoldenCompiles(t *testing.T) {
 	if testing.Short() {
 		t.Skip("compiles generated code; skipped with -short")
@@ -105,5 +104,6 @@ func TestGoldenCompiles(t *testing.T) {
 			files = append(files, File{Name: filepath.Join(filepath.Base(filepath.Dir(want)), e.Name()), Content: data})
 		}
 	}
-	goBuildVet(t, tempModule(t, files))
+	modulePackage(t, "golden", files)
+	moduleResult(t, "golden")
 }

@@ -114,9 +114,6 @@ func TestGeneratedHandlers(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, File{Name: "handlers_test.go", Content: []byte(handlerTest)})
-	dir := tempModule(t, files)
-	cmd := goCommand(dir, "test", "./...")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	modulePackage(t, "handlers", files)
+	moduleResult(t, "handlers")
 }

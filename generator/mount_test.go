@@ -108,8 +108,6 @@ func TestGeneratedMount(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, File{Name: "mount_test.go", Content: []byte(mountTest)})
-	cmd := goCommand(tempModule(t, files), "test", "./...")
-	if out, err := cmd.CombinedOutput(); err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	modulePackage(t, "mount", files)
+	moduleResult(t, "mount")
 }

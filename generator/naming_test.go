@@ -128,7 +128,8 @@ func TestClashes(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	goBuildVet(t, tempModule(t, files))
+	modulePackage(t, "clashes", files)
+	moduleResult(t, "clashes")
 }
 
 // TestClashesStable: names do not depend on the order of the spec, and a

@@ -189,5 +189,6 @@ var _ = {{qual "gopkg.in/yaml.v3"}}.Unmarshal
 	if testing.Short() {
 		return
 	}
-	goBuildVet(t, tempModule(t, files))
+	modulePackage(t, "importnames", files)
+	moduleResult(t, "importnames")
 }

@@ -36,12 +36,8 @@ func TestSecurityHooks(t *testing.T) {
 		t.Fatal(err)
 	}
 	files = append(files, File{Name: "secured_test.go", Content: test})
-	dir := tempModule(t, files)
-	cmd := goCommand(dir, "test", "-count=1", "-v", "./...")
-	out, err := cmd.CombinedOutput()
-	if err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	modulePackage(t, "security", files)
+	out := moduleResult(t, "security")
 	for _, name := range []string{"TestRefusedWithoutRecord", "TestAdmitted", "TestPrincipalScopesTheKey", "TestCredentialsNotFingerprinted", "TestNewHandlerWithoutSecurity", "TestClientCredentials", "TestNoPrincipalRefused", "TestUnscopedWarning"} {
 		if !strings.Contains(string(out), "--- PASS: "+name+" ") {
 			t.Errorf("%s did not pass:\n%s", name, out)

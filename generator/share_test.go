@@ -291,8 +291,6 @@ func TestShareInline(t *testing.T) {
 		return
 	}
 	files = append(files, File{Name: "share_test.go", Content: []byte(shareTest)})
-	dir := tempModule(t, files)
-	if out, err := goCommand(dir, "test", "-count=1", "./...").CombinedOutput(); err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	modulePackage(t, "share", files)
+	moduleResult(t, "share")
 }

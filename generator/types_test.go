@@ -356,8 +356,6 @@ func TestGeneratedTypes(t *testing.T) {
 		return
 	}
 	files = append(files, File{Name: "types_test.go", Content: []byte(typesTest)})
-	dir := tempModule(t, files)
-	if out, err := goCommand(dir, "test", "-count=1", "./...").CombinedOutput(); err != nil {
-		t.Fatalf("go test of the generated package: %v\n%s", err, out)
-	}
+	modulePackage(t, "types", files)
+	moduleResult(t, "types")
 }

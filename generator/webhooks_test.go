@@ -107,7 +107,8 @@ func TestWebhooks(t *testing.T) {
 	if testing.Short() {
 		return
 	}
-	goBuildVet(t, tempModule(t, files))
+	modulePackage(t, "webhooks", files)
+	moduleResult(t, "webhooks")
 }
 
 // TestWebhookNameClash: two webhooks whose names make the same Go name

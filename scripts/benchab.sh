@@ -18,6 +18,8 @@
 # the same benchload run (x bare, median over rounds), and B/A, the ratio of
 # those ratios, per round and as median with min..max. Run it with A = B
 # (an A/A pair) to see what the spread is on this machine at this load.
+# The server's allocations per request (median) are printed beside: they
+# do not depend on the load.
 # The per-run lines (with the load average at each run's start) are printed
 # first.
 #
@@ -96,6 +98,7 @@ awk -v A="$1" -v B="$2" '
 /^### round/ { loads[++nl] = $7 }
 /^round [0-9]+ side / {
 	r = $2; s = $4; n = $5; rps[r, s, n] = $7; seen[n] = 1; if (r > R) R = r
+	for (i = 8; i <= NF; i++) if ($i == "allocs/req") allocs[r, s, n] = $(i - 1)
 }
 function median(arr, k,    i, j, t) {
 	for (i = 2; i <= k; i++) { t = arr[i]; for (j = i - 1; j >= 1 && arr[j] > t; j--) arr[j + 1] = arr[j]; arr[j + 1] = t }
@@ -104,7 +107,7 @@ function median(arr, k,    i, j, t) {
 END {
 	printf "\nB/A of (variant req/s / baseline req/s), per round and median (min..max); %d rounds, c=32\n", R
 	printf "A = %s, B = %s\n\n", A, B
-	printf "| scenario | A x bare | B x bare | B/A per round | B/A median (min..max) |\n|---|---:|---:|---|---:|\n"
+	printf "| scenario | A x bare | B x bare | B/A per round | B/A median (min..max) | allocs/req A -> B |\n|---|---:|---:|---|---:|---:|\n"
 	split("atomic replay lease", names, " ")
 	for (ni = 1; ni <= 3; ni++) {
 		n = names[ni]; if (!(n in seen)) continue
@@ -112,10 +115,10 @@ END {
 		for (r = 1; r <= R; r++) {
 			if (!((r, "a", n) in rps) || !((r, "b", n) in rps)) continue
 			ra = rps[r, "a", n] / rps[r, "a", "baseline"]; rb = rps[r, "b", n] / rps[r, "b", "baseline"]
-			q = rb / ra; k++; qa[k] = ra; qb[k] = rb; qq[k] = q
+			q = rb / ra; k++; qa[k] = ra; qb[k] = rb; qq[k] = q; aa[k] = allocs[r, "a", n]; ab[k] = allocs[r, "b", n]
 			per = per sprintf("%s%.2f", k > 1 ? " " : "", q); if (q < lo) lo = q; if (q > hi) hi = q
 		}
-		printf "| %s | %.2f | %.2f | %s | %.2f (%.2f..%.2f) |\n", n, median(qa, k), median(qb, k), per, median(qq, k), lo, hi
+		printf "| %s | %.2f | %.2f | %s | %.2f (%.2f..%.2f) | %.0f -> %.0f |\n", n, median(qa, k), median(qb, k), per, median(qq, k), lo, hi, median(aa, k), median(ab, k)
 	}
 	k = 0; for (r = 1; r <= R; r++) if ((r, "a", "baseline") in rps) { k++; ba[k] = rps[r, "a", "baseline"]; bb[k] = rps[r, "b", "baseline"] }
 	printf "\nbaseline req/s, median: A %.0f, B %.0f\n", median(ba, k), median(bb, k)
