@@ -92,13 +92,15 @@ func TestZombieCannotCommit(t *testing.T) {
 func TestLeaseRenewal(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	p.Lease = 600 * time.Millisecond
+	// Renewals due every 667 ms; a lease lapses after two missed ones
+	// (600 ms leases lapsed in a clean-clone run at load 30 with -race).
+	p.Lease = 2 * time.Second
 	e := newEnv(t, p, idem.Config{})
 	e.handle("once", blockOnce(e, false))
 	key := newKey()
 	first := e.async(key, payReq{Amount: 1, Behave: "once"})
 	waitStarted(t, e)
-	time.Sleep(3 * p.Lease) // several leases, renewed in the background
+	time.Sleep(5 * p.Lease / 2) // past the first lease, renewed in the background
 	r := e.post(key, payReq{Amount: 1, Behave: "once"})
 	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
 	close(e.release)
