@@ -276,6 +276,7 @@ type OperationNames struct {
 	Params       string // params<Op>: its parameters' table
 	Body         string // body<Op>: its body's table
 	Limits       string // limits<Op>: its request limits
+	Marker       string // is<Op>Response: the method of its response types
 	Encoder      string // encode<Op>Response: its response encoder
 	Segments     string // pathSegments<Op>: its split path segments
 	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
@@ -291,6 +292,7 @@ func (o *Operation) OpVar() string        { return o.Names.Op }
 func (o *Operation) ParamsVar() string    { return o.Names.Params }
 func (o *Operation) BodyVar() string      { return o.Names.Body }
 func (o *Operation) LimitsVar() string    { return o.Names.Limits }
+func (o *Operation) Marker() string       { return o.Names.Marker }
 func (o *Operation) Encoder() string      { return o.Names.Encoder }
 func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
 

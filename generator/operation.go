@@ -298,6 +298,7 @@ func (b *builder) nameHelpers(o *Operation, what string) {
 	n.affixed(pkg, &on.Params, b.ob(o).ident, "params", "", o.Location, what+" parameter table")
 	n.affixed(pkg, &on.Body, b.ob(o).ident, "body", "", o.Location, what+" body table")
 	n.affixed(pkg, &on.Limits, b.ob(o).ident, "limits", "", o.Location, what+" request limits")
+	n.affixed(b.markers, &on.Marker, b.ob(o).ident, "is", "Response", o.Location, what+" response marker")
 	n.affixed(pkg, &on.Encoder, b.ob(o).ident, "encode", "Response", o.Location, what+" response encoder")
 	n.affixed(pkg, &on.Segments, b.ob(o).ident, "pathSegments", "", o.Location, what+" path segments")
 	if b.clientPkg != nil {

@@ -27,6 +27,9 @@ const (
 	// reservedHandlerMethods: methods of the server's handler type beside
 	// the operations' handle<Op> and route<Op>.
 	reservedHandlerMethods
+	// reservedResponseMarkers: methods of unimplementedResponse beside the
+	// operations' is<Op>Response markers.
+	reservedResponseMarkers
 	// reservedTemplateLocals: the names the default templates give their
 	// own variables and unexported declarations: no import takes them
 	// (see importer).
@@ -55,6 +58,7 @@ var reservedNames = map[reservedScope][]string{
 	reservedRequestFields:   {"Body"},
 	reservedResponseFields:  {"Body", "Status"},
 	reservedHandlerMethods:  {"fail", "routes", "authenticate", "securityHook"},
+	reservedResponseMarkers: {},
 	reservedTemplateLocals: {"a", "b", "body", "c", "cfg", "ctx", "db", "engine", "err", "fn", "h", "handle", "hh",
 		"i", "k", "mux", "o", "opt", "opts", "out", "p", "payload", "q", "r", "req", "res", "resp", "rt", "s", "t",
 		"tx", "v", "w", "handler", "options", "rs", "serve", "routeTable", "unimplementedResponse",

@@ -86,7 +86,7 @@ func modelNames(m *Model) map[string]bool {
 	}
 	for _, o := range m.Operations {
 		n := o.Names
-		add(o.RequestTypeName, o.ResponseTypeName, n.Handler, n.Decoder, n.Op, n.Params, n.Body, n.Limits, n.Encoder, n.Segments, n.ClientOp, n.ClientReader)
+		add(o.RequestTypeName, o.ResponseTypeName, n.Handler, n.Decoder, n.Op, n.Params, n.Body, n.Limits, n.Marker, n.Encoder, n.Segments, n.ClientOp, n.ClientReader)
 		for _, r := range o.Responses {
 			add(r.TypeName)
 		}

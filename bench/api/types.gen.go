@@ -43,14 +43,16 @@ type CreateAtomicRequest struct {
 
 // CreateAtomicResponse is one of the responses of operation createAtomic (POST /atomic):
 //   - CreateAtomic201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateAtomicResponse any
+type CreateAtomicResponse interface {
+	isCreateAtomicResponse()
+}
 
 // CreateAtomic201Response is the 201 response of operation createAtomic (POST /atomic): created
 type CreateAtomic201Response struct {
 	Body Payment
 }
+
+func (CreateAtomic201Response) isCreateAtomicResponse() {}
 
 // encodeCreateAtomicResponse encodes a response of createAtomic.
 func encodeCreateAtomicResponse(resp CreateAtomicResponse) (*idem.Response, error) {
@@ -73,14 +75,16 @@ type CreateBaselineRequest struct {
 
 // CreateBaselineResponse is one of the responses of operation createBaseline (POST /baseline):
 //   - CreateBaseline201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateBaselineResponse any
+type CreateBaselineResponse interface {
+	isCreateBaselineResponse()
+}
 
 // CreateBaseline201Response is the 201 response of operation createBaseline (POST /baseline): created
 type CreateBaseline201Response struct {
 	Body Payment
 }
+
+func (CreateBaseline201Response) isCreateBaselineResponse() {}
 
 // encodeCreateBaselineResponse encodes a response of createBaseline.
 func encodeCreateBaselineResponse(resp CreateBaselineResponse) (*idem.Response, error) {
@@ -103,14 +107,16 @@ type CreateLeaseRequest struct {
 
 // CreateLeaseResponse is one of the responses of operation createLease (POST /lease):
 //   - CreateLease201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateLeaseResponse any
+type CreateLeaseResponse interface {
+	isCreateLeaseResponse()
+}
 
 // CreateLease201Response is the 201 response of operation createLease (POST /lease): created
 type CreateLease201Response struct {
 	Body Payment
 }
+
+func (CreateLease201Response) isCreateLeaseResponse() {}
 
 // encodeCreateLeaseResponse encodes a response of createLease.
 func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error) {
@@ -127,3 +133,7 @@ func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error)
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isCreateAtomicResponse()   {}
+func (unimplementedResponse) isCreateBaselineResponse() {}
+func (unimplementedResponse) isCreateLeaseResponse()    {}

@@ -14,10 +14,9 @@ import (
 var ErrNilResponse = errors.New("server returned a nil response")
 
 // UndeclaredResponse is the error for a Server method whose response has a
-// type the generated encoder does not list: another operation's response,
-// say. An operation's response type is an open interface (a marker method
-// on every response type costs the compiler too much in large specs), so
-// this is the check, at run time: the request gets a 500.
+// type the generated encoder does not list: a struct embedding one of the
+// operation's response types, say, which has its marker method but is not
+// one of the declared responses.
 func UndeclaredResponse(resp any) error {
 	return fmt.Errorf("server returned a %T, which is not one of the operation's response types", resp)
 }

@@ -44,14 +44,16 @@ type CreateBookingRequest struct {
 
 // CreateBookingResponse is one of the responses of operation createBooking (POST /bookings):
 //   - CreateBooking201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateBookingResponse any
+type CreateBookingResponse interface {
+	isCreateBookingResponse()
+}
 
 // CreateBooking201Response is the 201 response of operation createBooking (POST /bookings): The booking was made.
 type CreateBooking201Response struct {
 	Body Booking
 }
+
+func (CreateBooking201Response) isCreateBookingResponse() {}
 
 // encodeCreateBookingResponse encodes a response of createBooking.
 func encodeCreateBookingResponse(resp CreateBookingResponse) (*idem.Response, error) {
@@ -74,17 +76,21 @@ type GetBookingRequest struct {
 // GetBookingResponse is one of the responses of operation getBooking (GET /bookings/{bookingId}):
 //   - GetBooking200Response
 //   - GetBooking404Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetBookingResponse any
+type GetBookingResponse interface {
+	isGetBookingResponse()
+}
 
 // GetBooking200Response is the 200 response of operation getBooking (GET /bookings/{bookingId}): The booking.
 type GetBooking200Response struct {
 	Body Booking
 }
 
+func (GetBooking200Response) isGetBookingResponse() {}
+
 // GetBooking404Response is the 404 response of operation getBooking (GET /bookings/{bookingId}): No such booking.
 type GetBooking404Response struct{}
+
+func (GetBooking404Response) isGetBookingResponse() {}
 
 // encodeGetBookingResponse encodes a response of getBooking.
 func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
@@ -103,3 +109,6 @@ func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isCreateBookingResponse() {}
+func (unimplementedResponse) isGetBookingResponse()    {}

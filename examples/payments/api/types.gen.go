@@ -170,14 +170,16 @@ type ListPaymentsRequest struct {
 
 // ListPaymentsResponse is one of the responses of operation listPayments (GET /payments):
 //   - ListPayments200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ListPaymentsResponse any
+type ListPaymentsResponse interface {
+	isListPaymentsResponse()
+}
 
 // ListPayments200Response is the 200 response of operation listPayments (GET /payments): Payments, newest first.
 type ListPayments200Response struct {
 	Body PaymentList
 }
+
+func (ListPayments200Response) isListPaymentsResponse() {}
 
 // encodeListPaymentsResponse encodes a response of listPayments.
 func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
@@ -203,9 +205,9 @@ type CreatePaymentRequest struct {
 //   - CreatePayment201Response
 //   - CreatePayment400Response
 //   - CreatePayment502Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreatePaymentResponse any
+type CreatePaymentResponse interface {
+	isCreatePaymentResponse()
+}
 
 // CreatePayment201Response is the 201 response of operation createPayment (POST /payments): The payment was charged and recorded.
 type CreatePayment201Response struct {
@@ -214,15 +216,21 @@ type CreatePayment201Response struct {
 	XGatewayChargeID string // header X-Gateway-Charge-Id, sent when not empty
 }
 
+func (CreatePayment201Response) isCreatePaymentResponse() {}
+
 // CreatePayment400Response is the 400 response of operation createPayment (POST /payments): The request is malformed.
 type CreatePayment400Response struct {
 	Body Error
 }
 
+func (CreatePayment400Response) isCreatePaymentResponse() {}
+
 // CreatePayment502Response is the 502 response of operation createPayment (POST /payments): The gateway failed or timed out; retry with the same key. The body says which (code gateway_timeout or gateway_unavailable), never how: the cause goes to the service's log.
 type CreatePayment502Response struct {
 	Body Problem
 }
+
+func (CreatePayment502Response) isCreatePaymentResponse() {}
 
 // encodeCreatePaymentResponse encodes a response of createPayment.
 func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
@@ -249,14 +257,16 @@ type QuotePaymentRequest struct {
 
 // QuotePaymentResponse is one of the responses of operation quotePayment (POST /payments/quote):
 //   - QuotePayment200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type QuotePaymentResponse any
+type QuotePaymentResponse interface {
+	isQuotePaymentResponse()
+}
 
 // QuotePayment200Response is the 200 response of operation quotePayment (POST /payments/quote): The quote.
 type QuotePayment200Response struct {
 	Body Quote
 }
+
+func (QuotePayment200Response) isQuotePaymentResponse() {}
 
 // encodeQuotePaymentResponse encodes a response of quotePayment.
 func encodeQuotePaymentResponse(resp QuotePaymentResponse) (*idem.Response, error) {
@@ -280,19 +290,23 @@ type GetPaymentRequest struct {
 // GetPaymentResponse is one of the responses of operation getPayment (GET /payments/{paymentId}):
 //   - GetPayment200Response
 //   - GetPayment404Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetPaymentResponse any
+type GetPaymentResponse interface {
+	isGetPaymentResponse()
+}
 
 // GetPayment200Response is the 200 response of operation getPayment (GET /payments/{paymentId}): The payment.
 type GetPayment200Response struct {
 	Body Payment
 }
 
+func (GetPayment200Response) isGetPaymentResponse() {}
+
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{paymentId}): No such payment.
 type GetPayment404Response struct {
 	Body Error
 }
+
+func (GetPayment404Response) isGetPaymentResponse() {}
 
 // encodeGetPaymentResponse encodes a response of getPayment.
 func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
@@ -321,24 +335,30 @@ type CapturePaymentRequest struct {
 //   - CapturePayment200Response
 //   - CapturePayment404Response
 //   - CapturePayment422Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CapturePaymentResponse any
+type CapturePaymentResponse interface {
+	isCapturePaymentResponse()
+}
 
 // CapturePayment200Response is the 200 response of operation capturePayment (PATCH /payments/{paymentId}): The captured payment.
 type CapturePayment200Response struct {
 	Body Payment
 }
 
+func (CapturePayment200Response) isCapturePaymentResponse() {}
+
 // CapturePayment404Response is the 404 response of operation capturePayment (PATCH /payments/{paymentId}): No such payment.
 type CapturePayment404Response struct {
 	Body Error
 }
 
+func (CapturePayment404Response) isCapturePaymentResponse() {}
+
 // CapturePayment422Response is the 422 response of operation capturePayment (PATCH /payments/{paymentId}): The payment cannot be captured (already captured, or more than was authorized).
 type CapturePayment422Response struct {
 	Body Error
 }
+
+func (CapturePayment422Response) isCapturePaymentResponse() {}
 
 // encodeCapturePaymentResponse encodes a response of capturePayment.
 func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
@@ -370,29 +390,37 @@ type CreateRefundRequest struct {
 //   - CreateRefund400Response
 //   - CreateRefund404Response
 //   - CreateRefund422Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateRefundResponse any
+type CreateRefundResponse interface {
+	isCreateRefundResponse()
+}
 
 // CreateRefund201Response is the 201 response of operation createRefund (POST /payments/{paymentId}/refunds): The refund was recorded.
 type CreateRefund201Response struct {
 	Body Refund
 }
 
+func (CreateRefund201Response) isCreateRefundResponse() {}
+
 // CreateRefund400Response is the 400 response of operation createRefund (POST /payments/{paymentId}/refunds): The request is malformed.
 type CreateRefund400Response struct {
 	Body Error
 }
+
+func (CreateRefund400Response) isCreateRefundResponse() {}
 
 // CreateRefund404Response is the 404 response of operation createRefund (POST /payments/{paymentId}/refunds): No such payment.
 type CreateRefund404Response struct {
 	Body Error
 }
 
+func (CreateRefund404Response) isCreateRefundResponse() {}
+
 // CreateRefund422Response is the 422 response of operation createRefund (POST /payments/{paymentId}/refunds): Insufficient funds - the refund exceeds what is captured and not yet refunded.
 type CreateRefund422Response struct {
 	Body Error
 }
+
+func (CreateRefund422Response) isCreateRefundResponse() {}
 
 // encodeCreateRefundResponse encodes a response of createRefund.
 func encodeCreateRefundResponse(resp CreateRefundResponse) (*idem.Response, error) {
@@ -415,3 +443,10 @@ func encodeCreateRefundResponse(resp CreateRefundResponse) (*idem.Response, erro
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isListPaymentsResponse()   {}
+func (unimplementedResponse) isCreatePaymentResponse()  {}
+func (unimplementedResponse) isQuotePaymentResponse()   {}
+func (unimplementedResponse) isGetPaymentResponse()     {}
+func (unimplementedResponse) isCapturePaymentResponse() {}
+func (unimplementedResponse) isCreateRefundResponse()   {}

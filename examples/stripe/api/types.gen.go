@@ -317,20 +317,24 @@ type PostCustomersRequest struct {
 // PostCustomersResponse is one of the responses of operation PostCustomers (POST /v1/customers):
 //   - PostCustomers200Response
 //   - PostCustomersDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type PostCustomersResponse any
+type PostCustomersResponse interface {
+	isPostCustomersResponse()
+}
 
 // PostCustomers200Response is the 200 response of operation PostCustomers (POST /v1/customers): Successful response.
 type PostCustomers200Response struct {
 	Body Customer
 }
 
+func (PostCustomers200Response) isPostCustomersResponse() {}
+
 // PostCustomersDefaultResponse is the default response of operation PostCustomers (POST /v1/customers): Error response.
 type PostCustomersDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (PostCustomersDefaultResponse) isPostCustomersResponse() {}
 
 // encodePostCustomersResponse encodes a response of PostCustomers.
 func encodePostCustomersResponse(resp PostCustomersResponse) (*idem.Response, error) {
@@ -358,20 +362,24 @@ type GetCustomersCustomerRequest struct {
 // GetCustomersCustomerResponse is one of the responses of operation GetCustomersCustomer (GET /v1/customers/{customer}):
 //   - GetCustomersCustomer200Response
 //   - GetCustomersCustomerDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetCustomersCustomerResponse any
+type GetCustomersCustomerResponse interface {
+	isGetCustomersCustomerResponse()
+}
 
 // GetCustomersCustomer200Response is the 200 response of operation GetCustomersCustomer (GET /v1/customers/{customer}): Successful response.
 type GetCustomersCustomer200Response struct {
 	Body Customer
 }
 
+func (GetCustomersCustomer200Response) isGetCustomersCustomerResponse() {}
+
 // GetCustomersCustomerDefaultResponse is the default response of operation GetCustomersCustomer (GET /v1/customers/{customer}): Error response.
 type GetCustomersCustomerDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (GetCustomersCustomerDefaultResponse) isGetCustomersCustomerResponse() {}
 
 // encodeGetCustomersCustomerResponse encodes a response of GetCustomersCustomer.
 func encodeGetCustomersCustomerResponse(resp GetCustomersCustomerResponse) (*idem.Response, error) {
@@ -397,20 +405,24 @@ type PostPaymentIntentsRequest struct {
 // PostPaymentIntentsResponse is one of the responses of operation PostPaymentIntents (POST /v1/payment_intents):
 //   - PostPaymentIntents200Response
 //   - PostPaymentIntentsDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type PostPaymentIntentsResponse any
+type PostPaymentIntentsResponse interface {
+	isPostPaymentIntentsResponse()
+}
 
 // PostPaymentIntents200Response is the 200 response of operation PostPaymentIntents (POST /v1/payment_intents): Successful response.
 type PostPaymentIntents200Response struct {
 	Body PaymentIntent
 }
 
+func (PostPaymentIntents200Response) isPostPaymentIntentsResponse() {}
+
 // PostPaymentIntentsDefaultResponse is the default response of operation PostPaymentIntents (POST /v1/payment_intents): Error response.
 type PostPaymentIntentsDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (PostPaymentIntentsDefaultResponse) isPostPaymentIntentsResponse() {}
 
 // encodePostPaymentIntentsResponse encodes a response of PostPaymentIntents.
 func encodePostPaymentIntentsResponse(resp PostPaymentIntentsResponse) (*idem.Response, error) {
@@ -439,20 +451,24 @@ type GetPaymentIntentsIntentRequest struct {
 // GetPaymentIntentsIntentResponse is one of the responses of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}):
 //   - GetPaymentIntentsIntent200Response
 //   - GetPaymentIntentsIntentDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetPaymentIntentsIntentResponse any
+type GetPaymentIntentsIntentResponse interface {
+	isGetPaymentIntentsIntentResponse()
+}
 
 // GetPaymentIntentsIntent200Response is the 200 response of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}): Successful response.
 type GetPaymentIntentsIntent200Response struct {
 	Body PaymentIntent
 }
 
+func (GetPaymentIntentsIntent200Response) isGetPaymentIntentsIntentResponse() {}
+
 // GetPaymentIntentsIntentDefaultResponse is the default response of operation GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}): Error response.
 type GetPaymentIntentsIntentDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (GetPaymentIntentsIntentDefaultResponse) isGetPaymentIntentsIntentResponse() {}
 
 // encodeGetPaymentIntentsIntentResponse encodes a response of GetPaymentIntentsIntent.
 func encodeGetPaymentIntentsIntentResponse(resp GetPaymentIntentsIntentResponse) (*idem.Response, error) {
@@ -479,20 +495,24 @@ type PostPaymentIntentsIntentConfirmRequest struct {
 // PostPaymentIntentsIntentConfirmResponse is one of the responses of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm):
 //   - PostPaymentIntentsIntentConfirm200Response
 //   - PostPaymentIntentsIntentConfirmDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type PostPaymentIntentsIntentConfirmResponse any
+type PostPaymentIntentsIntentConfirmResponse interface {
+	isPostPaymentIntentsIntentConfirmResponse()
+}
 
 // PostPaymentIntentsIntentConfirm200Response is the 200 response of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm): Successful response.
 type PostPaymentIntentsIntentConfirm200Response struct {
 	Body PaymentIntent
 }
 
+func (PostPaymentIntentsIntentConfirm200Response) isPostPaymentIntentsIntentConfirmResponse() {}
+
 // PostPaymentIntentsIntentConfirmDefaultResponse is the default response of operation PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm): Error response.
 type PostPaymentIntentsIntentConfirmDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (PostPaymentIntentsIntentConfirmDefaultResponse) isPostPaymentIntentsIntentConfirmResponse() {}
 
 // encodePostPaymentIntentsIntentConfirmResponse encodes a response of PostPaymentIntentsIntentConfirm.
 func encodePostPaymentIntentsIntentConfirmResponse(resp PostPaymentIntentsIntentConfirmResponse) (*idem.Response, error) {
@@ -518,20 +538,24 @@ type PostRefundsRequest struct {
 // PostRefundsResponse is one of the responses of operation PostRefunds (POST /v1/refunds):
 //   - PostRefunds200Response
 //   - PostRefundsDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type PostRefundsResponse any
+type PostRefundsResponse interface {
+	isPostRefundsResponse()
+}
 
 // PostRefunds200Response is the 200 response of operation PostRefunds (POST /v1/refunds): Successful response.
 type PostRefunds200Response struct {
 	Body Refund
 }
 
+func (PostRefunds200Response) isPostRefundsResponse() {}
+
 // PostRefundsDefaultResponse is the default response of operation PostRefunds (POST /v1/refunds): Error response.
 type PostRefundsDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (PostRefundsDefaultResponse) isPostRefundsResponse() {}
 
 // encodePostRefundsResponse encodes a response of PostRefunds.
 func encodePostRefundsResponse(resp PostRefundsResponse) (*idem.Response, error) {
@@ -550,3 +574,10 @@ func encodePostRefundsResponse(resp PostRefundsResponse) (*idem.Response, error)
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isPostCustomersResponse()                   {}
+func (unimplementedResponse) isGetCustomersCustomerResponse()            {}
+func (unimplementedResponse) isPostPaymentIntentsResponse()              {}
+func (unimplementedResponse) isGetPaymentIntentsIntentResponse()         {}
+func (unimplementedResponse) isPostPaymentIntentsIntentConfirmResponse() {}
+func (unimplementedResponse) isPostRefundsResponse()                     {}

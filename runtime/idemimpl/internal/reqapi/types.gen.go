@@ -150,14 +150,16 @@ type CreateOrderRequest struct {
 
 // CreateOrderResponse is one of the responses of operation createOrder (POST /accounts/{account}/orders):
 //   - CreateOrder201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateOrderResponse any
+type CreateOrderResponse interface {
+	isCreateOrderResponse()
+}
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /accounts/{account}/orders): The order, as the handler saw the request.
 type CreateOrder201Response struct {
 	Body Echo
 }
+
+func (CreateOrder201Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
@@ -181,14 +183,16 @@ type CreateUploadRequest struct {
 
 // CreateUploadResponse is one of the responses of operation createUpload (POST /accounts/{account}/uploads):
 //   - CreateUpload201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateUploadResponse any
+type CreateUploadResponse interface {
+	isCreateUploadResponse()
+}
 
 // CreateUpload201Response is the 201 response of operation createUpload (POST /accounts/{account}/uploads): The upload, as the handler saw the request.
 type CreateUpload201Response struct {
 	Body Echo
 }
+
+func (CreateUpload201Response) isCreateUploadResponse() {}
 
 // encodeCreateUploadResponse encodes a response of createUpload.
 func encodeCreateUploadResponse(resp CreateUploadResponse) (*idem.Response, error) {
@@ -211,14 +215,16 @@ type UpdateNoteRequest struct {
 
 // UpdateNoteResponse is one of the responses of operation updateNote (PATCH /notes/{id}):
 //   - UpdateNote200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type UpdateNoteResponse any
+type UpdateNoteResponse interface {
+	isUpdateNoteResponse()
+}
 
 // UpdateNote200Response is the 200 response of operation updateNote (PATCH /notes/{id}): The note after the patch.
 type UpdateNote200Response struct {
 	Body Note
 }
+
+func (UpdateNote200Response) isUpdateNoteResponse() {}
 
 // encodeUpdateNoteResponse encodes a response of updateNote.
 func encodeUpdateNoteResponse(resp UpdateNoteResponse) (*idem.Response, error) {
@@ -240,14 +246,16 @@ type ListOrdersRequest struct {
 
 // ListOrdersResponse is one of the responses of operation listOrders (GET /orders):
 //   - ListOrders200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ListOrdersResponse any
+type ListOrdersResponse interface {
+	isListOrdersResponse()
+}
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): The filter, as the handler saw it.
 type ListOrders200Response struct {
 	Body Echo
 }
+
+func (ListOrders200Response) isListOrdersResponse() {}
 
 // encodeListOrdersResponse encodes a response of listOrders.
 func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
@@ -264,3 +272,8 @@ func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isCreateOrderResponse()  {}
+func (unimplementedResponse) isCreateUploadResponse() {}
+func (unimplementedResponse) isUpdateNoteResponse()   {}
+func (unimplementedResponse) isListOrdersResponse()   {}

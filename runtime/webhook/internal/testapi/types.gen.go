@@ -46,14 +46,16 @@ type CreateNoteRequest struct {
 
 // CreateNoteResponse is one of the responses of operation createNote (POST /notes):
 //   - CreateNote201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateNoteResponse any
+type CreateNoteResponse interface {
+	isCreateNoteResponse()
+}
 
 // CreateNote201Response is the 201 response of operation createNote (POST /notes): Created.
 type CreateNote201Response struct {
 	Body Note
 }
+
+func (CreateNote201Response) isCreateNoteResponse() {}
 
 // encodeCreateNoteResponse encodes a response of createNote.
 func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
@@ -70,3 +72,5 @@ func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isCreateNoteResponse() {}

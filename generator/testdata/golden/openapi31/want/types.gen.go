@@ -78,14 +78,16 @@ type CreateNoteRequest struct {
 
 // CreateNoteResponse is one of the responses of operation createNote (POST /notes/):
 //   - CreateNote201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateNoteResponse any
+type CreateNoteResponse interface {
+	isCreateNoteResponse()
+}
 
 // CreateNote201Response is the 201 response of operation createNote (POST /notes/): Created.
 type CreateNote201Response struct {
 	Body Note
 }
+
+func (CreateNote201Response) isCreateNoteResponse() {}
 
 // encodeCreateNoteResponse encodes a response of createNote.
 func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
@@ -108,14 +110,16 @@ type GetNoteRequest struct {
 
 // GetNoteResponse is one of the responses of operation getNote (GET /notes/{note-id}):
 //   - GetNote200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetNoteResponse any
+type GetNoteResponse interface {
+	isGetNoteResponse()
+}
 
 // GetNote200Response is the 200 response of operation getNote (GET /notes/{note-id}): The note.
 type GetNote200Response struct {
 	Body Note
 }
+
+func (GetNote200Response) isGetNoteResponse() {}
 
 // encodeGetNoteResponse encodes a response of getNote.
 func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
@@ -132,3 +136,6 @@ func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isCreateNoteResponse() {}
+func (unimplementedResponse) isGetNoteResponse()    {}

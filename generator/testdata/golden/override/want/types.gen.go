@@ -55,20 +55,24 @@ type FindPetsRequest struct {
 // FindPetsResponse is one of the responses of operation findPets (GET /pets):
 //   - FindPets200Response
 //   - FindPetsDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type FindPetsResponse any
+type FindPetsResponse interface {
+	isFindPetsResponse()
+}
 
 // FindPets200Response is the 200 response of operation findPets (GET /pets): pet response
 type FindPets200Response struct {
 	Body []Pet
 }
 
+func (FindPets200Response) isFindPetsResponse() {}
+
 // FindPetsDefaultResponse is the default response of operation findPets (GET /pets): unexpected error
 type FindPetsDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (FindPetsDefaultResponse) isFindPetsResponse() {}
 
 // encodeFindPetsResponse encodes a response of findPets.
 func encodeFindPetsResponse(resp FindPetsResponse) (*idem.Response, error) {
@@ -94,20 +98,24 @@ type AddPetRequest struct {
 // AddPetResponse is one of the responses of operation addPet (POST /pets):
 //   - AddPet200Response
 //   - AddPetDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type AddPetResponse any
+type AddPetResponse interface {
+	isAddPetResponse()
+}
 
 // AddPet200Response is the 200 response of operation addPet (POST /pets): pet response
 type AddPet200Response struct {
 	Body Pet
 }
 
+func (AddPet200Response) isAddPetResponse() {}
+
 // AddPetDefaultResponse is the default response of operation addPet (POST /pets): unexpected error
 type AddPetDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (AddPetDefaultResponse) isAddPetResponse() {}
 
 // encodeAddPetResponse encodes a response of addPet.
 func encodeAddPetResponse(resp AddPetResponse) (*idem.Response, error) {
@@ -133,18 +141,22 @@ type DeletePetRequest struct {
 // DeletePetResponse is one of the responses of operation deletePet (DELETE /pets/{id}):
 //   - DeletePet204Response
 //   - DeletePetDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type DeletePetResponse any
+type DeletePetResponse interface {
+	isDeletePetResponse()
+}
 
 // DeletePet204Response is the 204 response of operation deletePet (DELETE /pets/{id}): pet deleted
 type DeletePet204Response struct{}
+
+func (DeletePet204Response) isDeletePetResponse() {}
 
 // DeletePetDefaultResponse is the default response of operation deletePet (DELETE /pets/{id}): unexpected error
 type DeletePetDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (DeletePetDefaultResponse) isDeletePetResponse() {}
 
 // encodeDeletePetResponse encodes a response of deletePet.
 func encodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
@@ -170,20 +182,24 @@ type FindPetByIDRequest struct {
 // FindPetByIDResponse is one of the responses of operation find pet by id (GET /pets/{id}):
 //   - FindPetByID200Response
 //   - FindPetByIDDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type FindPetByIDResponse any
+type FindPetByIDResponse interface {
+	isFindPetByIDResponse()
+}
 
 // FindPetByID200Response is the 200 response of operation find pet by id (GET /pets/{id}): pet response
 type FindPetByID200Response struct {
 	Body Pet
 }
 
+func (FindPetByID200Response) isFindPetByIDResponse() {}
+
 // FindPetByIDDefaultResponse is the default response of operation find pet by id (GET /pets/{id}): unexpected error
 type FindPetByIDDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Error
 }
+
+func (FindPetByIDDefaultResponse) isFindPetByIDResponse() {}
 
 // encodeFindPetByIDResponse encodes a response of find pet by id.
 func encodeFindPetByIDResponse(resp FindPetByIDResponse) (*idem.Response, error) {
@@ -202,3 +218,8 @@ func encodeFindPetByIDResponse(resp FindPetByIDResponse) (*idem.Response, error)
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isFindPetsResponse()    {}
+func (unimplementedResponse) isAddPetResponse()      {}
+func (unimplementedResponse) isDeletePetResponse()   {}
+func (unimplementedResponse) isFindPetByIDResponse() {}

@@ -190,15 +190,17 @@ type ListPaymentsRequest struct {
 
 // ListPaymentsResponse is one of the responses of operation listPayments (GET /payments):
 //   - ListPayments200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ListPaymentsResponse any
+type ListPaymentsResponse interface {
+	isListPaymentsResponse()
+}
 
 // ListPayments200Response is the 200 response of operation listPayments (GET /payments): A page of payments.
 type ListPayments200Response struct {
 	Body        ListPayments200ResponseBody
 	XNextCursor string // header X-Next-Cursor, sent when not empty
 }
+
+func (ListPayments200Response) isListPaymentsResponse() {}
 
 // encodeListPaymentsResponse encodes a response of listPayments.
 func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
@@ -223,9 +225,9 @@ type CreatePaymentRequest struct {
 //   - CreatePayment201Response
 //   - CreatePayment402Response
 //   - CreatePaymentDefaultResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreatePaymentResponse any
+type CreatePaymentResponse interface {
+	isCreatePaymentResponse()
+}
 
 // CreatePayment201Response is the 201 response of operation createPayment (POST /payments): Created.
 type CreatePayment201Response struct {
@@ -233,16 +235,22 @@ type CreatePayment201Response struct {
 	Location string // header Location, sent when not empty
 }
 
+func (CreatePayment201Response) isCreatePaymentResponse() {}
+
 // CreatePayment402Response is the 402 response of operation createPayment (POST /payments): Insufficient funds.
 type CreatePayment402Response struct {
 	Body Problem
 }
+
+func (CreatePayment402Response) isCreatePaymentResponse() {}
 
 // CreatePaymentDefaultResponse is the default response of operation createPayment (POST /payments): Error.
 type CreatePaymentDefaultResponse struct {
 	Status int // the HTTP status to send
 	Body   Problem
 }
+
+func (CreatePaymentDefaultResponse) isCreatePaymentResponse() {}
 
 // encodeCreatePaymentResponse encodes a response of createPayment.
 func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
@@ -268,12 +276,14 @@ type DeletePaymentRequest struct {
 
 // DeletePaymentResponse is one of the responses of operation deletePayment (DELETE /payments/{id}):
 //   - DeletePayment204Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type DeletePaymentResponse any
+type DeletePaymentResponse interface {
+	isDeletePaymentResponse()
+}
 
 // DeletePayment204Response is the 204 response of operation deletePayment (DELETE /payments/{id}): Deleted.
 type DeletePayment204Response struct{}
+
+func (DeletePayment204Response) isDeletePaymentResponse() {}
 
 // encodeDeletePaymentResponse encodes a response of deletePayment.
 func encodeDeletePaymentResponse(resp DeletePaymentResponse) (*idem.Response, error) {
@@ -296,17 +306,21 @@ type GetPaymentRequest struct {
 // GetPaymentResponse is one of the responses of operation getPayment (GET /payments/{id}):
 //   - GetPayment200Response
 //   - GetPayment404Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type GetPaymentResponse any
+type GetPaymentResponse interface {
+	isGetPaymentResponse()
+}
 
 // GetPayment200Response is the 200 response of operation getPayment (GET /payments/{id}): The payment.
 type GetPayment200Response struct {
 	Body Payment
 }
 
+func (GetPayment200Response) isGetPaymentResponse() {}
+
 // GetPayment404Response is the 404 response of operation getPayment (GET /payments/{id}): Not found.
 type GetPayment404Response struct{}
+
+func (GetPayment404Response) isGetPaymentResponse() {}
 
 // encodeGetPaymentResponse encodes a response of getPayment.
 func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
@@ -332,17 +346,21 @@ type UpdatePaymentRequest struct {
 // UpdatePaymentResponse is one of the responses of operation updatePayment (PATCH /payments/{id}):
 //   - UpdatePayment200Response
 //   - UpdatePayment409Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type UpdatePaymentResponse any
+type UpdatePaymentResponse interface {
+	isUpdatePaymentResponse()
+}
 
 // UpdatePayment200Response is the 200 response of operation updatePayment (PATCH /payments/{id}): Updated.
 type UpdatePayment200Response struct {
 	Body Payment
 }
 
+func (UpdatePayment200Response) isUpdatePaymentResponse() {}
+
 // UpdatePayment409Response is the 409 response of operation updatePayment (PATCH /payments/{id}): Conflict.
 type UpdatePayment409Response struct{}
+
+func (UpdatePayment409Response) isUpdatePaymentResponse() {}
 
 // encodeUpdatePaymentResponse encodes a response of updatePayment.
 func encodeUpdatePaymentResponse(resp UpdatePaymentResponse) (*idem.Response, error) {
@@ -367,12 +385,14 @@ type ReplacePaymentRequest struct {
 
 // ReplacePaymentResponse is one of the responses of operation replacePayment (PUT /payments/{id}):
 //   - ReplacePayment204Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ReplacePaymentResponse any
+type ReplacePaymentResponse interface {
+	isReplacePaymentResponse()
+}
 
 // ReplacePayment204Response is the 204 response of operation replacePayment (PUT /payments/{id}): Replaced.
 type ReplacePayment204Response struct{}
+
+func (ReplacePayment204Response) isReplacePaymentResponse() {}
 
 // encodeReplacePaymentResponse encodes a response of replacePayment.
 func encodeReplacePaymentResponse(resp ReplacePaymentResponse) (*idem.Response, error) {
@@ -394,14 +414,16 @@ type CapturePaymentRequest struct {
 
 // CapturePaymentResponse is one of the responses of operation capturePayment (POST /payments/{id}/capture):
 //   - CapturePayment2XXResponse
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CapturePaymentResponse any
+type CapturePaymentResponse interface {
+	isCapturePaymentResponse()
+}
 
 // CapturePayment2XXResponse is the 2XX response of operation capturePayment (POST /payments/{id}/capture): Captured.
 type CapturePayment2XXResponse struct {
 	Status int // the HTTP status to send
 }
+
+func (CapturePayment2XXResponse) isCapturePaymentResponse() {}
 
 // encodeCapturePaymentResponse encodes a response of capturePayment.
 func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
@@ -424,14 +446,16 @@ type UploadReceiptRequest struct {
 
 // UploadReceiptResponse is one of the responses of operation uploadReceipt (PUT /payments/{id}/receipt):
 //   - UploadReceipt200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type UploadReceiptResponse any
+type UploadReceiptResponse interface {
+	isUploadReceiptResponse()
+}
 
 // UploadReceipt200Response is the 200 response of operation uploadReceipt (PUT /payments/{id}/receipt): Stored.
 type UploadReceipt200Response struct {
 	Body []byte
 }
+
+func (UploadReceipt200Response) isUploadReceiptResponse() {}
 
 // encodeUploadReceiptResponse encodes a response of uploadReceipt.
 func encodeUploadReceiptResponse(resp UploadReceiptResponse) (*idem.Response, error) {
@@ -448,3 +472,12 @@ func encodeUploadReceiptResponse(resp UploadReceiptResponse) (*idem.Response, er
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isListPaymentsResponse()   {}
+func (unimplementedResponse) isCreatePaymentResponse()  {}
+func (unimplementedResponse) isDeletePaymentResponse()  {}
+func (unimplementedResponse) isGetPaymentResponse()     {}
+func (unimplementedResponse) isUpdatePaymentResponse()  {}
+func (unimplementedResponse) isReplacePaymentResponse() {}
+func (unimplementedResponse) isCapturePaymentResponse() {}
+func (unimplementedResponse) isUploadReceiptResponse()  {}

@@ -39,14 +39,16 @@ type AndOrRequest struct {
 
 // AndOrResponse is one of the responses of operation andOr (POST /and-or):
 //   - AndOr201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type AndOrResponse any
+type AndOrResponse interface {
+	isAndOrResponse()
+}
 
 // AndOr201Response is the 201 response of operation andOr (POST /and-or): created
 type AndOr201Response struct {
 	Body Result
 }
+
+func (AndOr201Response) isAndOrResponse() {}
 
 // encodeAndOrResponse encodes a response of andOr.
 func encodeAndOrResponse(resp AndOrResponse) (*idem.Response, error) {
@@ -68,14 +70,16 @@ type BasicRequest struct {
 
 // BasicResponse is one of the responses of operation basic (POST /basic):
 //   - Basic201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type BasicResponse any
+type BasicResponse interface {
+	isBasicResponse()
+}
 
 // Basic201Response is the 201 response of operation basic (POST /basic): created
 type Basic201Response struct {
 	Body Result
 }
+
+func (Basic201Response) isBasicResponse() {}
 
 // encodeBasicResponse encodes a response of basic.
 func encodeBasicResponse(resp BasicResponse) (*idem.Response, error) {
@@ -97,14 +101,16 @@ type CookieKeyRequest struct {
 
 // CookieKeyResponse is one of the responses of operation cookieKey (POST /cookie-key):
 //   - CookieKey201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CookieKeyResponse any
+type CookieKeyResponse interface {
+	isCookieKeyResponse()
+}
 
 // CookieKey201Response is the 201 response of operation cookieKey (POST /cookie-key): created
 type CookieKey201Response struct {
 	Body Result
 }
+
+func (CookieKey201Response) isCookieKeyResponse() {}
 
 // encodeCookieKeyResponse encodes a response of cookieKey.
 func encodeCookieKeyResponse(resp CookieKeyResponse) (*idem.Response, error) {
@@ -127,14 +133,16 @@ type HeaderKeyRequest struct {
 
 // HeaderKeyResponse is one of the responses of operation headerKey (POST /header-key):
 //   - HeaderKey201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type HeaderKeyResponse any
+type HeaderKeyResponse interface {
+	isHeaderKeyResponse()
+}
 
 // HeaderKey201Response is the 201 response of operation headerKey (POST /header-key): created
 type HeaderKey201Response struct {
 	Body Result
 }
+
+func (HeaderKey201Response) isHeaderKeyResponse() {}
 
 // encodeHeaderKeyResponse encodes a response of headerKey.
 func encodeHeaderKeyResponse(resp HeaderKeyResponse) (*idem.Response, error) {
@@ -156,14 +164,16 @@ type OidcRequest struct {
 
 // OidcResponse is one of the responses of operation oidc (POST /oidc):
 //   - Oidc201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type OidcResponse any
+type OidcResponse interface {
+	isOidcResponse()
+}
 
 // Oidc201Response is the 201 response of operation oidc (POST /oidc): created
 type Oidc201Response struct {
 	Body Result
 }
+
+func (Oidc201Response) isOidcResponse() {}
 
 // encodeOidcResponse encodes a response of oidc.
 func encodeOidcResponse(resp OidcResponse) (*idem.Response, error) {
@@ -185,14 +195,16 @@ type OptionalRequest struct {
 
 // OptionalResponse is one of the responses of operation optional (POST /optional):
 //   - Optional201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type OptionalResponse any
+type OptionalResponse interface {
+	isOptionalResponse()
+}
 
 // Optional201Response is the 201 response of operation optional (POST /optional): created
 type Optional201Response struct {
 	Body Result
 }
+
+func (Optional201Response) isOptionalResponse() {}
 
 // encodeOptionalResponse encodes a response of optional.
 func encodeOptionalResponse(resp OptionalResponse) (*idem.Response, error) {
@@ -212,14 +224,16 @@ type ListOrdersRequest struct{}
 
 // ListOrdersResponse is one of the responses of operation listOrders (GET /orders):
 //   - ListOrders200Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ListOrdersResponse any
+type ListOrdersResponse interface {
+	isListOrdersResponse()
+}
 
 // ListOrders200Response is the 200 response of operation listOrders (GET /orders): the principal
 type ListOrders200Response struct {
 	Body Result
 }
+
+func (ListOrders200Response) isListOrdersResponse() {}
 
 // encodeListOrdersResponse encodes a response of listOrders.
 func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
@@ -241,14 +255,16 @@ type CreateOrderRequest struct {
 
 // CreateOrderResponse is one of the responses of operation createOrder (POST /orders):
 //   - CreateOrder201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type CreateOrderResponse any
+type CreateOrderResponse interface {
+	isCreateOrderResponse()
+}
 
 // CreateOrder201Response is the 201 response of operation createOrder (POST /orders): created
 type CreateOrder201Response struct {
 	Body Result
 }
+
+func (CreateOrder201Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
@@ -270,14 +286,16 @@ type PublicRequest struct {
 
 // PublicResponse is one of the responses of operation public (POST /public):
 //   - Public201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type PublicResponse any
+type PublicResponse interface {
+	isPublicResponse()
+}
 
 // Public201Response is the 201 response of operation public (POST /public): created
 type Public201Response struct {
 	Body Result
 }
+
+func (Public201Response) isPublicResponse() {}
 
 // encodePublicResponse encodes a response of public.
 func encodePublicResponse(resp PublicResponse) (*idem.Response, error) {
@@ -299,14 +317,16 @@ type QueryKeyRequest struct {
 
 // QueryKeyResponse is one of the responses of operation queryKey (POST /query-key):
 //   - QueryKey201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type QueryKeyResponse any
+type QueryKeyResponse interface {
+	isQueryKeyResponse()
+}
 
 // QueryKey201Response is the 201 response of operation queryKey (POST /query-key): created
 type QueryKey201Response struct {
 	Body Result
 }
+
+func (QueryKey201Response) isQueryKeyResponse() {}
 
 // encodeQueryKeyResponse encodes a response of queryKey.
 func encodeQueryKeyResponse(resp QueryKeyResponse) (*idem.Response, error) {
@@ -328,14 +348,16 @@ type ScopedRequest struct {
 
 // ScopedResponse is one of the responses of operation scoped (POST /scoped):
 //   - Scoped201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type ScopedResponse any
+type ScopedResponse interface {
+	isScopedResponse()
+}
 
 // Scoped201Response is the 201 response of operation scoped (POST /scoped): created
 type Scoped201Response struct {
 	Body Result
 }
+
+func (Scoped201Response) isScopedResponse() {}
 
 // encodeScopedResponse encodes a response of scoped.
 func encodeScopedResponse(resp ScopedResponse) (*idem.Response, error) {
@@ -357,14 +379,16 @@ type UndefinedSchemeRequest struct {
 
 // UndefinedSchemeResponse is one of the responses of operation undefinedScheme (POST /undefined):
 //   - UndefinedScheme201Response
-//
-// Any other value is refused at run time: a 500, with an error that names its type.
-type UndefinedSchemeResponse any
+type UndefinedSchemeResponse interface {
+	isUndefinedSchemeResponse()
+}
 
 // UndefinedScheme201Response is the 201 response of operation undefinedScheme (POST /undefined): created
 type UndefinedScheme201Response struct {
 	Body Result
 }
+
+func (UndefinedScheme201Response) isUndefinedSchemeResponse() {}
 
 // encodeUndefinedSchemeResponse encodes a response of undefinedScheme.
 func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response, error) {
@@ -381,3 +405,16 @@ func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response
 
 // unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
 type unimplementedResponse struct{}
+
+func (unimplementedResponse) isAndOrResponse()           {}
+func (unimplementedResponse) isBasicResponse()           {}
+func (unimplementedResponse) isCookieKeyResponse()       {}
+func (unimplementedResponse) isHeaderKeyResponse()       {}
+func (unimplementedResponse) isOidcResponse()            {}
+func (unimplementedResponse) isOptionalResponse()        {}
+func (unimplementedResponse) isListOrdersResponse()      {}
+func (unimplementedResponse) isCreateOrderResponse()     {}
+func (unimplementedResponse) isPublicResponse()          {}
+func (unimplementedResponse) isQueryKeyResponse()        {}
+func (unimplementedResponse) isScopedResponse()          {}
+func (unimplementedResponse) isUndefinedSchemeResponse() {}
