@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
@@ -98,7 +99,15 @@ func TestFailover(t *testing.T) {
 		{name: "pgbouncer", pool: haPool(t, ha.BouncerURL+"&default_query_exec_mode=cache_describe", harness.BouncerConfig)},
 	}
 	for _, s := range services {
-		h, err := newHandler(s.pool, gw)
+		// One log line per request, thousands per phase: to a file, not
+		// through the test binary's stderr (a clean-clone run at load 30
+		// had 756 requests blocked on that pipe at once).
+		logFile, err := os.Create(filepath.Join(dir, "service-"+s.name+".log"))
+		if err != nil {
+			t.Fatal(err)
+		}
+		t.Cleanup(func() { _ = logFile.Close() })
+		h, err := newHandlerLogging(s.pool, gw, slog.New(slog.NewTextHandler(logFile, nil)))
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -118,7 +127,7 @@ func TestFailover(t *testing.T) {
 	}
 
 	load := &haLoad{t: t, services: services, refundable: refundable, keys: map[string]*haKey{},
-		bouncerAdmin: bouncerAdminURL(ha.BouncerURL), dir: ha.Dir}
+		bouncerAdmin: bouncerAdminURL(ha.BouncerURL), dir: ha.Dir, logDir: dir}
 	// Each fault returns when it struck: a kill when kill -9 returned, a
 	// switchover when it was asked for.
 	var killed string
@@ -256,6 +265,8 @@ type haLoad struct {
 	// dir holds the cluster's files: the last lines of HAProxy's and
 	// PgBouncer's logs go into that dump too.
 	dir string
+	// logDir holds each instance's log, service-NAME.log.
+	logDir string
 }
 
 // bouncerAdminURL is DEBUG_BOUNCER_ADMIN, else the admin console (database
@@ -409,6 +420,9 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 		}
 		for _, f := range []string{"haproxy.log", "pgbouncer.log"} {
 			l.t.Logf("last lines of %s:\n%s", f, tailFile(filepath.Join(l.dir, f), 40))
+		}
+		for _, s := range l.services {
+			l.t.Logf("last lines of the %s instance's log:\n%s", s.name, tailFile(filepath.Join(l.logDir, "service-"+s.name+".log"), 20))
 		}
 		for _, s := range l.services {
 			st := s.pool.Stat()

@@ -6,6 +6,7 @@ package e2e
 import (
 	"context"
 	"fmt"
+	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"testing"
@@ -46,11 +47,18 @@ func newStack(t *testing.T) *stack {
 
 // newHandler wires the service as cmd/payments does.
 func newHandler(pool *pgxpool.Pool, gw gateway.Gateway) (http.Handler, error) {
+	return newHandlerLogging(pool, gw, nil)
+}
+
+// newHandlerLogging is newHandler with the engine's log lines sent to log
+// (nil: the default logger, the test's stderr).
+func newHandlerLogging(pool *pgxpool.Pool, gw gateway.Gateway, log *slog.Logger) (http.Handler, error) {
 	svc := service.New(pool, gw, nil)
 	engine, err := idem.New(pool, idem.Config{
 		Operations: api.IdempotentOperations,
 		Recover:    svc.RecoveryHooks(),
 		Hooks:      idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}},
+		Logger:     log,
 	})
 	if err != nil {
 		return nil, err
