@@ -15,6 +15,7 @@ import (
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"net/http"
 	"time"
 
@@ -102,12 +103,20 @@ func naive(pool *pgxpool.Pool) http.HandlerFunc {
 // startFiber serves POST /fiber on addr: Fiber's idempotency middleware with
 // its PostgreSQL storage. stop shuts it down.
 func startFiber(pool *pgxpool.Pool, addr string) (stop func(), err error) {
+	// The storage looks its table up in schema "public" unless the name
+	// says otherwise: name the schema the pool's search_path puts first, or
+	// a server given a schema of its own (search_path in DATABASE_URL)
+	// panics on a fresh database ("table fiber_storage does not exist").
+	var schema string
+	if err := pool.QueryRow(context.Background(), "SELECT current_schema()").Scan(&schema); err != nil {
+		return nil, fmt.Errorf("current schema: %w", err)
+	}
 	app := fiber.New()
 	app.Use(idempotency.New(idempotency.Config{
 		KeyHeader:           "Idempotency-Key",
 		Lifetime:            24 * time.Hour,
 		KeepResponseHeaders: []string{"Content-Type"},
-		Storage:             postgres.New(postgres.Config{DB: pool, Table: "fiber_storage"}),
+		Storage:             postgres.New(postgres.Config{DB: pool, Table: schema + ".fiber_storage"}),
 	}))
 	app.Post("/fiber", func(c fiber.Ctx) error {
 		in, err := decodePayment(c.Body())
