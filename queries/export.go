@@ -15,12 +15,12 @@ import (
 var Formats = []string{"goose", "migrate", "atlas", "plain"}
 
 // MigrationsTable is where applied migrations of idemgen's are recorded:
-// by the runtime's idem.Migrate, and by the files Export writes, so that
+// by the runtime's schema.Migrate, and by the files Export writes, so that
 // idem.New can tell which are applied whichever tool applied them.
 const MigrationsTable = "idem_schema_migrations"
 
 // CreateMigrationsTable is the statement that creates a table recording
-// applied migrations (idem.MigrateFS's, and Export's for MigrationsTable).
+// applied migrations (schema.MigrateFS's, and Export's for MigrationsTable).
 func CreateMigrationsTable(table string) string {
 	return "CREATE TABLE IF NOT EXISTS " + table + " (version text PRIMARY KEY, applied_at timestamptz NOT NULL DEFAULT now())"
 }
@@ -66,7 +66,7 @@ func Export(format, generator string) (map[string][]byte, error) {
 			"-- After upgrading idemgen, run the command again: it adds the migrations the new version needs.\n\n", generator, format, v)
 	}
 	record := func(v string) string {
-		return "\n-- Recorded as idem.Migrate records it, so that idem.New finds it applied.\n" +
+		return "\n-- Recorded as schema.Migrate records it, so that idem.New finds it applied.\n" +
 			CreateMigrationsTable(MigrationsTable) + ";\n" +
 			"INSERT INTO " + MigrationsTable + " (version) VALUES ('" + v + "') ON CONFLICT DO NOTHING;\n"
 	}

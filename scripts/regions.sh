@@ -1,8 +1,8 @@
 #!/usr/bin/env bash
 # Two throwaway PostgreSQL clusters on loopback that stand for two regions,
 # a and b, each with wal_level=logical so that each can publish its own
-# idempotency records to the other (idem.SetupRegion and
-# idem.SubscribeRegion create the schemas, publications and subscriptions;
+# idempotency records to the other (schema.SetupRegion and
+# schema.SubscribeRegion create the schemas, publications and subscriptions;
 # docs/scaling.md, "Regions").
 #
 #   scripts/regions.sh start DIR     start both clusters under DIR (DIR/a, DIR/b);

@@ -72,7 +72,7 @@
 // # migrations
 //
 // `idemgen migrations -format F [-dir migrations/idemgen] [-check]` writes
-// the runtime's migrations (what idem.Migrate applies) as files of the
+// the runtime's migrations (what schema.Migrate applies) as files of the
 // service's migration tool: goose, migrate (golang-migrate), atlas (with
 // atlas.sum) or plain (.up.sql/.down.sql). Each up file also records its
 // version where idem.New looks for it. The directory must hold nothing

@@ -21,18 +21,19 @@ import (
 
 	"github.com/idemgen/idemgen/queries"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
-// schema is an empty schema of its own: a pool and a database/sql handle
+// dbSchema is an empty schema of its own: a pool and a database/sql handle
 // whose search_path is that schema, dropped after the test.
-type schema struct {
+type dbSchema struct {
 	pool *pgxpool.Pool
 	db   *sql.DB
 	name string
 }
 
-func newSchema(t *testing.T) schema {
+func newSchema(t *testing.T) dbSchema {
 	t.Helper()
 	ctx := context.Background()
 	base := pgtest.New(t, pgtest.Options{}) // a schema per test; ours is a sibling, empty
@@ -59,7 +60,7 @@ func newSchema(t *testing.T) schema {
 	db := stdlib.OpenDB(*cc)
 	db.SetMaxOpenConns(1) // golang-migrate's lock and the session it migrates in
 	t.Cleanup(func() { db.Close() })
-	return schema{pool, db, name}
+	return dbSchema{pool, db, name}
 }
 
 // export writes the files of format into a temp directory, as
@@ -80,20 +81,20 @@ func export(t *testing.T, format string) string {
 }
 
 // complete checks what the runtime needs once the tool applied the files:
-// idem.New finds every migration recorded, idem.Migrate has nothing to do,
+// idem.New finds every migration recorded, schema.Migrate has nothing to do,
 // and the tables are there.
-func (s schema) complete(t *testing.T) {
+func (s dbSchema) complete(t *testing.T) {
 	t.Helper()
 	ctx := context.Background()
 	if _, err := idem.New(s.pool, idem.Config{}); err != nil {
 		t.Fatalf("idem.New after the tool's up: %v", err)
 	}
-	if err := idem.Migrate(ctx, s.pool); err != nil {
-		t.Fatalf("idem.Migrate after the tool's up: %v", err)
+	if err := schema.Migrate(ctx, s.pool); err != nil {
+		t.Fatalf("schema.Migrate after the tool's up: %v", err)
 	}
 	var recorded int
-	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM idem_schema_migrations").Scan(&recorded); err != nil || recorded != len(idem.Versions()) {
-		t.Fatalf("idem_schema_migrations: %d rows (%v), want %d: Migrate applied something again", recorded, err, len(idem.Versions()))
+	if err := s.pool.QueryRow(ctx, "SELECT count(*) FROM idem_schema_migrations").Scan(&recorded); err != nil || recorded != len(schema.Versions()) {
+		t.Fatalf("idem_schema_migrations: %d rows (%v), want %d: Migrate applied something again", recorded, err, len(schema.Versions()))
 	}
 	for _, table := range []string{"idem_records", "idem_outbox", "idem_inbox", "idem_resolutions"} {
 		var ok bool
@@ -105,7 +106,7 @@ func (s schema) complete(t *testing.T) {
 
 // empty checks that the tool's down left none of idemgen's tables but the
 // (empty) record of migrations and the tool's own version table.
-func (s schema) empty(t *testing.T, toolTable string) {
+func (s dbSchema) empty(t *testing.T, toolTable string) {
 	t.Helper()
 	rows, err := s.pool.Query(context.Background(),
 		"SELECT tablename FROM pg_tables WHERE schemaname = $1 AND tablename LIKE 'idem\\_%' AND tablename NOT IN ('idem_schema_migrations', $2)", s.name, toolTable)
@@ -135,7 +136,7 @@ func TestGoose(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err := p.Up(ctx)
-	if err != nil || len(res) != len(idem.Versions()) {
+	if err != nil || len(res) != len(schema.Versions()) {
 		t.Fatalf("goose up: %d applied, %v", len(res), err)
 	}
 	s.complete(t)
@@ -203,7 +204,7 @@ func TestAtlas(t *testing.T) {
 // after the sum was written — the sum is atlas's, not a lookalike.
 func TestAtlasSumRefusesEdits(t *testing.T) {
 	path := export(t, "atlas")
-	f := filepath.Join(path, idem.Versions()[0]+".sql")
+	f := filepath.Join(path, schema.Versions()[0]+".sql")
 	data, err := os.ReadFile(f)
 	if err != nil {
 		t.Fatal(err)

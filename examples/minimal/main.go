@@ -27,6 +27,7 @@ import (
 	"github.com/idemgen/idemgen/examples/minimal/api"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/idemprom"
 )
 
@@ -59,10 +60,10 @@ func run(ctx context.Context) error {
 	defer pool.Close()
 	// idemgen's tables first (idem_records and friends), then ours; each
 	// set is recorded in its own table, and many replicas may start at once.
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	if err := idem.MigrateFS(ctx, pool, migrations, "rooms_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, migrations, "rooms_schema_migrations"); err != nil {
 		return err
 	}
 

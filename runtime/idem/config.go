@@ -141,7 +141,7 @@ type Config struct {
 	// docs/scaling.md.
 	Shard func(ctx context.Context, tenant string) (DB, error)
 	// Region, when set, makes the engine serve one region of several whose
-	// records replicate to each other (SetupRegion, SubscribeRegion): every
+	// records replicate to each other (schema.SetupRegion, SubscribeRegion): every
 	// keyed response names the key's home region (HomeRegionHeader), and a
 	// key whose record replicated here from another region is refused with
 	// 421 naming it, at the cost of one more read per keyed request. Nil:
@@ -210,7 +210,7 @@ type Engine struct {
 // policy (a ttl outside 2h..24h, an unknown mode, ...) is an error here, at
 // start-up, not on a request. It also asks db whether idemgen's migrations
 // are applied: a database without them is an error wrapping
-// ErrSchemaMissing that says to run Migrate (a database that cannot be
+// ErrSchemaMissing that says to run schema.Migrate (a database that cannot be
 // asked, because it is down, is logged and let through).
 func New(db DB, cfg Config) (*Engine, error) {
 	if db == nil && cfg.Shard == nil {

@@ -6,7 +6,7 @@
 //
 // # A service in four calls
 //
-//	if err := idem.Migrate(ctx, pool); err != nil { // idemgen's tables
+//	if err := schema.Migrate(ctx, pool); err != nil { // idemgen's tables
 //		return err
 //	}
 //	engine, err := idem.New(pool, idem.Config{ // checks the schema and the operations
@@ -18,14 +18,19 @@
 //	go admin.NewSweeper(pool, admin.SweeperConfig{}).Run(ctx)        // retires expired records
 //	return http.ListenAndServe(":8080", api.NewHandler(svc, engine)) // generated: one engine call per request
 //
-// New fails with ErrSchemaMissing when the database lacks idemgen's tables
-// (idem_records, and every migration of this runtime in MigrationsTable
-// where that table exists), so a forgotten Migrate stops the start-up
-// rather than the first POST. A service whose migration tool owns the
-// schema applies the same SQL with it instead: `idemgen migrations -format
-// goose|migrate|atlas|plain` writes it (docs/migrations.md). MigrateFS
-// applies the service's own NNNN_name.up.sql files the same way, recorded
-// in a table of their own, and refuses any other file in the set.
+// Setting the database up is not this package's job: package
+// runtime/idem/schema applies the migrations (schema.Migrate, and
+// schema.MigrateFS for the service's own NNNN_name.up.sql files, recorded
+// in a table of their own) and sets up the databases of regions
+// (schema.SetupRegion); package runtime/idem/admin holds the sweeper and
+// the rest of the operator's API over the records. New only checks: it
+// fails with ErrSchemaMissing when the database lacks idemgen's tables
+// (idem_records, and every migration of this runtime in
+// schema.MigrationsTable where that table exists), so a forgotten
+// schema.Migrate stops the start-up rather than the first POST. A service
+// whose migration tool owns the schema applies the same SQL with it
+// instead: `idemgen migrations -format goose|migrate|atlas|plain` writes it
+// (docs/migrations.md).
 //
 // # What happens to a request
 //

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 // TestHandwrittenExample runs Example_handwritten's service against a real
@@ -17,10 +18,10 @@ func TestHandwrittenExample(t *testing.T) {
 	t.Parallel()
 	pool := emptySchema(t)
 	ctx := context.Background()
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.MigrateFS(ctx, pool, ordersMigrations, "orders_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, ordersMigrations, "orders_migrations"); err != nil {
 		t.Fatal(err)
 	}
 	eng, err := idem.New(pool, idem.Config{Operations: []*idem.Operation{createOrder}})

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 // ordersMigrations holds the service's own tables.
@@ -85,10 +86,10 @@ func Example_handwritten() {
 		log.Fatal(err)
 	}
 	defer pool.Close()
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		log.Fatal(err)
 	}
-	if err := idem.MigrateFS(ctx, pool, ordersMigrations, "orders_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, ordersMigrations, "orders_migrations"); err != nil {
 		log.Fatal(err)
 	}
 	eng, err := idem.New(pool, idem.Config{Operations: []*idem.Operation{createOrder}})

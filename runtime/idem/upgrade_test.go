@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/queries"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -69,10 +70,10 @@ func TestUpgradeFromV2(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	pool := emptySchema(t)
-	if err := idem.MigrateFS(ctx, pool, v2Migrations(t), idem.MigrationsTable); err != nil {
+	if err := schema.MigrateFS(ctx, pool, v2Migrations(t), schema.MigrationsTable); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.MigrateFS(ctx, pool, businessSchema, "business_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, businessSchema, "business_migrations"); err != nil {
 		t.Fatal(err)
 	}
 	db := &pgtest.DB{Pool: pool}
@@ -118,7 +119,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		t.Fatal(err)
 	}
 
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
 	var after string

@@ -1,6 +1,6 @@
 // Package pgtest gives tests a real PostgreSQL: a fresh schema per test on
 // the server named by DATABASE_URL (make test starts one with scripts/pg.sh),
-// with idemgen's migrations applied (and recorded, as idem.Migrate does) and
+// with idemgen's migrations applied (and recorded, as schema.Migrate does) and
 // the schema dropped afterwards.
 //
 // Without DATABASE_URL a test is skipped on a developer's machine and fails
@@ -22,7 +22,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 // URL returns DATABASE_URL, skipping the test when it is unset, or failing
@@ -44,7 +44,7 @@ type Options struct {
 	// Migrations are applied after idemgen's own (files *.up.sql, in name order).
 	Migrations fs.FS
 	// MigrationsTable, when set, records Migrations there through
-	// idem.MigrateFS, so a service that migrates itself at start-up finds
+	// schema.MigrateFS, so a service that migrates itself at start-up finds
 	// them applied. Empty applies them without recording.
 	MigrationsTable string
 	// MaxConns sizes the pool; zero means 16.
@@ -78,13 +78,13 @@ func New(tb testing.TB, opts Options) *DB {
 	if _, err := rand.Read(b[:]); err != nil {
 		tb.Fatal(err)
 	}
-	schema := "t_" + hex.EncodeToString(b[:])
+	schemaName := "t_" + hex.EncodeToString(b[:])
 
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
 		tb.Fatalf("pgtest: connect %s: %v", redact(base), err)
 	}
-	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schema); err != nil {
+	if _, err := admin.Exec(ctx, "CREATE SCHEMA "+schemaName); err != nil {
 		admin.Close(ctx)
 		tb.Fatalf("pgtest: create schema: %v", err)
 	}
@@ -94,7 +94,7 @@ func New(tb testing.TB, opts Options) *DB {
 	if err != nil {
 		tb.Fatalf("pgtest: parse DATABASE_URL: %v", err)
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = schema
+	cfg.ConnConfig.RuntimeParams["search_path"] = schemaName
 	cfg.MaxConns = 16
 	if opts.MaxConns > 0 {
 		cfg.MaxConns = opts.MaxConns
@@ -107,24 +107,24 @@ func New(tb testing.TB, opts Options) *DB {
 		pool.Close()
 		conn, err := pgx.Connect(context.Background(), base)
 		if err != nil {
-			tb.Logf("pgtest: drop schema %s: %v", schema, err)
+			tb.Logf("pgtest: drop schema %s: %v", schemaName, err)
 			return
 		}
 		defer conn.Close(context.Background())
-		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schema+" CASCADE"); err != nil {
-			tb.Logf("pgtest: drop schema %s: %v", schema, err)
+		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schemaName+" CASCADE"); err != nil {
+			tb.Logf("pgtest: drop schema %s: %v", schemaName, err)
 		}
 	})
 
-	// The runtime's migrations are recorded as idem.Migrate records them, so
-	// code under test that calls idem.Migrate finds nothing left to do.
-	if err := idem.Migrate(ctx, pool); err != nil {
+	// The runtime's migrations are recorded as schema.Migrate records them, so
+	// code under test that calls schema.Migrate finds nothing left to do.
+	if err := schema.Migrate(ctx, pool); err != nil {
 		tb.Fatalf("pgtest: %v", err)
 	}
 	if opts.Migrations != nil {
 		var err error
 		if opts.MigrationsTable != "" {
-			err = idem.MigrateFS(ctx, pool, opts.Migrations, opts.MigrationsTable)
+			err = schema.MigrateFS(ctx, pool, opts.Migrations, opts.MigrationsTable)
 		} else {
 			err = Apply(ctx, pool, opts.Migrations)
 		}
@@ -132,16 +132,16 @@ func New(tb testing.TB, opts Options) *DB {
 			tb.Fatalf("pgtest: %v", err)
 		}
 	}
-	return &DB{Pool: pool, Schema: schema, URL: withSearchPath(base, schema)}
+	return &DB{Pool: pool, Schema: schemaName, URL: withSearchPath(base, schemaName)}
 }
 
 // Apply runs every *.up.sql file of fsys, in name order, on db, without
-// recording them. Like idem.MigrateFS it refuses an fsys holding other
-// files than *.up.sql and *.down.sql (idem.MigrationVersions).
+// recording them. Like schema.MigrateFS it refuses an fsys holding other
+// files than *.up.sql and *.down.sql (schema.MigrationVersions).
 func Apply(ctx context.Context, db interface {
 	Exec(context.Context, string, ...any) (pgconn.CommandTag, error)
 }, fsys fs.FS) error {
-	if _, err := idem.MigrationVersions(fsys); err != nil {
+	if _, err := schema.MigrationVersions(fsys); err != nil {
 		return fmt.Errorf("migrations: %w", err)
 	}
 	var names []string

@@ -5,7 +5,7 @@ import (
 	"testing"
 	"testing/fstest"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -15,14 +15,14 @@ func TestMigrationsAreRecorded(t *testing.T) {
 	svc := fstest.MapFS{"0001_widgets.up.sql": {Data: []byte("CREATE TABLE widgets (id int PRIMARY KEY)")}}
 	db := pgtest.New(t, pgtest.Options{Migrations: svc, MigrationsTable: "widgets_schema_migrations"})
 	ctx := context.Background()
-	if err := idem.Migrate(ctx, db); err != nil {
-		t.Fatalf("idem.Migrate on a pgtest schema: %v", err)
+	if err := schema.Migrate(ctx, db); err != nil {
+		t.Fatalf("schema.Migrate on a pgtest schema: %v", err)
 	}
-	if err := idem.MigrateFS(ctx, db, svc, "widgets_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, db, svc, "widgets_schema_migrations"); err != nil {
 		t.Fatalf("service migrations on a pgtest schema: %v", err)
 	}
 	var runtime, service int
-	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+idem.MigrationsTable).Scan(&runtime); err != nil {
+	if err := db.QueryRow(ctx, "SELECT count(*) FROM "+schema.MigrationsTable).Scan(&runtime); err != nil {
 		t.Fatal(err)
 	}
 	if err := db.QueryRow(ctx, "SELECT count(*) FROM widgets_schema_migrations").Scan(&service); err != nil {

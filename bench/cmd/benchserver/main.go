@@ -38,10 +38,11 @@ import (
 
 	"github.com/idemgen/idemgen/bench/api"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/idemredis"
 )
 
-const schema = `CREATE TABLE IF NOT EXISTS bench_payments (
+const benchSchema = `CREATE TABLE IF NOT EXISTS bench_payments (
     id              bigserial PRIMARY KEY,
     idempotency_key text,
     amount          bigint NOT NULL,
@@ -132,10 +133,10 @@ func run() error {
 		return err
 	}
 	defer pool.Close()
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	for _, ddl := range []string{schema, naiveSchema} {
+	for _, ddl := range []string{benchSchema, naiveSchema} {
 		if _, err := pool.Exec(ctx, ddl); err != nil {
 			return err
 		}

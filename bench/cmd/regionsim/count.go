@@ -9,6 +9,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 // waitCaughtUp waits until each region's replica of the other's records
@@ -42,7 +43,7 @@ func waitCaughtUp(ctx context.Context, a, b *region) error {
 func digest(ctx context.Context, in *region, of string) (string, error) {
 	var d string
 	err := in.admin.QueryRow(ctx, "SELECT count(*)::text || ':' || coalesce(md5(string_agg(id::text || state, ',' ORDER BY id)), '') FROM "+
-		idem.RegionSchema(of)+".idem_records").Scan(&d)
+		schema.RegionSchema(of)+".idem_records").Scan(&d)
 	return d, err
 }
 
@@ -119,7 +120,7 @@ func count(ctx context.Context, a, b *region, keys []string, res *result) error 
 func paidIn(ctx context.Context, regions []*region, keys []string, cond string) (map[string]int, error) {
 	paid := map[string]int{}
 	for _, r := range regions {
-		rows, err := r.admin.Query(ctx, "SELECT idem_key FROM "+idem.RegionSchema(r.name)+".payments WHERE idem_key = ANY($1)"+cond, keys)
+		rows, err := r.admin.Query(ctx, "SELECT idem_key FROM "+schema.RegionSchema(r.name)+".payments WHERE idem_key = ANY($1)"+cond, keys)
 		if err != nil {
 			return nil, err
 		}

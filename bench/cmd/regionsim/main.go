@@ -35,6 +35,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 var (
@@ -70,7 +71,7 @@ func main() {
 		}
 	}
 	for _, p := range [][2]*region{{a, b}, {b, a}} {
-		if err := idem.SubscribeRegion(ctx, p[0].admin, p[0].name, p[1].name, p[1].url); err != nil {
+		if err := schema.SubscribeRegion(ctx, p[0].admin, p[0].name, p[1].name, p[1].url); err != nil {
 			log.Fatalf("regionsim: %v", err)
 		}
 	}
@@ -151,12 +152,12 @@ func (r *region) open(ctx context.Context) error {
 	if err != nil {
 		return err
 	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = idem.RegionSchema(r.name) + ",public"
+	cfg.ConnConfig.RuntimeParams["search_path"] = schema.RegionSchema(r.name) + ",public"
 	cfg.MaxConns = 16
 	if r.pool, err = pgxpool.NewWithConfig(ctx, cfg); err != nil {
 		return err
 	}
-	if err := idem.SetupRegion(ctx, r.pool, r.def); err != nil {
+	if err := schema.SetupRegion(ctx, r.pool, r.def); err != nil {
 		return err
 	}
 	_, err = r.pool.Exec(ctx, `CREATE TABLE IF NOT EXISTS payments (idem_key text PRIMARY KEY, amount integer NOT NULL,

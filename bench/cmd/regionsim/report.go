@@ -14,7 +14,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 func render(phases []phase, rows []result, lag string) string {
@@ -87,7 +87,7 @@ func cost(ctx context.Context, a *region) (string, error) {
 		return "", err
 	}
 	defer single.Close()
-	if err := idem.Migrate(ctx, single); err != nil {
+	if err := schema.Migrate(ctx, single); err != nil {
 		return "", err
 	}
 	if _, err := single.Exec(ctx, `CREATE TABLE IF NOT EXISTS payments (idem_key text PRIMARY KEY, amount integer NOT NULL,

@@ -17,7 +17,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
@@ -277,7 +277,7 @@ func setSubscription(ctx context.Context, local, peer *region, on bool) error {
 	if on {
 		verb = "ENABLE"
 	}
-	_, err := local.admin.Exec(ctx, "ALTER SUBSCRIPTION "+idem.RegionSubscription(local.name, peer.name)+" "+verb)
+	_, err := local.admin.Exec(ctx, "ALTER SUBSCRIPTION "+schema.RegionSubscription(local.name, peer.name)+" "+verb)
 	return err
 }
 

@@ -26,6 +26,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -86,10 +87,10 @@ func TestFailover(t *testing.T) {
 	})
 
 	direct := haPool(t, ha.URL)
-	if err := idem.Migrate(ctx, direct); err != nil {
+	if err := schema.Migrate(ctx, direct); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.MigrateFS(ctx, direct, payments.Migrations, "payments_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, direct, payments.Migrations, "payments_schema_migrations"); err != nil {
 		t.Fatal(err)
 	}
 	gw := gateway.New()

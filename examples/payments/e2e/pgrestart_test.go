@@ -22,6 +22,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -81,10 +82,10 @@ func TestPostgresRestart(t *testing.T) {
 		t.Fatal(err)
 	}
 	t.Cleanup(pool.Close)
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		t.Fatal(err)
 	}
-	if err := idem.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
 		t.Fatal(err)
 	}
 	gw := gateway.New()

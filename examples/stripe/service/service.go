@@ -26,7 +26,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
-// Migrations are the service's tables; apply them with idem.MigrateFS.
+// Migrations are the service's tables; apply them with schema.MigrateFS.
 //
 //go:embed migrations/*.up.sql
 var Migrations embed.FS

@@ -84,7 +84,7 @@ var (
 	ErrInvalid = errors.New("invalid")
 	// ErrNoSchema: the database lacks idemgen's tables or their latest
 	// migration.
-	ErrNoSchema = errors.New("the database lacks idemgen's tables or their latest migration (start the service once, or run idem.Migrate)")
+	ErrNoSchema = errors.New("the database lacks idemgen's tables or their latest migration (start the service once, or run schema.Migrate)")
 )
 
 // noSchema marks an error about a missing table with ErrNoSchema.

@@ -32,7 +32,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/bookkeeper"
 	"github.com/idemgen/idemgen/examples/payments/internal/telemetry"
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 )
 
 func main() {
@@ -63,10 +63,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 		return fmt.Errorf("connect: %w", err)
 	}
 	defer pool.Close()
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	if err := idem.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
 		return err
 	}
 	nc, err := nats.Connect(natsURL, nats.Name(bookkeeper.Name), nats.MaxReconnects(-1))

@@ -75,6 +75,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
+	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/natsjs"
 )
 
@@ -115,10 +116,10 @@ func run(ctx context.Context, log *slog.Logger) error {
 
 	// Migrations: idemgen's (the idem_records table), then the service's
 	// own, each set recorded in its own table. Safe with many replicas.
-	if err := idem.Migrate(ctx, pool); err != nil {
+	if err := schema.Migrate(ctx, pool); err != nil {
 		return err
 	}
-	if err := idem.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
+	if err := schema.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
 		return err
 	}
 
