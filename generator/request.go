@@ -87,9 +87,9 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
 		if keyHeader {
-			b.keyParam(o, prm, sr, where)
+			b.keyParam(o, prm, sr, where, noValidate)
 		}
-		if !prm.EngineKey { // the decoder validates it
+		if !prm.EngineKey || prm.KeyChecked { // the decoder, or the engine's CheckKey, validates it
 			prm.Schema = b.req.index(sr, schemaLoc, noValidate)
 		}
 		o.Params = append(o.Params, prm)
@@ -100,37 +100,32 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 // declares the operation's idempotency key header: the engine parses the
 // key (x-idempotent.keyFormat) before the decoder runs, so the decoder does
 // not read the header again and the handler's field holds the engine's
-// parsed key, the one form of the key a handler sees. A key declared as
-// anything but a string is read as declared (with a warning), and schema
-// constraints the engine's key rules do not imply are named in a warning,
-// since nothing checks them.
-func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string) {
+// parsed key, the one form of the key a handler sees (a format: uuid
+// string's uuid.UUID from it). A key declared as anything else (an enum, a
+// number, an array) is read as declared, with a warning. When the
+// schema says more than the key format implies (a pattern, an enum, a
+// length), or the parameter is required while the policy's key is not,
+// prm.KeyChecked: the engine checks its parsed key against the schema
+// (idem.Operation.CheckKey) before it reads the body.
+func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string, noValidate bool) {
 	at := strings.TrimSuffix(where, ": ") + " " + prm.Where()
-	if prm.List || prm.Type.Kind != GoBuiltin || prm.Type.Name != "string" {
-		b.warnf(at, "the idempotency key header is not declared a string: its request field holds the header as sent, KeyFromContext the key the engine parsed")
+	if prm.List || (prm.Type.Kind != GoBuiltin || prm.Type.Name != "string") && prm.Type.Kind != GoUUID {
+		b.warnf(at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
 		return
 	}
 	prm.EngineKey = true
+	if noValidate {
+		return // the config turns the operation's validation off
+	}
+	prm.KeyChecked = prm.Required && !o.Policy.Required
 	if sr == nil || sr.Value == nil {
 		return
 	}
 	s := sr.Value
-	var unchecked []string
-	if s.Pattern != "" {
-		unchecked = append(unchecked, "pattern")
-	}
-	if len(s.Enum) > 0 {
-		unchecked = append(unchecked, "enum")
-	}
-	if s.MinLength > 1 {
-		unchecked = append(unchecked, "minLength")
-	}
-	if s.MaxLength != nil && *s.MaxLength < 255 {
-		unchecked = append(unchecked, "maxLength")
-	}
-	if len(unchecked) > 0 {
-		b.warnf(at, "%s not checked: the engine parses the key as x-idempotent.keyFormat %q says", strings.Join(unchecked, ", "), o.Policy.KeyFormat)
-	}
+	uuidKey := strings.HasPrefix(o.Policy.KeyFormat, "uuid") // uuid, uuidv4, uuidv7
+	format := formatConst(s.Format, []string{openapi3.TypeString})
+	prm.KeyChecked = prm.KeyChecked || s.Pattern != "" || len(s.Enum) > 0 || s.MinLength > 1 ||
+		s.MaxLength != nil && *s.MaxLength < 255 || format != "" && !(format == "FormatUUID" && uuidKey)
 }
 
 func inRank(in string) int {
