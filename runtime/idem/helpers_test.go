@@ -56,6 +56,16 @@ type env struct {
 	custom  map[string]idem.Handler
 	started chan int32    // "block": the handler's backend pid, once it wrote
 	release chan struct{} // "block": closed (or sent to) to let it finish
+	unblock sync.Once     // closes release once (see releaseOnExit)
+}
+
+// releaseOnExit closes e.release, once, when the test ends (a failed check
+// must not leave a blocked handler for the server's cleanup to wait on) or
+// when the returned function is called.
+func (e *env) releaseOnExit(t *testing.T) func() {
+	release := func() { e.unblock.Do(func() { close(e.release) }) }
+	t.Cleanup(release)
+	return release
 }
 
 func testPolicy(mode idem.Mode) idem.Policy {

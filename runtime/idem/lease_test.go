@@ -5,6 +5,7 @@ import (
 	"errors"
 	"net/http"
 	"strconv"
+	"strings"
 	"sync"
 	"sync/atomic"
 	"testing"
@@ -14,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
 // blockOnce returns a handler that, on its first call, saves a recovery
@@ -92,20 +94,89 @@ func TestZombieCannotCommit(t *testing.T) {
 func TestLeaseRenewal(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	// Renewals due every 667 ms; a lease lapses after two missed ones
-	// (600 ms leases lapsed in a clean-clone run at load 30 with -race).
-	p.Lease = 2 * time.Second
-	e := newEnv(t, p, idem.Config{})
+	// Renewals are due every 1.3 s; the claim is lost only if none lands
+	// for 2.7 s (2 s leases lapsed once in CI, lanes side by side on 2
+	// cores with -race). Each renewal error is logged.
+	p.Lease = 4 * time.Second
+	e := newEnv(t, p, idem.Config{Hooks: idem.Hooks{OnError: logErrors(t).add}})
 	e.handle("once", blockOnce(e, false))
+	release := e.releaseOnExit(t)
 	key := newKey()
 	first := e.async(key, payReq{Amount: 1, Behave: "once"})
 	waitStarted(t, e)
-	time.Sleep(5 * p.Lease / 2) // past the first lease, renewed in the background
+	pastFirstLease(t, e, key, p.Lease)
 	r := e.post(key, payReq{Amount: 1, Behave: "once"})
 	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
-	close(e.release)
+	release()
 	if r := recv(t, first); r.Status != 201 || string(r.Body) != "first" {
 		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+}
+
+// TestLeaseRenewalThroughPool: when the renewer cannot open a connection of
+// its own (the server refuses more clients), it renews through the pool,
+// and says why.
+func TestLeaseRenewalThroughPool(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	p.Lease = 4 * time.Second
+	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
+	var refuse atomic.Bool
+	pool := poolOn(t, db, func(c *pgxpool.Config) {
+		c.MaxConns = 4
+		c.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
+			if refuse.Load() {
+				return errors.New("sorry, too many clients already (test)")
+			}
+			return nil
+		}
+	})
+	// The pool opens its connections, then the server takes no more.
+	held := make([]*pgxpool.Conn, 4)
+	for i := range held {
+		c, err := pool.Acquire(context.Background())
+		if err != nil {
+			t.Fatal(err)
+		}
+		held[i] = c
+	}
+	for _, c := range held {
+		c.Release()
+	}
+	refuse.Store(true)
+	errs := logErrors(t)
+	e := newEnvWith(t, db, pool, p, idem.Config{Hooks: idem.Hooks{OnError: errs.add}})
+	e.handle("once", blockOnce(e, false))
+	release := e.releaseOnExit(t)
+	key := newKey()
+	first := e.async(key, payReq{Amount: 1, Behave: "once"})
+	waitStarted(t, e)
+	pastFirstLease(t, e, key, p.Lease)
+	r := e.post(key, payReq{Amount: 1, Behave: "once"})
+	r.wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+	release()
+	if r := recv(t, first); r.Status != 201 || string(r.Body) != "first" {
+		t.Fatalf("first: %d %s", r.Status, r.Body)
+	}
+	if err := errs.first(); err == nil || !strings.Contains(err.Error(), "open the renewer's connection") ||
+		!strings.Contains(err.Error(), "too many clients") || !strings.Contains(err.Error(), "renewed through the pool") {
+		t.Fatalf("first error reported: %v; want the refused connection, renewed through the pool", err)
+	}
+}
+
+// pastFirstLease waits until the lease key was claimed with has run out by
+// the database's clock (the handler started after the claim, so its lease
+// ends before started+lease), and checks the claim is still held: renewed,
+// with its first fence.
+func pastFirstLease(t *testing.T, e *env, key string, lease time.Duration) {
+	t.Helper()
+	time.Sleep(lease + 250*time.Millisecond)
+	var live bool
+	var fence int64
+	err := e.db.QueryRow(context.Background(),
+		"SELECT lease_expires_at > now(), fence FROM idem_records WHERE idempotency_key = $1", strings.ToLower(key)).Scan(&live, &fence)
+	if err != nil || !live || fence != 1 {
+		t.Fatalf("after the first lease: live %v, fence %d, %v; want a renewed claim", live, fence, err)
 	}
 }
 
@@ -447,4 +518,41 @@ func TestFencedOutHolderCannotCommit(t *testing.T) {
 			}
 		})
 	}
+}
+
+// errLog is a Hooks.OnError that keeps what it is given and logs it to t
+// while the test runs: a failed test shows them.
+type errLog struct {
+	t    *testing.T
+	mu   sync.Mutex
+	done bool
+	errs []error
+}
+
+func logErrors(t *testing.T) *errLog {
+	l := &errLog{t: t}
+	t.Cleanup(func() {
+		l.mu.Lock()
+		l.done = true
+		l.mu.Unlock()
+	})
+	return l
+}
+
+func (l *errLog) add(_ context.Context, _ *idem.Operation, err error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	l.errs = append(l.errs, err)
+	if !l.done {
+		l.t.Log(err)
+	}
+}
+
+func (l *errLog) first() error {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	if len(l.errs) == 0 {
+		return nil
+	}
+	return l.errs[0]
 }

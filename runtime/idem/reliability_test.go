@@ -49,14 +49,14 @@ func poolOn(t *testing.T, db *pgtest.DB, edit func(*pgxpool.Config)) *pgxpool.Po
 func TestLeaseRenewalUnderSaturation(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	// Renewals are due every second and a lease lapses only after two
-	// missed ones: 300 ms leases lapsed at load 25 with -race, 1 s leases
+	// Renewals are due every 1.3 s and a lease lapses only if none lands
+	// for 2.7 s: 300 ms leases lapsed at load 25 with -race, 1 s leases
 	// once in CI (lanes side by side on 2 cores). A renewal that waited for
-	// a pool connection would still wait the holders' 7.5 s out.
-	p.Lease = 3 * time.Second
+	// a pool connection would still wait the holders' 6 s out.
+	p.Lease = 4 * time.Second
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
 	small := poolOn(t, db, func(c *pgxpool.Config) { c.MaxConns = 4 })
-	a := newEnvWith(t, db, small, p, idem.Config{})
+	a := newEnvWith(t, db, small, p, idem.Config{Hooks: idem.Hooks{OnError: logErrors(t).add}})
 	var mu sync.Mutex
 	holding := map[string]chan struct{}{} // closed when the key's holder runs
 	a.handle("hold", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
@@ -65,7 +65,7 @@ func TestLeaseRenewalUnderSaturation(t *testing.T) {
 		close(holding[k.Value])
 		mu.Unlock()
 		select {
-		case <-time.After(5 * p.Lease / 2):
+		case <-time.After(3 * p.Lease / 2):
 		case <-ctx.Done():
 			return nil, context.Cause(ctx)
 		}
@@ -522,7 +522,8 @@ func TestAtomicLoserOfBusinessConflictReplays(t *testing.T) {
 }
 
 // TestLeaseRenewalFailure: the renewer cannot reach the database (its
-// connection cannot be opened) while a lease handler runs past its lease.
+// connection cannot be opened, and the pool's only one is the handler's)
+// while a lease handler runs past its lease.
 // The failure is reported to Hooks.OnError, and the handler is cancelled with
 // ErrLeaseLost once its lease has run out — another request may have taken
 // the claim over — instead of running on as if it still held it.
@@ -533,6 +534,7 @@ func TestLeaseRenewalFailure(t *testing.T) {
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
 	var refuse atomic.Bool
 	pool := poolOn(t, db, func(c *pgxpool.Config) {
+		c.MaxConns = 1
 		c.BeforeConnect = func(context.Context, *pgx.ConnConfig) error {
 			if refuse.Load() {
 				return errors.New("injected: no new connections")
@@ -548,10 +550,10 @@ func TestLeaseRenewalFailure(t *testing.T) {
 			reported = append(reported, err)
 			mu.Unlock()
 		}}})
-	// Open the pool's connections first: the request then takes an idle
-	// one, and only the renewer, opening its own, is refused.
+	// Open the pool's connection first: the request then takes it, the
+	// renewer is refused its own and waits for the pool's in vain.
 	var conns []*pgxpool.Conn
-	for range 3 {
+	for range 1 {
 		c, err := pool.Acquire(context.Background())
 		if err != nil {
 			t.Fatal(err)

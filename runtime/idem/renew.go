@@ -232,12 +232,20 @@ type claimID struct {
 }
 
 // renew runs RenewLeases on the renewer's own connection, opening it (again)
-// when needed.
+// when needed. When it cannot be opened (the server refuses more clients,
+// or opening one takes half the round's time), the round renews through the
+// engine's DB instead: waiting there for a pooled connection may still beat
+// the lease, while giving up would lose every claim the round carries.
 func (r *renewer) renew(ctx context.Context, p store.RenewLeasesParams) ([]store.RenewLeasesRow, error) {
 	if r.conn == nil || r.conn.IsClosed() {
-		conn, err := r.dial(ctx)
+		conn, err := r.dialHalf(ctx)
 		if err != nil {
-			return nil, err
+			rows, perr := store.New(r.e.db).RenewLeases(ctx, p)
+			if perr != nil {
+				return nil, fmt.Errorf("%w (through the pool: %w)", err, perr)
+			}
+			r.report(fmt.Errorf("idem: renew leases: %w; renewed through the pool", err))
+			return rows, nil
 		}
 		if conn == nil { // no way to open one: share the DB
 			return store.New(r.e.db).RenewLeases(ctx, p)
@@ -261,6 +269,20 @@ func (r *renewer) closeConn() {
 		_ = r.conn.Close(context.Background())
 		r.conn = nil
 	}
+}
+
+// dialHalf is dial bounded by half the time ctx has left.
+func (r *renewer) dialHalf(ctx context.Context) (*pgx.Conn, error) {
+	if deadline, ok := ctx.Deadline(); ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, time.Until(deadline)/2)
+		defer cancel()
+	}
+	conn, err := r.dial(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("open the renewer's connection: %w", err)
+	}
+	return conn, nil
 }
 
 // dial opens a connection configured like the engine's DB ones: a pool's

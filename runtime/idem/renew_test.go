@@ -17,7 +17,8 @@ import (
 )
 
 // TestRenewerResumesAfterBackoff: the renewer's rounds fail for a while
-// (its connection cannot be opened), and a claim starts while it backs off.
+// (its connection cannot be opened, and renewals through the pool fail),
+// and a claim starts while it backs off.
 // Once the database is reachable again, that claim's lease is renewed: the
 // claim that woke the renewer during its backoff must not leave it stuck
 // (it waited for a timer it had stopped, and every lease of the engine
@@ -38,7 +39,7 @@ func TestRenewerResumesAfterBackoff(t *testing.T) {
 	})
 	failed := make(chan struct{})
 	var once sync.Once
-	e := newEnvWith(t, db, pool, p, idem.Config{Hooks: idem.Hooks{
+	e := newEnvWith(t, db, refusingRenewals{pool, &refuse}, p, idem.Config{Hooks: idem.Hooks{
 		OnError: func(_ context.Context, _ *idem.Operation, err error) {
 			if strings.Contains(err.Error(), "renew leases") {
 				once.Do(func() { close(failed) })
@@ -95,4 +96,18 @@ func TestRenewerResumesAfterBackoff(t *testing.T) {
 		t.Errorf("the claim made during the backoff: %d %s, want its lease renewed", r.Status, r.Body)
 	}
 	recv(t, first) // lost or renewed, depending on timing: either is right
+}
+
+// refusingRenewals is a pool whose lease renewals fail while refuse is set,
+// as if the database could not be reached for them.
+type refusingRenewals struct {
+	*pgxpool.Pool
+	refuse *atomic.Bool
+}
+
+func (p refusingRenewals) Query(ctx context.Context, sql string, args ...any) (pgx.Rows, error) {
+	if p.refuse.Load() && strings.Contains(sql, "-- name: RenewLeases ") {
+		return nil, errors.New("injected: database unreachable")
+	}
+	return p.Pool.Query(ctx, sql, args...)
 }

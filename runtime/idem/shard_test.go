@@ -137,7 +137,7 @@ func TestShards(t *testing.T) {
 
 	t.Run("lease held on a shard", func(t *testing.T) {
 		p := testPolicy(idem.ModeLease)
-		p.Lease = 2 * time.Second // 300 ms leases lapsed at load 23-31 with -race
+		p.Lease = 4 * time.Second // 300 ms leases lapsed at load 23-31 with -race, 2 s in CI
 		e := newEnvWith(t, s.dbs[0], s.dbs[0].Pool, p, s.config())
 		started := make(chan struct{})
 		var once sync.Once
@@ -149,7 +149,7 @@ func TestShards(t *testing.T) {
 				return nil, err
 			}
 			select {
-			case <-time.After(3 * p.Lease):
+			case <-time.After(3 * p.Lease / 2):
 			case <-ctx.Done():
 				return nil, context.Cause(ctx)
 			}
@@ -158,7 +158,7 @@ func TestShards(t *testing.T) {
 		key := newKey()
 		holder := e.async(key, payReq{Amount: 3, Behave: "hold"}, withHeader("X-Tenant", "initech"))
 		<-started
-		time.Sleep(3 * p.Lease / 2)
+		time.Sleep(p.Lease + 250*time.Millisecond) // past the lease the save set
 		// The claim was renewed on shard 2: a duplicate is in flight, not a
 		// takeover. On a loaded machine the duplicate may arrive only after
 		// the holder finished: then it is a replay, never a run of its own.
