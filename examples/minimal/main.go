@@ -26,6 +26,7 @@ import (
 
 	"github.com/idemgen/idemgen/examples/minimal/api"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemprom"
 )
 
@@ -72,7 +73,7 @@ func run(ctx context.Context) error {
 		return err
 	}
 	// The sweeper deletes records past their ttl, in small batches.
-	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: time.Minute, OnPass: metrics.ObserveSweep})
+	sweeper := admin.NewSweeper(pool, admin.SweeperConfig{Interval: time.Minute, OnPass: metrics.ObserveSweep})
 	go sweeper.Run(ctx)
 
 	mux := http.NewServeMux()

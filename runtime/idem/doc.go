@@ -15,7 +15,7 @@
 //	if err != nil {
 //		return err
 //	}
-//	go idem.NewSweeper(pool, idem.SweeperConfig{}).Run(ctx)          // retires expired records
+//	go admin.NewSweeper(pool, admin.SweeperConfig{}).Run(ctx)        // retires expired records
 //	return http.ListenAndServe(":8080", api.NewHandler(svc, engine)) // generated: one engine call per request
 //
 // New fails with ErrSchemaMissing when the database lacks idemgen's tables
@@ -95,9 +95,11 @@
 // # Records at rest and their retirement
 //
 // A Sealer (runtime/idemseal) encrypts stored responses and recovery data,
-// each bound to its record. The Sweeper deletes records past their ttl in
-// bounded batches, never a live claim, and counts the records left in
-// progress or unknown (SweepResult, LiveRecords).
+// each bound to its record. The sweeper (admin.Sweeper, in package
+// runtime/idem/admin with the rest of the operator's API over the records)
+// deletes records past their ttl in bounded batches, never a live claim,
+// and counts the records left in progress or unknown (admin.SweepResult,
+// admin.LiveRecords).
 //
 // # Generated code and this package
 //

@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 )
 
 // ordersMigrations holds the service's own tables.
@@ -94,6 +95,6 @@ func Example_handwritten() {
 	if err != nil {
 		log.Fatal(err) // e.g. a ttl outside 2h..24h
 	}
-	go idem.NewSweeper(pool, idem.SweeperConfig{}).Run(ctx)
+	go admin.NewSweeper(pool, admin.SweeperConfig{}).Run(ctx)
 	log.Fatal(http.ListenAndServe("localhost:8080", ordersHandler(eng)))
 }

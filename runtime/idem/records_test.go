@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 )
 
 func TestTenants(t *testing.T) {
@@ -104,7 +105,7 @@ func TestExpiry(t *testing.T) {
 				e.exec("UPDATE idem_records SET expires_at = now() - interval '1 second'")
 				if tombstone {
 					// A sweep within the grace keeps the expired record.
-					res, err := idem.NewSweeper(e.db, idem.SweeperConfig{}).RunOnce(context.Background())
+					res, err := admin.NewSweeper(e.db, admin.SweeperConfig{}).RunOnce(context.Background())
 					if err != nil || res.Deleted != 0 || e.state(key) != idem.StateCompleted {
 						t.Fatalf("sweep: %+v %v", res, err)
 					}

@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
@@ -196,13 +197,13 @@ func TestShards(t *testing.T) {
 		}
 		var wg sync.WaitGroup
 		errs := make([]error, len(s.dbs))
-		results := make([]idem.SweepResult, len(s.dbs))
+		results := make([]admin.SweepResult, len(s.dbs))
 		for i, db := range s.dbs {
 			wg.Add(1)
 			go func() {
 				defer wg.Done()
-				sw := idem.NewSweeper(db.Pool, idem.SweeperConfig{
-					OnAbandoned: func(context.Context, idem.AbandonedClaim) { abandoned[i].Add(1) },
+				sw := admin.NewSweeper(db.Pool, admin.SweeperConfig{
+					OnAbandoned: func(context.Context, admin.AbandonedClaim) { abandoned[i].Add(1) },
 				})
 				results[i], errs[i] = sw.RunOnce(context.Background())
 			}()

@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/queries"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -183,7 +184,7 @@ func TestUpgradeFromV2(t *testing.T) {
 	}
 
 	// The sweeper moves the rest over and drops the v2 table.
-	res, err := idem.NewSweeper(pool, idem.SweeperConfig{Budget: 1}).RunOnce(ctx)
+	res, err := admin.NewSweeper(pool, admin.SweeperConfig{Budget: 1}).RunOnce(ctx)
 	if err != nil || res.Moved < 3000 {
 		t.Fatalf("sweep: %+v, %v; want the 3000 other records moved", res, err)
 	}

@@ -5,7 +5,7 @@
 //	m := idemprom.New(idemprom.Options{})
 //	prometheus.MustRegister(m)
 //	engine, _ := idem.New(pool, idem.Config{Observers: []idem.Observer{m}, ...})
-//	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{OnPass: m.ObserveSweep})   // live-record gauges
+//	sweeper := admin.NewSweeper(pool, admin.SweeperConfig{OnPass: m.ObserveSweep})   // live-record gauges
 //	prometheus.MustRegister(idemprom.NewOutboxCollector(pool))   // with runtime/events
 //
 // Metrics (labels in braces; tenant only with Options.TenantLabel):
@@ -49,6 +49,7 @@ import (
 	"github.com/prometheus/client_golang/prometheus"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 )
 
 // Options tune New.
@@ -281,8 +282,8 @@ func (m *Metrics) Phase(ctx context.Context, op *idem.Operation, p idem.Phase) (
 }
 
 // ObserveSweep records one sweeper pass: pass it as
-// idem.SweeperConfig.OnPass.
-func (m *Metrics) ObserveSweep(_ context.Context, r idem.SweepResult) {
+// admin.SweeperConfig.OnPass.
+func (m *Metrics) ObserveSweep(_ context.Context, r admin.SweepResult) {
 	m.swept.WithLabelValues("moved").Add(float64(r.Moved))
 	m.swept.WithLabelValues("deleted").Add(float64(r.Deleted))
 	m.swept.WithLabelValues("unknown_deleted").Add(float64(r.UnknownDeleted))

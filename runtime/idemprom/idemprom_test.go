@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idemprom"
 	"github.com/idemgen/idemgen/runtime/idemredis"
 	"github.com/idemgen/idemgen/runtime/internal/redistest"
@@ -158,10 +159,10 @@ func TestMetricsAfterAScriptedSequence(t *testing.T) {
 		VALUES (idem_record_id('', 'createThing', 'stuck'), '', 'createThing', 'stuck', 'IN_PROGRESS', sha256('x'), 'v1', now() - interval '1 minute', now() + interval '1 day')`); err != nil {
 		t.Fatal(err)
 	}
-	if _, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx); err != nil {
+	if _, err := admin.NewSweeper(s.db, admin.SweeperConfig{}).RunOnce(ctx); err != nil {
 		t.Fatal(err)
 	}
-	res, err := idem.NewSweeper(s.db, idem.SweeperConfig{}).RunOnce(ctx)
+	res, err := admin.NewSweeper(s.db, admin.SweeperConfig{}).RunOnce(ctx)
 	if err != nil {
 		t.Fatal(err)
 	}

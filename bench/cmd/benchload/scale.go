@@ -12,7 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 )
 
 // scalePoint is the cost of a first execution and of a replay with records
@@ -195,14 +195,14 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 	fmt.Fprintf(os.Stderr, "sweep: %d expired records loaded in %v\n", rows, res.loadTime.Round(time.Second))
 	traffic := scenario{name: "atomic", path: "/atomic", key: newKey, want: []int{201}}
 	var deleted atomic.Int64
-	s := idem.NewSweeper(finishing{pool, &deleted}, idem.SweeperConfig{BatchSize: batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
+	s := admin.NewSweeper(finishing{pool, &deleted}, admin.SweeperConfig{BatchSize: batch, Grace: time.Hour, Budget: budget, LiveInterval: -1})
 	if reuse {
 		// Earlier runs emptied the table's head: the pass walks it first,
 		// without traffic, until it deletes its first records (the windows
 		// then measure the sweeper on the backlog, not on empty pages).
 		wctx, stop := context.WithCancel(ctx)
 		done := make(chan struct{})
-		var wr idem.SweepResult
+		var wr admin.SweepResult
 		go func() {
 			defer close(done)
 			wr, _ = s.RunOnce(wctx)
@@ -234,7 +234,7 @@ func (b *bench) sweepUnderTraffic(rows, rounds int, d time.Duration, budget floa
 			// next window's pass resumes where this one stopped.
 			sctx, stop := context.WithCancel(ctx)
 			done := make(chan struct{})
-			var sr idem.SweepResult
+			var sr admin.SweepResult
 			var serr error
 			go func() {
 				defer close(done)

@@ -30,6 +30,7 @@ import (
 	_ "github.com/idemgen/idemgen/examples/payments/service"
 	_ "github.com/idemgen/idemgen/runtime/events"
 	_ "github.com/idemgen/idemgen/runtime/idem"
+	_ "github.com/idemgen/idemgen/runtime/idem/admin"
 	_ "github.com/idemgen/idemgen/runtime/idemclient"
 	_ "github.com/idemgen/idemgen/runtime/idemotel"
 	_ "github.com/idemgen/idemgen/runtime/idemproblem"

@@ -19,9 +19,14 @@
 //     resolution is recorded (idem_resolutions) with who and why.
 //   - Reseal rewrites sealed values under the current key, so retired keys
 //     can be dropped before the records expire by themselves.
+//   - Sweeper retires records: it deletes those past their expiry in
+//     bounded, paced batches, turns abandoned lease claims into UNKNOWN
+//     records for a person to resolve (OnAbandoned), and counts what is
+//     left in progress or unknown (SweepResult, LiveRecords). A service
+//     runs one in the background (Sweeper.Run).
 //
-// An Admin works on one database; with shards (idem.Config.Shard), make
-// one per shard.
+// An Admin, like a Sweeper, works on one database; with shards
+// (idem.Config.Shard), make one per shard.
 package admin
 
 import (

@@ -74,6 +74,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/service"
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/natsjs"
 )
 
@@ -154,7 +155,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 			return fmt.Errorf("SWEEP_INTERVAL=%q: want a positive duration such as 1m", v)
 		}
 	}
-	sweeper := idem.NewSweeper(pool, idem.SweeperConfig{Interval: sweepEvery, OnPass: o.metrics.ObserveSweep, Logger: log})
+	sweeper := admin.NewSweeper(pool, admin.SweeperConfig{Interval: sweepEvery, OnPass: o.metrics.ObserveSweep, Logger: log})
 	go func() {
 		if err := sweeper.Run(ctx); err != nil && !errors.Is(err, context.Canceled) {
 			log.Error("sweeper stopped", "err", err)

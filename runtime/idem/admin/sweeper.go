@@ -1,4 +1,4 @@
-package idem
+package admin
 
 import (
 	"context"
@@ -12,6 +12,7 @@ import (
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
@@ -83,7 +84,7 @@ type SweepResult struct {
 	// UnknownDeleted counts UNKNOWN records deleted after UnknownGrace.
 	UnknownDeleted int64
 	// Moved counts records moved over from the v2 table that migration
-	// 0005 left (see Migrate), while it exists.
+	// 0005 left (see schema.Migrate), while it exists.
 	Moved int64
 	// Pages counts the table pages the pass walked (all of them, unless
 	// it was cut short).
@@ -106,7 +107,7 @@ type LiveRecords struct {
 // AbandonedClaim is a lease claim whose holder died and whose client never
 // retried: its key expired with its outcome unknown.
 type AbandonedClaim struct {
-	Key       Key // Since is the record's creation
+	Key       idem.Key // Since is the record's creation
 	Attempts  int
 	Recovery  string // the last recovery point saved, "" if none
 	ExpiresAt time.Time
@@ -147,7 +148,7 @@ type AbandonedClaim struct {
 // While the v2 table that migration 0005 renamed exists, a pass first
 // moves its records over, in batches, and drops it once it is empty.
 type Sweeper struct {
-	db       DB
+	db       idem.DB
 	q        *store.Queries
 	cfg      SweeperConfig
 	lastLive atomic.Int64 // unix nanoseconds of the last report of live records
@@ -201,7 +202,7 @@ func pause(d time.Duration, rows int64, budget, keepUp, rate float64) time.Durat
 }
 
 // NewSweeper returns a sweeper over db.
-func NewSweeper(db DB, cfg SweeperConfig) *Sweeper {
+func NewSweeper(db idem.DB, cfg SweeperConfig) *Sweeper {
 	if cfg.BatchSize <= 0 {
 		cfg.BatchSize = 1000
 	}
@@ -306,7 +307,7 @@ func (w *walk) run(ctx context.Context, first, end int64, res *SweepResult) erro
 		if s.cfg.OnAbandoned != nil {
 			for i, key := range r.AbandonedKeys {
 				s.cfg.OnAbandoned(ctx, AbandonedClaim{
-					Key:      Key{Tenant: r.AbandonedTenants[i], Operation: r.AbandonedOperations[i], Value: key, Since: r.AbandonedCreated[i].Time},
+					Key:      idem.Key{Tenant: r.AbandonedTenants[i], Operation: r.AbandonedOperations[i], Value: key, Since: r.AbandonedCreated[i].Time},
 					Attempts: int(r.AbandonedAttempts[i]), Recovery: r.AbandonedRecoveryPoints[i], ExpiresAt: r.AbandonedExpires[i].Time,
 				})
 			}
@@ -382,7 +383,7 @@ func (s *Sweeper) moveLegacy(ctx context.Context, batch int32, res *SweepResult)
 	if err != nil {
 		return fmt.Errorf("idem: sweep: drop the v2 table: %w", err)
 	}
-	defer rollback(ctx, tx)
+	defer func() { _ = tx.Rollback(context.WithoutCancel(ctx)) }()
 	if _, err := tx.Exec(ctx, dropLegacy); err != nil {
 		var pe *pgconn.PgError
 		if errors.As(err, &pe) && pe.Code == "55P03" { // lock_not_available: requests read it

@@ -1,11 +1,11 @@
-package idem_test
+package admin_test
 
 import (
 	"context"
 	"testing"
 	"time"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -32,9 +32,9 @@ func TestSweeperCountsLiveRecords(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	var passes []idem.SweepResult
+	var passes []admin.SweepResult
 	runCtx, cancel := context.WithCancel(ctx)
-	sw := idem.NewSweeper(db, idem.SweeperConfig{Interval: time.Hour, OnPass: func(_ context.Context, r idem.SweepResult) {
+	sw := admin.NewSweeper(db, admin.SweeperConfig{Interval: time.Hour, OnPass: func(_ context.Context, r admin.SweepResult) {
 		passes = append(passes, r)
 		cancel()
 	}})
@@ -52,13 +52,13 @@ func TestSweeperCountsLiveRecords(t *testing.T) {
 	if r, err := sw.RunOnce(ctx); err != nil || r.Live == nil {
 		t.Errorf("LiveInterval 0: the next pass counts again (%+v, %v)", r, err)
 	}
-	spaced := idem.NewSweeper(db, idem.SweeperConfig{LiveInterval: time.Hour})
+	spaced := admin.NewSweeper(db, admin.SweeperConfig{LiveInterval: time.Hour})
 	first, _ := spaced.RunOnce(ctx)
 	second, _ := spaced.RunOnce(ctx)
 	if first.Live == nil || second.Live != nil {
 		t.Errorf("LiveInterval 1h: first %+v, second %+v; want a count, then none", first.Live, second.Live)
 	}
-	if r, _ := idem.NewSweeper(db, idem.SweeperConfig{LiveInterval: -1}).RunOnce(ctx); r.Live != nil {
+	if r, _ := admin.NewSweeper(db, admin.SweeperConfig{LiveInterval: -1}).RunOnce(ctx); r.Live != nil {
 		t.Errorf("LiveInterval < 0 counted: %+v", r.Live)
 	}
 }

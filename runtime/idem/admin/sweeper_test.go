@@ -1,12 +1,21 @@
-package idem_test
+package admin_test
 
 import (
 	"context"
+	"encoding/json"
+	"errors"
+	"io"
+	"net/http"
+	"net/http/httptest"
+	"strings"
 	"testing"
 	"time"
 
+	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/pgtest"
+	"github.com/jackc/pgx/v5"
 )
 
 func TestSweeper(t *testing.T) {
@@ -55,9 +64,9 @@ func TestSweeper(t *testing.T) {
 	}
 	// Within the grace, expired records stay (onExpired: reject still
 	// recognises their keys).
-	s := idem.NewSweeper(db, idem.SweeperConfig{BatchSize: 10, Pages: 2, Budget: 1, Grace: time.Hour})
+	s := admin.NewSweeper(db, admin.SweeperConfig{BatchSize: 10, Pages: 2, Budget: 1, Grace: time.Hour})
 	res, err := s.RunOnce(ctx)
-	if err != nil || counts(res) != (idem.SweepResult{Unknown: 2}) || res.Pages != pages {
+	if err != nil || counts(res) != (admin.SweepResult{Unknown: 2}) || res.Pages != pages {
 		t.Fatalf("first pass: %+v, %v; want nothing deleted, %d pages walked", res, err, pages)
 	}
 	// Past the grace they go, in batches of 10, pages 2 at a time.
@@ -65,7 +74,7 @@ func TestSweeper(t *testing.T) {
 		t.Fatal(err)
 	}
 	res, err = s.RunOnce(ctx)
-	if err != nil || counts(res) != (idem.SweepResult{Deleted: 257, Unknown: 2}) {
+	if err != nil || counts(res) != (admin.SweepResult{Deleted: 257, Unknown: 2}) {
 		t.Fatalf("second pass: %+v, %v", res, err)
 	}
 	if count("state = 'IN_PROGRESS'") != 3 || count("state = 'UNKNOWN'") != 2 || count("state = 'COMPLETED'") != 5 || count("true") != 10 {
@@ -75,7 +84,7 @@ func TestSweeper(t *testing.T) {
 	// Run loops until its context ends, and then returns nil.
 	rctx, cancel := context.WithCancel(ctx)
 	done := make(chan error, 1)
-	go func() { done <- idem.NewSweeper(db, idem.SweeperConfig{Interval: 10 * time.Millisecond}).Run(rctx) }()
+	go func() { done <- admin.NewSweeper(db, admin.SweeperConfig{Interval: 10 * time.Millisecond}).Run(rctx) }()
 	time.Sleep(50 * time.Millisecond)
 	cancel()
 	if err := <-done; err != nil {
@@ -87,10 +96,92 @@ func TestSweeper(t *testing.T) {
 // retried, found past its key's expiry, becomes UNKNOWN, is counted and
 // reported, and is deleted only after a resolution or a configured grace.
 // Live claims are left alone.
+// leaseEnv is a lease-mode engine serving POST /accounts/{account}/payments
+// (operation createPayment, schema version v1, as the engine's own tests
+// configure it) over a fresh schema: enough to see how the engine answers
+// a key the sweeper changed.
+type leaseEnv struct {
+	t   *testing.T
+	db  *pgtest.DB
+	srv *httptest.Server
+}
+
+func newLeaseEnv(t *testing.T) *leaseEnv {
+	t.Helper()
+	p := idem.DefaultPolicy()
+	p.Mode = idem.ModeLease
+	p.SchemaVersion = "v1"
+	op := &idem.Operation{ID: "createPayment", Method: "POST", Pattern: "/accounts/{account}/payments",
+		PathParams: []string{"account"}, Policy: p}
+	db := pgtest.New(t, pgtest.Options{})
+	eng, err := idem.New(db, idem.Config{Operations: []*idem.Operation{op}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	prepare := func(body []byte) (idem.Prepared, error) {
+		return idem.Prepared{Handler: func(context.Context, pgx.Tx) (*idem.Response, error) {
+			return &idem.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}}, Body: body}, nil
+		}}, nil
+	}
+	mux := http.NewServeMux()
+	mux.HandleFunc(op.Method+" "+op.Pattern, func(w http.ResponseWriter, r *http.Request) { eng.Serve(w, r, op, prepare) })
+	e := &leaseEnv{t: t, db: db, srv: httptest.NewServer(mux)}
+	t.Cleanup(e.srv.Close)
+	return e
+}
+
+func (e *leaseEnv) exec(sql string, args ...any) {
+	e.t.Helper()
+	if _, err := e.db.Exec(context.Background(), sql, args...); err != nil {
+		e.t.Fatal(err)
+	}
+}
+
+func (e *leaseEnv) state(key string) idem.State {
+	e.t.Helper()
+	var s idem.State
+	err := e.db.QueryRow(context.Background(), "SELECT state FROM idem_records WHERE idempotency_key = $1", key).Scan(&s)
+	if errors.Is(err, pgx.ErrNoRows) {
+		return "none"
+	}
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return s
+}
+
+// postProblem posts body with key and checks the problem it gets back.
+func (e *leaseEnv) postProblem(key, body string, status int, code, reason string) {
+	e.t.Helper()
+	req, err := http.NewRequest("POST", e.srv.URL+"/accounts/acc-1/payments", strings.NewReader(body))
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	resp, err := e.srv.Client().Do(req)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	rb, err := io.ReadAll(resp.Body)
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	var m map[string]any
+	if ct := resp.Header.Get("Content-Type"); ct != "application/problem+json" || json.Unmarshal(rb, &m) != nil {
+		e.t.Fatalf("status %d, Content-Type %q, body %s: want a problem", resp.StatusCode, ct, rb)
+	}
+	if resp.StatusCode != status || m["code"] != code || m["reason"] != reason || m["status"] != float64(status) {
+		e.t.Fatalf("got %d %v/%v (%s), want %d %s/%s", resp.StatusCode, m["code"], m["reason"], rb, status, code, reason)
+	}
+}
+
+func newKey() string { return uuid.Must(uuid.NewV7()).String() }
+
 func TestAbandonedClaims(t *testing.T) {
 	t.Parallel()
-	p := testPolicy(idem.ModeLease)
-	e := newEnv(t, p, idem.Config{})
+	e := newLeaseEnv(t)
 	ctx := context.Background()
 	insert := func(key, state, lease, expires string) {
 		t.Helper()
@@ -104,14 +195,14 @@ func TestAbandonedClaims(t *testing.T) {
 	insert(young, "IN_PROGRESS", "now() - interval '1 minute'", "now() + interval '1 hour'")  // a retry may still come
 	insert(unknown, "UNKNOWN", "NULL", "now() - interval '1 minute'")
 
-	var reported []idem.AbandonedClaim
-	var passes []idem.SweepResult
-	cfg := idem.SweeperConfig{
-		OnAbandoned: func(_ context.Context, c idem.AbandonedClaim) { reported = append(reported, c) },
-		OnPass:      func(_ context.Context, r idem.SweepResult) { passes = append(passes, r) },
+	var reported []admin.AbandonedClaim
+	var passes []admin.SweepResult
+	cfg := admin.SweeperConfig{
+		OnAbandoned: func(_ context.Context, c admin.AbandonedClaim) { reported = append(reported, c) },
+		OnPass:      func(_ context.Context, r admin.SweepResult) { passes = append(passes, r) },
 	}
-	res, err := idem.NewSweeper(e.db, cfg).RunOnce(ctx)
-	if err != nil || counts(res) != (idem.SweepResult{Abandoned: 1, Unknown: 2}) {
+	res, err := admin.NewSweeper(e.db, cfg).RunOnce(ctx)
+	if err != nil || counts(res) != (admin.SweepResult{Abandoned: 1, Unknown: 2}) {
 		t.Fatalf("first pass: %+v, %v", res, err)
 	}
 	if len(reported) != 1 || reported[0].Key.Value != abandoned || reported[0].Key.Operation != "createPayment" ||
@@ -129,12 +220,12 @@ func TestAbandonedClaims(t *testing.T) {
 	}
 	// Another payload on the abandoned key is still refused: its outcome is
 	// not known.
-	e.post(abandoned, payReq{Amount: 2}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+	e.postProblem(abandoned, `{"amount":2}`, 409, idem.CodeConflict, idem.ReasonConflict)
 
 	// Passes without a grace keep unresolved records, and report them again
 	// as waiting, not as newly abandoned.
-	res, err = idem.NewSweeper(e.db, cfg).RunOnce(ctx)
-	if err != nil || counts(res) != (idem.SweepResult{Unknown: 2}) {
+	res, err = admin.NewSweeper(e.db, cfg).RunOnce(ctx)
+	if err != nil || counts(res) != (admin.SweepResult{Unknown: 2}) {
 		t.Fatalf("second pass: %+v, %v", res, err)
 	}
 
@@ -142,18 +233,18 @@ func TestAbandonedClaims(t *testing.T) {
 	// the record to the ordinary expiry rules.
 	e.exec(`UPDATE idem_records SET state = 'EXPIRED', fence = fence + 1, expires_at = least(expires_at, now())
 		WHERE idempotency_key = $1 AND state = 'UNKNOWN'`, abandoned)
-	res, err = idem.NewSweeper(e.db, idem.SweeperConfig{Grace: time.Millisecond}).RunOnce(ctx)
-	if err != nil || counts(res) != (idem.SweepResult{Deleted: 1, Unknown: 1}) || e.state(abandoned) != "none" {
+	res, err = admin.NewSweeper(e.db, admin.SweeperConfig{Grace: time.Millisecond}).RunOnce(ctx)
+	if err != nil || counts(res) != (admin.SweepResult{Deleted: 1, Unknown: 1}) || e.state(abandoned) != "none" {
 		t.Fatalf("after the resolution: %+v, %v, state %s", res, err, e.state(abandoned))
 	}
 
 	// With a grace for unresolved records, they go that long after expiry.
-	s := idem.NewSweeper(e.db, idem.SweeperConfig{UnknownGrace: time.Hour})
-	if res, err = s.RunOnce(ctx); err != nil || counts(res) != (idem.SweepResult{Unknown: 1}) {
+	s := admin.NewSweeper(e.db, admin.SweeperConfig{UnknownGrace: time.Hour})
+	if res, err = s.RunOnce(ctx); err != nil || counts(res) != (admin.SweepResult{Unknown: 1}) {
 		t.Fatalf("within the grace: %+v, %v", res, err)
 	}
 	e.exec(`UPDATE idem_records SET expires_at = now() - interval '2 hours' WHERE idempotency_key = $1`, unknown)
-	if res, err = s.RunOnce(ctx); err != nil || counts(res) != (idem.SweepResult{UnknownDeleted: 1}) || e.state(unknown) != "none" {
+	if res, err = s.RunOnce(ctx); err != nil || counts(res) != (admin.SweepResult{UnknownDeleted: 1}) || e.state(unknown) != "none" {
 		t.Fatalf("past the grace: %+v, %v", res, err)
 	}
 	if e.state(live) != idem.StateInProgress || e.state(young) != idem.StateInProgress {
@@ -163,7 +254,7 @@ func TestAbandonedClaims(t *testing.T) {
 
 // counts is r without what varies from run to run (its duration and the
 // sample of live records, see TestSweeperCountsLiveRecords).
-func counts(r idem.SweepResult) idem.SweepResult {
+func counts(r admin.SweepResult) admin.SweepResult {
 	r.Duration, r.Live, r.Pages = 0, nil, 0
 	return r
 }

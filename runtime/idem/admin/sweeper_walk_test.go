@@ -1,4 +1,4 @@
-package idem_test
+package admin_test
 
 import (
 	"context"
@@ -13,6 +13,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -91,7 +92,7 @@ func TestSweeperResumes(t *testing.T) {
 			cancel() // the third statement ran; the pass stops after it
 		}
 	}}
-	s := idem.NewSweeper(sdb, idem.SweeperConfig{Pages: 2, Budget: 1, BatchSize: 100000})
+	s := admin.NewSweeper(sdb, admin.SweeperConfig{Pages: 2, Budget: 1, BatchSize: 100000})
 	first, err := s.RunOnce(ctx)
 	if !errors.Is(err, context.Canceled) || first.Pages != 6 {
 		t.Fatalf("cut pass: %+v, %v; want 6 pages walked, then canceled", first, err)
@@ -122,7 +123,7 @@ func TestSweeperSteps(t *testing.T) {
 	fillRecords(t, db, "live", "COMPLETED", 20000, "now() + interval '1 hour'", "NULL")
 	pages := tablePages(t, db)
 	sdb := &stepDB{DB: db}
-	s := idem.NewSweeper(sdb, idem.SweeperConfig{Pages: 64, Budget: 1})
+	s := admin.NewSweeper(sdb, admin.SweeperConfig{Pages: 64, Budget: 1})
 	if res, err := s.RunOnce(context.Background()); err != nil || res.Pages != pages || res.Deleted != 0 {
 		t.Fatalf("pass over live records: %+v, %v", res, err)
 	}
@@ -137,7 +138,7 @@ func TestSweeperSteps(t *testing.T) {
 		t.Fatal(err)
 	}
 	pages = tablePages(t, db)
-	res, err := idem.NewSweeper(sdb, idem.SweeperConfig{Pages: 64, Budget: 1, BatchSize: 1000}).RunOnce(context.Background())
+	res, err := admin.NewSweeper(sdb, admin.SweeperConfig{Pages: 64, Budget: 1, BatchSize: 1000}).RunOnce(context.Background())
 	if err != nil || res.Deleted != 20000 || res.Pages != pages {
 		t.Fatalf("pass over expired records: %+v, %v", res, err)
 	}
@@ -169,7 +170,7 @@ func TestSweeperCountsInBatches(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	res, err := idem.NewSweeper(db, idem.SweeperConfig{BatchSize: 7, Pages: 4, Budget: 1}).RunOnce(context.Background())
+	res, err := admin.NewSweeper(db, admin.SweeperConfig{BatchSize: 7, Pages: 4, Budget: 1}).RunOnce(context.Background())
 	if err != nil || res.Live == nil {
 		t.Fatalf("%+v, %v", res, err)
 	}
@@ -214,7 +215,7 @@ func TestSweeperSparesRevived(t *testing.T) {
 		}()
 		time.Sleep(5 * time.Millisecond)
 		// One statement over the whole table.
-		res, err := idem.NewSweeper(db, idem.SweeperConfig{BatchSize: 2 * n, Pages: 1 << 20, Budget: 1}).RunOnce(ctx)
+		res, err := admin.NewSweeper(db, admin.SweeperConfig{BatchSize: 2 * n, Pages: 1 << 20, Budget: 1}).RunOnce(ctx)
 		done.Store(true)
 		<-stopped
 		if err != nil {
