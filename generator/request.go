@@ -3,6 +3,7 @@ package generator
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -126,6 +127,38 @@ func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, whe
 	format := formatConst(s.Format, []string{openapi3.TypeString})
 	prm.KeyChecked = prm.KeyChecked || s.Pattern != "" || len(s.Enum) > 0 || s.MinLength > 1 ||
 		s.MaxLength != nil && *s.MaxLength < 255 || format != "" && !(format == "FormatUUID" && uuidKey)
+	if uuidKey {
+		b.uuidKeyRefused(at, o.Policy.KeyFormat, s)
+	}
+}
+
+// uuidKeyRefused warns when the schema of a UUID key's header parameter
+// refuses every key the engine can give it: the check reads the parsed key,
+// a UUID of the key format in lower case, so a pattern written for the
+// header as sent (upper-case hex) or a length other than 36 turns every
+// request away.
+func (b *builder) uuidKeyRefused(at, keyFormat string, s *openapi3.Schema) {
+	samples := map[string][]string{ // lower-case keys of each format, as the engine writes them
+		"uuid":   {"3f2504e0-4f89-41d3-9a0c-0305e82c3301", "01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
+		"uuidv4": {"3f2504e0-4f89-41d3-9a0c-0305e82c3301"},
+		"uuidv7": {"01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d"},
+	}[keyFormat]
+	const n = 36
+	switch {
+	case s.MaxLength != nil && *s.MaxLength < n || s.MinLength > n:
+		b.warnf(at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
+	case s.Pattern != "":
+		re, err := regexp.Compile(s.Pattern)
+		if err != nil || len(samples) == 0 {
+			return // reqschema warns about a pattern it cannot enforce
+		}
+		for _, k := range samples {
+			if re.MatchString(k) {
+				return
+			}
+		}
+		b.warnf(at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
+	}
 }
 
 func inRank(in string) int {
