@@ -328,6 +328,14 @@ type Param struct {
 	// field is set from the engine's parsed key (idem.KeyFromContext), so a
 	// handler sees one form of the key. The client sends it as the key.
 	EngineKey bool
+	// KeyChecked is whether the engine checks its parsed key against the
+	// schema of this EngineKey parameter (idem.Operation.CheckKey, built by
+	// idemimpl.KeyCheck from the parameter's idemimpl.Param): the schema
+	// declares a pattern, an enum, a length or a format the key format does
+	// not imply, or the parameter is required while the policy's key is
+	// optional. The check runs before the body is read; a violation is the
+	// 400 the decoder would answer, naming the header, and leaves no record.
+	KeyChecked bool
 }
 
 // DecodedParams are the parameters the decoder reads and validates: all but

@@ -3,6 +3,7 @@ package generator
 import (
 	"fmt"
 	"net/http"
+	"regexp"
 	"slices"
 	"sort"
 	"strconv"
@@ -87,9 +88,9 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
 		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
 		if keyHeader {
-			b.keyParam(o, prm, sr, where)
+			b.keyParam(o, prm, sr, where, noValidate)
 		}
-		if !prm.EngineKey { // the decoder validates it
+		if !prm.EngineKey || prm.KeyChecked { // the decoder, or the engine's CheckKey, validates it
 			prm.Schema = b.req.index(sr, schemaLoc, noValidate)
 		}
 		o.Params = append(o.Params, prm)
@@ -100,36 +101,63 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 // declares the operation's idempotency key header: the engine parses the
 // key (x-idempotent.keyFormat) before the decoder runs, so the decoder does
 // not read the header again and the handler's field holds the engine's
-// parsed key, the one form of the key a handler sees. A key declared as
-// anything but a string is read as declared (with a warning), and schema
-// constraints the engine's key rules do not imply are named in a warning,
-// since nothing checks them.
-func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string) {
+// parsed key, the one form of the key a handler sees (a format: uuid
+// string's uuid.UUID from it). A key declared as anything else (an enum, a
+// number, an array) is read as declared, with a warning. When the
+// schema says more than the key format implies (a pattern, an enum, a
+// length), or the parameter is required while the policy's key is not,
+// prm.KeyChecked: the engine checks its parsed key against the schema
+// (idem.Operation.CheckKey) before it reads the body.
+func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string, noValidate bool) {
 	at := strings.TrimSuffix(where, ": ") + " " + prm.Where()
-	if prm.List || prm.Type.Kind != GoBuiltin || prm.Type.Name != "string" {
-		b.warnf(at, "the idempotency key header is not declared a string: its request field holds the header as sent, KeyFromContext the key the engine parsed")
+	if prm.List || (prm.Type.Kind != GoBuiltin || prm.Type.Name != "string") && prm.Type.Kind != GoUUID {
+		b.warnf(at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
 		return
 	}
 	prm.EngineKey = true
+	if noValidate {
+		return // the config turns the operation's validation off
+	}
+	prm.KeyChecked = prm.Required && !o.Policy.Required
 	if sr == nil || sr.Value == nil {
 		return
 	}
 	s := sr.Value
-	var unchecked []string
-	if s.Pattern != "" {
-		unchecked = append(unchecked, "pattern")
+	uuidKey := strings.HasPrefix(o.Policy.KeyFormat, "uuid") // uuid, uuidv4, uuidv7
+	format := formatConst(s.Format, []string{openapi3.TypeString})
+	prm.KeyChecked = prm.KeyChecked || s.Pattern != "" || len(s.Enum) > 0 || s.MinLength > 1 ||
+		s.MaxLength != nil && *s.MaxLength < 255 || format != "" && !(format == "FormatUUID" && uuidKey)
+	if uuidKey {
+		b.uuidKeyRefused(at, o.Policy.KeyFormat, s)
 	}
-	if len(s.Enum) > 0 {
-		unchecked = append(unchecked, "enum")
-	}
-	if s.MinLength > 1 {
-		unchecked = append(unchecked, "minLength")
-	}
-	if s.MaxLength != nil && *s.MaxLength < 255 {
-		unchecked = append(unchecked, "maxLength")
-	}
-	if len(unchecked) > 0 {
-		b.warnf(at, "%s not checked: the engine parses the key as x-idempotent.keyFormat %q says", strings.Join(unchecked, ", "), o.Policy.KeyFormat)
+}
+
+// uuidKeyRefused warns when the schema of a UUID key's header parameter
+// refuses every key the engine can give it: the check reads the parsed key,
+// a UUID of the key format in lower case, so a pattern written for the
+// header as sent (upper-case hex) or a length other than 36 turns every
+// request away.
+func (b *builder) uuidKeyRefused(at, keyFormat string, s *openapi3.Schema) {
+	samples := map[string][]string{ // lower-case keys of each format, as the engine writes them
+		"uuid":   {"3f2504e0-4f89-41d3-9a0c-0305e82c3301", "01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
+		"uuidv4": {"3f2504e0-4f89-41d3-9a0c-0305e82c3301"},
+		"uuidv7": {"01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d"},
+	}[keyFormat]
+	const n = 36
+	switch {
+	case s.MaxLength != nil && *s.MaxLength < n || s.MinLength > n:
+		b.warnf(at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
+	case s.Pattern != "":
+		re, err := regexp.Compile(s.Pattern)
+		if err != nil || len(samples) == 0 {
+			return // reqschema warns about a pattern it cannot enforce
+		}
+		for _, k := range samples {
+			if re.MatchString(k) {
+				return
+			}
+		}
+		b.warnf(at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
 	}
 }
 

@@ -145,6 +145,17 @@ type Operation struct {
 	// Cookies and credentials are never stored, even when declared.
 	// Generated code fills it in from the spec.
 	ResponseHeaders map[string][]string
+	// CheckKey, when set, checks the key the engine parsed (Policy.ParseKey:
+	// normalised, UUIDs lower-cased) against what the operation declares
+	// of its key beyond Policy.KeyFormat: generated code sets it when the
+	// spec's key header parameter has a pattern, an enum or a length the
+	// key format does not imply, or is required while the policy's key is
+	// optional. It is called once per request, after the key is parsed and
+	// before the body is read, with "" when the request has no key; an
+	// error is a client error (a *idemproblem.ValidationError naming the
+	// header is a 400 problem+json) and leaves no record. The key is parsed
+	// once: the check reads the engine's value, not the header.
+	CheckKey func(key string) error
 }
 
 // Response is what a handler produced: it is written to the client and, for

@@ -228,6 +228,14 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	if keyValue == "" && pol.Required {
 		return ErrKeyRequired
 	}
+	if op.CheckKey != nil {
+		if err := op.CheckKey(keyValue); err != nil {
+			if isProblem(err) || IsRequestError(err) {
+				return err
+			}
+			return InvalidRequest("header "+strconv.Quote(pol.Header), err)
+		}
+	}
 
 	rbody := r.Body
 	if rbody == nil {

@@ -6,6 +6,7 @@ import (
 	"errors"
 	"fmt"
 	"log/slog"
+	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
 	neturl "net/url"
@@ -33,7 +34,8 @@ import (
 // TestFailover runs the payments service against a real high-availability
 // cluster (scripts/ha.sh: Patroni and etcd, three PostgreSQL nodes with a
 // synchronous standby, HAProxy and PgBouncer in transaction mode in front)
-// and, under clients that retry every key until it succeeds, kills the
+// and, under clients that retry every key until it succeeds (backing off
+// exponentially, with jitter, after attempts that got no answer), kills the
 // primary with SIGKILL, switches over, and kills the synchronous standby.
 // Two instances of the service share the cluster and the gateway: one
 // connects through a multi-host connection string
@@ -55,6 +57,11 @@ import (
 // JSON. Keys keep starting until 2 s after the fault struck; a phase in
 // which none of them got a 201 fails.
 func TestFailover(t *testing.T) {
+	// The long tests that mostly wait (on this cluster, on PostgreSQL's
+	// restart, on killed processes: TestFailover, TestPostgresRestart,
+	// TestProcessCrash, TestSealedAtRest) run side by side, after the
+	// others; each has a database of its own.
+	t.Parallel()
 	pgtest.URL(t) // skip or fail like every database test
 	if testing.Short() {
 		t.Skip("starts a three-node cluster")
@@ -285,13 +292,14 @@ func bouncerAdminURL(url string) string {
 }
 
 const (
-	haLoadFor   = 3 * time.Second         // new keys are started this long
-	haLoadAfter = 2 * time.Second         // and at least this long after the fault struck
-	haFaultAt   = time.Second             // after the load starts
-	haEvery     = 40 * time.Millisecond   // a new key per operation and instance
-	haAttemptTO = 3 * time.Second         // one attempt's HTTP timeout
-	haKeyTO     = 100 * time.Second       // a key's clients give up after this
-	haMaxWait   = 1000 * time.Millisecond // longest Retry-After honoured
+	haLoadFor    = 3 * time.Second         // new keys are started this long
+	haLoadAfter  = 2 * time.Second         // and at least this long after the fault struck
+	haFaultAt    = time.Second             // after the load starts
+	haEvery      = 40 * time.Millisecond   // a new key per operation and instance
+	haAttemptTO  = 3 * time.Second         // one attempt's HTTP timeout
+	haKeyTO      = 100 * time.Second       // a key's clients give up after this
+	haMaxWait    = 1000 * time.Millisecond // longest Retry-After honoured
+	haMaxBackoff = 3 * time.Second         // longest wait after an unanswered attempt
 )
 
 // run starts keys on every instance for haLoadFor, and for haLoadAfter past
@@ -353,9 +361,23 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 						c := &harness.Client{URL: s.url, HTTP: client}
 						kctx, cancel := context.WithTimeout(ctx, haKeyTO)
 						defer cancel()
+						unanswered := 0 // attempts in a row that got no answer
 						for kctx.Err() == nil {
 							ex, err := c.Do(kctx, "POST", k.path, k.key, k.body)
 							label, wait := l.classify(ex, err)
+							// Unanswered attempts back off exponentially, with
+							// jitter, as SDKs do: retrying a timed-out attempt
+							// every 100 ms turned a machine slowed by other
+							// work into a retry storm (at load 13, 7,051
+							// client timeouts in one phase, keys unanswered
+							// after 100 s).
+							if err != nil {
+								unanswered++
+								wait = min(wait<<min(unanswered-1, 5), haMaxBackoff)
+								wait = wait/2 + rand.N(wait/2+1)
+							} else {
+								unanswered = 0
+							}
 							st.mu.Lock()
 							st.attempts++
 							st.statuses[label]++

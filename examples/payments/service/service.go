@@ -344,9 +344,6 @@ func validatePayment(p api.NewPayment) string {
 	return ""
 }
 
-// gatewayKey is the key the gateway charges under: the request's
-// idempotency key, scoped by tenant, so a retry of the same request finds
-// the same charge.
 // keyHash names the request's key in log lines (idem.Key.Hash): the key
 // itself never goes to the log.
 func keyHash(ctx context.Context) string {
@@ -354,6 +351,10 @@ func keyHash(ctx context.Context) string {
 	return k.Hash()
 }
 
+// gatewayKey is the key the gateway charges under: the request's
+// idempotency key as the engine parsed it (idem.KeyFromContext; createPayment
+// does not declare the key header as a parameter), scoped by tenant, so a
+// retry of the same request finds the same charge.
 func gatewayKey(ctx context.Context) (string, error) {
 	k, ok := idem.KeyFromContext(ctx)
 	if !ok {

@@ -425,10 +425,10 @@ func TestValidationSkip(t *testing.T) {
 // TestHandlerSeesTheEngineKey: the spec declares the key header as a
 // parameter (schema maxLength 36), and the handler's field holds the key the
 // engine parsed — lower-cased, unquoted, the same as idem.KeyFromContext's
-// Value — not the header as sent. The decoder does not read the header: a
-// quoted key (38 characters) breaks the parameter's maxLength, and is
-// accepted because keyFormat decides, not the schema. JSON and streamed
-// (multipart) operations alike.
+// Value — not the header as sent. The decoder does not read the header, and
+// the engine checks the parameter's maxLength against its parsed key: a
+// quoted key (38 characters as sent, 36 parsed) is accepted. JSON and
+// streamed (multipart) operations alike.
 func TestHandlerSeesTheEngineKey(t *testing.T) {
 	s := newStack(t)
 	k := key()

@@ -73,6 +73,8 @@ var opCreateOrder = idem.Operation{
 		SchemaVersion: "712a9b5d8af5", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
+	// CheckKey: the key the engine parsed, checked against the header parameter "Idempotency-Key"'s schema.
+	CheckKey: idemimpl.KeyCheck(&requestSchemas, idemimpl.Param{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 10, Style: idemimpl.StyleSimple}),
 }
 
 var opCreateUpload = idem.Operation{
@@ -86,6 +88,8 @@ var opCreateUpload = idem.Operation{
 		SchemaVersion: "712a9b5d8af5", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
+	// CheckKey: the key the engine parsed, checked against the header parameter "Idempotency-Key"'s schema.
+	CheckKey: idemimpl.KeyCheck(&requestSchemas, idemimpl.Param{In: "header", Name: "Idempotency-Key", Key: "Idempotency-Key", Schema: 10, Style: idemimpl.StyleSimple}),
 }
 
 var opUpdateNote = idem.Operation{
@@ -272,18 +276,18 @@ func (h *handler) handleCreateOrder(w http.ResponseWriter, r *http.Request) {
 // paramsCreateOrder describes the parameters of createOrder.
 var paramsCreateOrder = [...]idemimpl.Param{
 	{In: "path", Name: "account", Key: "account", Schema: 9, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
-	{In: "query", Name: "dryRun", Key: "dryRun", Schema: 19, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
-	{In: "query", Name: "tag", Key: "tag", Schema: 20, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
-	{In: "query", Name: "window", Key: "window", Schema: 22, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
-	{In: "header", Name: "X-Account", Key: "X-Account", Schema: 24, Style: idemimpl.StyleSimple, Fingerprint: true},
-	{In: "header", Name: "X-Request-Id", Key: "X-Request-Id", Schema: 12, Style: idemimpl.StyleSimple},
-	{In: "cookie", Name: "session", Key: "session", Schema: 25, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "dryRun", Key: "dryRun", Schema: 20, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "tag", Key: "tag", Schema: 21, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
+	{In: "query", Name: "window", Key: "window", Schema: 23, Style: idemimpl.StyleDeepObject, Explode: true, Fingerprint: true},
+	{In: "header", Name: "X-Account", Key: "X-Account", Schema: 25, Style: idemimpl.StyleSimple, Fingerprint: true},
+	{In: "header", Name: "X-Request-Id", Key: "X-Request-Id", Schema: 13, Style: idemimpl.StyleSimple},
+	{In: "cookie", Name: "session", Key: "session", Schema: 26, Style: idemimpl.StyleForm, Explode: true, Fingerprint: true},
 }
 
 // bodyCreateOrder describes the request body of createOrder.
 var bodyCreateOrder = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 26},
-	{Type: "application/x-www-form-urlencoded", Decode: idemimpl.AsForm, Schema: 26},
+	{Type: "application/json", Decode: idemimpl.AsJSON, Schema: 27},
+	{Type: "application/x-www-form-urlencoded", Decode: idemimpl.AsForm, Schema: 27},
 }}
 
 // decodeCreateOrderRequest decodes and validates the request of createOrder; q holds its
@@ -330,7 +334,7 @@ var paramsCreateUpload = [...]idemimpl.Param{
 
 // bodyCreateUpload describes the request body of createUpload.
 var bodyCreateUpload = idemimpl.Body{Required: true, Media: []idemimpl.Media{
-	{Type: "multipart/form-data", Decode: idemimpl.AsMultipart, Schema: 10, JSONParts: []string{"details", "lines"}},
+	{Type: "multipart/form-data", Decode: idemimpl.AsMultipart, Schema: 11, JSONParts: []string{"details", "lines"}},
 }}
 
 // decodeCreateUploadRequest decodes and validates the request of createUpload; q holds its
@@ -431,31 +435,32 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString | idemimpl.TypeNull, MaxLength: 40},                                                                                                               // 7: #/components/schemas/NotePatch/properties/note
 	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 40},                                                                                             // 8: #/components/schemas/NotePatch/properties/title
 	{Types: idemimpl.TypeString, Pattern: "^[a-z0-9]{1,16}$"},                                                                                                                                                 // 9: #/paths/~1accounts~1{account}~1uploads/post/parameters/path/account/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "details", Schema: 11, Required: true}, {Name: "file", Schema: 12, Required: true}, {Name: "lines", Schema: 13}, {Name: "title", Schema: 18}}}, // 10: #/components/schemas/Upload
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "kind", Schema: 12}, {Name: "pages", Schema: 5}}},                                                                                              // 11: #/components/schemas/Upload/properties/details
-	{Types: idemimpl.TypeString},           // 12: #/components/schemas/Upload/properties/details/properties/kind
-	{Types: idemimpl.TypeArray, Items: 14}, // 13: #/components/schemas/Upload/properties/lines
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 15}, {Name: "label", Schema: 16}, {Name: "sku", Schema: 17, Required: true}}}, // 14: #/components/schemas/Item
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 15: #/components/schemas/Item/properties/count
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 16: #/components/schemas/Item/properties/label
-	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 17: #/components/schemas/Item/properties/sku
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 18: #/components/schemas/Upload/properties/title
-	{Types: idemimpl.TypeBoolean, Default: "false"},                                                                                                           // 19: #/paths/~1accounts~1{account}~1orders/post/parameters/query/dryRun/schema
-	{Has: idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MaxItems: 4, Items: 21},                                                                            // 20: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema
-	{Has: idemimpl.HasMinLength, Types: idemimpl.TypeString, MinLength: 1},                                                                                    // 21: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema/items
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "from", Schema: 23}, {Name: "to", Schema: 23}}, AdditionalProperties: idemimpl.NoAdditional},   // 22: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema
-	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "0"},                                                                                     // 23: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema/properties/from
-	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                             // 24: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32},                                                                                   // 25: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
-	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 4, Required: true}, {Name: "attributes", Schema: 27}, {Name: "comment", Schema: 28}, {Name: "currency", Schema: 29, Required: true}, {Name: "express", Schema: 30}, {Name: "extra", Schema: 31}, {Name: "items", Schema: 32}, {Name: "metadata", Schema: 33}, {Name: "note", Schema: 34}, {Name: "price", Schema: 35}, {Name: "quantity", Schema: 36, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 26: #/components/schemas/Order
-	{Types: idemimpl.TypeObject}, // 27: #/components/schemas/Order/properties/attributes
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 28: #/components/schemas/Order/properties/comment
-	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 29: #/components/schemas/Order/properties/currency
-	{Types: idemimpl.TypeBoolean}, // 30: #/components/schemas/Order/properties/express
-	{},                            // 31: #/components/schemas/Order/properties/extra
-	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 14},      // 32: #/components/schemas/Order/properties/items
-	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 18},                                   // 33: #/components/schemas/Order/properties/metadata
-	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 34: #/components/schemas/Order/properties/note
-	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 35: #/components/schemas/Order/properties/price
-	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 36: #/components/schemas/Order/properties/quantity
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 36},                                                                                                                                   // 10: #/paths/~1accounts~1{account}~1uploads/post/parameters/header/Idempotency-Key/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "details", Schema: 12, Required: true}, {Name: "file", Schema: 13, Required: true}, {Name: "lines", Schema: 14}, {Name: "title", Schema: 19}}}, // 11: #/components/schemas/Upload
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "kind", Schema: 13}, {Name: "pages", Schema: 5}}},                                                                                              // 12: #/components/schemas/Upload/properties/details
+	{Types: idemimpl.TypeString},           // 13: #/components/schemas/Upload/properties/details/properties/kind
+	{Types: idemimpl.TypeArray, Items: 15}, // 14: #/components/schemas/Upload/properties/lines
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "count", Schema: 16}, {Name: "label", Schema: 17}, {Name: "sku", Schema: 18, Required: true}}}, // 15: #/components/schemas/Item
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "1", Default: "1"},                                                                       // 16: #/components/schemas/Item/properties/count
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 10},                                                                                   // 17: #/components/schemas/Item/properties/label
+	{Types: idemimpl.TypeString, Pattern: "^[A-Z]{2}-[0-9]{1,4}$"},                                                                                            // 18: #/components/schemas/Item/properties/sku
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 40},                                                                                   // 19: #/components/schemas/Upload/properties/title
+	{Types: idemimpl.TypeBoolean, Default: "false"},                                                                                                           // 20: #/paths/~1accounts~1{account}~1orders/post/parameters/query/dryRun/schema
+	{Has: idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MaxItems: 4, Items: 22},                                                                            // 21: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema
+	{Has: idemimpl.HasMinLength, Types: idemimpl.TypeString, MinLength: 1},                                                                                    // 22: #/paths/~1accounts~1{account}~1orders/post/parameters/query/tag/schema/items
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "from", Schema: 24}, {Name: "to", Schema: 24}}, AdditionalProperties: idemimpl.NoAdditional},   // 23: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema
+	{Has: idemimpl.HasMinimum, Types: idemimpl.TypeInteger, Minimum: "0"},                                                                                     // 24: #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema/properties/from
+	{Has: idemimpl.HasMinLength | idemimpl.HasMaxLength, Types: idemimpl.TypeString, MinLength: 1, MaxLength: 32},                                             // 25: #/paths/~1accounts~1{account}~1orders/post/parameters/header/X-Account/schema
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 32},                                                                                   // 26: #/paths/~1accounts~1{account}~1orders/post/parameters/cookie/session/schema
+	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "amount", Schema: 4, Required: true}, {Name: "attributes", Schema: 28}, {Name: "comment", Schema: 29}, {Name: "currency", Schema: 30, Required: true}, {Name: "express", Schema: 31}, {Name: "extra", Schema: 32}, {Name: "items", Schema: 33}, {Name: "metadata", Schema: 34}, {Name: "note", Schema: 35}, {Name: "price", Schema: 36}, {Name: "quantity", Schema: 37, Required: true}}, AdditionalProperties: idemimpl.NoAdditional}, // 27: #/components/schemas/Order
+	{Types: idemimpl.TypeObject}, // 28: #/components/schemas/Order/properties/attributes
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 5, NoValidate: true}, // 29: #/components/schemas/Order/properties/comment
+	{Types: idemimpl.TypeString, Enum: []string{"\"EUR\"", "\"USD\"", "\"usd\""}},            // 30: #/components/schemas/Order/properties/currency
+	{Types: idemimpl.TypeBoolean}, // 31: #/components/schemas/Order/properties/express
+	{},                            // 32: #/components/schemas/Order/properties/extra
+	{Has: idemimpl.HasMinItems | idemimpl.HasMaxItems, Types: idemimpl.TypeArray, MinItems: 1, MaxItems: 5, UniqueItems: true, Items: 15},      // 33: #/components/schemas/Order/properties/items
+	{Has: idemimpl.HasMaxProperties, Types: idemimpl.TypeObject, MaxProperties: 4, AdditionalProperties: 19},                                   // 34: #/components/schemas/Order/properties/metadata
+	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 35: #/components/schemas/Order/properties/note
+	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 36: #/components/schemas/Order/properties/price
+	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 37: #/components/schemas/Order/properties/quantity
 }}
