@@ -35,32 +35,16 @@ type dbSchema struct {
 
 func newSchema(t *testing.T) dbSchema {
 	t.Helper()
-	ctx := context.Background()
-	base := pgtest.New(t, pgtest.Options{}) // a schema per test; ours is a sibling, empty
-	name := base.Schema + "_m"
-	if _, err := base.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = base.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE") })
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = name
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close)
+	base := pgtest.New(t, pgtest.Options{Bare: true}) // a schema per test, empty
 	cc, err := pgx.ParseConfig(pgtest.URL(t))
 	if err != nil {
 		t.Fatal(err)
 	}
-	cc.RuntimeParams["search_path"] = name
+	cc.RuntimeParams["search_path"] = base.Schema
 	db := stdlib.OpenDB(*cc)
-	db.SetMaxOpenConns(1) // golang-migrate's lock and the session it migrates in
-	t.Cleanup(func() { db.Close() })
-	return dbSchema{pool, db, name}
+	db.SetMaxOpenConns(1)            // golang-migrate's lock and the session it migrates in
+	t.Cleanup(func() { db.Close() }) // before pgtest drops the schema
+	return dbSchema{base.Pool, db, base.Schema}
 }
 
 // export writes the files of format into a temp directory, as

@@ -52,6 +52,9 @@ type Options struct {
 	// Server is the connection string of the server to use instead of
 	// DATABASE_URL (one from StartServer, say).
 	Server string
+	// Bare leaves the schema empty: neither idemgen's migrations nor
+	// Migrations are applied (for tests of migrating itself).
+	Bare bool
 }
 
 // DB is a test database: a pool whose search_path is a schema of its own.
@@ -64,7 +67,8 @@ type DB struct {
 	URL string
 }
 
-// New returns a pool on a fresh schema with the runtime's migrations applied.
+// New returns a pool on a fresh schema with the runtime's migrations applied
+// (none with Options.Bare).
 // The pool is closed and the schema dropped when the test ends.
 func New(tb testing.TB, opts Options) *DB {
 	tb.Helper()
@@ -116,6 +120,10 @@ func New(tb testing.TB, opts Options) *DB {
 		}
 	})
 
+	db := &DB{Pool: pool, Schema: schemaName, URL: withSearchPath(base, schemaName)}
+	if opts.Bare {
+		return db
+	}
 	// The runtime's migrations are recorded as schema.Migrate records them, so
 	// code under test that calls schema.Migrate finds nothing left to do.
 	if err := schema.Migrate(ctx, pool); err != nil {
@@ -132,7 +140,7 @@ func New(tb testing.TB, opts Options) *DB {
 			tb.Fatalf("pgtest: %v", err)
 		}
 	}
-	return &DB{Pool: pool, Schema: schemaName, URL: withSearchPath(base, schemaName)}
+	return db
 }
 
 // Apply runs every *.up.sql file of fsys, in name order, on db, without

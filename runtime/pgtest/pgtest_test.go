@@ -32,3 +32,14 @@ func TestMigrationsAreRecorded(t *testing.T) {
 		t.Fatalf("recorded migrations: runtime %d (want ≥ 2), service %d (want 1)", runtime, service)
 	}
 }
+
+// A bare schema has nothing in it, and is the pool's search path.
+func TestBare(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Bare: true, Migrations: fstest.MapFS{"0001_w.up.sql": {Data: []byte("CREATE TABLE w (id int)")}}})
+	var n int
+	err := db.QueryRow(context.Background(),
+		"SELECT count(*) FROM pg_class c JOIN pg_namespace s ON s.oid = c.relnamespace WHERE s.nspname = current_schema() AND s.nspname = $1", db.Schema).Scan(&n)
+	if err != nil || n != 0 {
+		t.Fatalf("bare schema %s holds %d relations (%v)", db.Schema, n, err)
+	}
+}

@@ -17,24 +17,7 @@ import (
 // emptySchema returns a pool on a schema with nothing in it.
 func emptySchema(t *testing.T) *pgxpool.Pool {
 	t.Helper()
-	db := pgtest.New(t, pgtest.Options{})
-	ctx := context.Background()
-	name := db.Schema + "_m"
-	if _, err := db.Exec(ctx, "CREATE SCHEMA "+name); err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(func() { _, _ = db.Exec(context.Background(), "DROP SCHEMA "+name+" CASCADE") })
-	cfg, err := pgxpool.ParseConfig(pgtest.URL(t))
-	if err != nil {
-		t.Fatal(err)
-	}
-	cfg.ConnConfig.RuntimeParams["search_path"] = name
-	pool, err := pgxpool.NewWithConfig(ctx, cfg)
-	if err != nil {
-		t.Fatal(err)
-	}
-	t.Cleanup(pool.Close) // runs before the drop above
-	return pool
+	return pgtest.New(t, pgtest.Options{Bare: true}).Pool
 }
 
 func TestMigrate(t *testing.T) {
