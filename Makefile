@@ -114,11 +114,14 @@ unit-env:
 # times slower (BENCHMARKS.md, Test time). The generator's own concurrency
 # runs under -race elsewhere: types rendered beside the templates and files
 # formatted in parallel chunks in the second command here, on every golden
-# case; the split loader's parts decoded on every core in unit-modules
-# (generator/internal/load, whose TestSplitLoadsAlike then only loads).
+# case; the split loader's parts decoded on every core in the third
+# (generator/internal/load, whose TestSplitLoadsAlike then only loads; its
+# whole loads and comparisons run in the first). internal/load runs here,
+# not in unit-modules, the longest lane.
 unit-generator: unit-env
 	$(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 45m ./generator ./generator/internal/load
 	$(GO) test -race -vet=off $(TESTEXEC) -count=1 -run '^TestGolden$$' ./generator
+	$(GO) test -race -vet=off $(TESTEXEC) -count=1 ./generator/internal/load
 
 # -race where the tests run concurrent code: the root module (the engine,
 # its storms, the Redis and NATS adapters, the CLI), examples/payments (e2e
@@ -131,9 +134,10 @@ unit-generator: unit-env
 # to watch.
 NORACE_MODULES := bench examples/docsnippets examples/minimal examples/routers
 
-# Every package of every module but the generator's and examples/payments.
+# Every package of every module but those of unit-generator and
+# unit-payments.
 unit-modules: unit-env
-	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -vx 'github.com/idemgen/idemgen/generator')
+	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -vx -e 'github.com/idemgen/idemgen/generator' -e 'github.com/idemgen/idemgen/generator/internal/load')
 	@for m in $(filter-out . examples/payments $(NORACE_MODULES),$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 
