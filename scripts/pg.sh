@@ -14,6 +14,14 @@
 #                  default turns them off, which is safe for a throwaway server
 #   PG_BIN=DIR     use the server binaries in DIR
 #   PG_OPTS=...    more server options (scripts/regions.sh: -c wal_level=logical)
+#   PG_HUGE_PAGES=1  run shared memory on 2 MB huge pages (huge_pages=on), as
+#                  a production server with gigabytes of shared_buffers
+#                  does; as root the script reserves the pages the server
+#                  needs (vm.nr_hugepages) and gives them back at stop.
+#                  Without them every backend takes a page fault per 4 kB
+#                  of shared buffers it touches first: a cost that grows
+#                  with the table until each backend has touched all of
+#                  shared_buffers (BENCHMARKS.md, "Records in the table")
 #
 # On Debian or Ubuntu the script installs the `postgresql` package when no
 # server binaries are found, without letting the package create or start a
@@ -100,9 +108,14 @@ start() {
 		|| { cat "$dir/initdb.log" >&2; exit 1; }
 	local durable="-c fsync=off -c synchronous_commit=off -c full_page_writes=off"
 	[ "${PG_DURABLE:-}" = 1 ] && durable="-c fsync=on -c synchronous_commit=on"
+	local base="-c max_connections=300 -c shared_buffers=256MB $durable ${PG_OPTS:-}"
+	if [ "${PG_HUGE_PAGES:-}" = 1 ]; then
+		base="$base -c huge_pages=on"
+		reserve_huge_pages "$bin" "$dir" "$base"
+	fi
 	for try in 1 2 3 4 5; do
 		port=$(free_port)
-		echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock -c max_connections=300 -c shared_buffers=256MB $durable ${PG_OPTS:-}" >"$dir/opts"
+		echo "-c listen_addresses=127.0.0.1 -p $port -k $dir/sock $base" >"$dir/opts"
 		if as_owner "$bin/pg_ctl" -D "$dir/data" -l "$dir/server.log" -w -t 60 start -o "$(cat "$dir/opts")" >/dev/null; then
 			echo "$port" >"$dir/port"
 			echo "$bin" >"$dir/bin"
@@ -115,11 +128,38 @@ start() {
 	exit 1
 }
 
+# reserve_huge_pages adds the huge pages a server started with these
+# options needs (PostgreSQL computes it: shared_memory_size_in_huge_pages)
+# to the kernel's pool, and notes how many in DIR/hugepages for stop.
+reserve_huge_pages() {
+	local bin=$1 dir=$2 opts=$3 need total free
+	# shellcheck disable=SC2086 # opts is a list of options
+	need=$(as_owner "$bin/postgres" -D "$dir/data" $opts -C shared_memory_size_in_huge_pages) \
+		|| { log "PG_HUGE_PAGES=1: cannot compute the huge pages the server needs"; exit 1; }
+	# Free pages other servers have reserved (and not yet touched) are
+	# not free for this one.
+	avail() { awk '/^HugePages_Free:/ {f=$2} /^HugePages_Rsvd:/ {r=$2} END {print f-r}' /proc/meminfo; }
+	free=$(avail)
+	if [ "${free:-0}" -lt "$need" ]; then
+		[ "$(id -u)" -eq 0 ] || { log "PG_HUGE_PAGES=1: $need huge pages needed, $free free; as root: sysctl vm.nr_hugepages=$need"; exit 1; }
+		total=$(cat /proc/sys/vm/nr_hugepages)
+		echo $((total + need - free)) >/proc/sys/vm/nr_hugepages
+		echo $((need - free)) >"$dir/hugepages"
+		free=$(avail)
+		[ "$free" -ge "$need" ] || { log "PG_HUGE_PAGES=1: the kernel gave $free of the $need huge pages needed"; exit 1; }
+		log "reserved $need huge pages (2 MB) for the server; given back at stop"
+	fi
+}
+
 stop() {
-	local dir=$1
+	local dir=$1 n total
 	[ -d "$dir" ] || return 0
 	if [ -f "$dir/bin" ] && [ -d "$dir/data" ]; then
 		as_owner "$(cat "$dir/bin")/pg_ctl" -D "$dir/data" -m immediate -w stop >/dev/null 2>&1 || true
+	fi
+	if [ -f "$dir/hugepages" ]; then
+		n=$(cat "$dir/hugepages") total=$(cat /proc/sys/vm/nr_hugepages)
+		echo $((total > n ? total - n : 0)) >/proc/sys/vm/nr_hugepages || true
 	fi
 	rm -rf "$dir"
 }

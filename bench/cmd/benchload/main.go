@@ -85,6 +85,7 @@ func main() {
 		sweepRows   = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
 		sweepBudget = flag.Float64("sweep-budget", 0, "the sweeper's SweeperConfig.Budget in that run (0: its default)")
 		sweepReuse  = flag.Bool("sweep-reuse", false, "sweep the expired records an earlier run left instead of loading them")
+		scaleReuse  = flag.Bool("scale-reuse", false, "keep the records an earlier -scale run loaded (a 50 M table loaded once, measured later)")
 		sweepBatch  = flag.Int("sweep-batch", 0, "the sweeper's SweeperConfig.BatchSize in that run (0: its default)")
 	)
 	flag.Parse()
@@ -244,7 +245,7 @@ func main() {
 	}
 	var scale []scalePoint
 	if sizes, _ := parseInts(*scaleFlag); len(sizes) > 0 && (len(want) == 0 || want["scale"]) {
-		if scale, err = b.scaleCurve(sizes, *duration); err != nil {
+		if scale, err = b.scaleCurve(sizes, *duration, *scaleReuse); err != nil {
 			fatalf("scale: %v", err)
 		}
 	}

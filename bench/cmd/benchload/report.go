@@ -130,6 +130,17 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 				rps(p.baseline), rps(p.atomic), ratio(res, "atomic", 32), ms(percentile(pooled(p.atomic), 99)),
 				rps(p.replay), ratio(res, "replay", 32), ms(percentile(pooled(p.replay), 99)))
 		}
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "What the database did per request (all rounds; the statistics lag by up to a second, page faults are its client backends' minor faults, 0 when /proc does not show them):")
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| records in idem_records | atomic WAL bytes | atomic full-page images | atomic page faults | replay page faults | replay buffer reads |")
+		fmt.Fprintln(w, "|---:|---:|---:|---:|---:|---:|")
+		for _, p := range points {
+			a, r := count(p.atomic), count(p.replay)
+			fmt.Fprintf(w, "| %d | %.0f | %.2f | %.2f | %.2f | %.2f |\n", p.records,
+				per(p.atomicDB.wal, a), per(p.atomicDB.fpi, a), per(p.atomicDB.faults, a),
+				per(p.replayDB.faults, r), per(p.replayDB.heapRead+p.replayDB.idxRead, r))
+		}
 	}
 	if sw != nil {
 		fmt.Fprintln(w)
@@ -164,6 +175,23 @@ func writeScale(w io.Writer, points []scalePoint, sw *sweepResult) {
 			fmt.Fprintf(w, "Before the windows, without traffic, the pass walked the %d pages earlier runs had emptied (%.0f s).\n", sw.skipped, sw.skipTime.Seconds())
 		}
 	}
+}
+
+// count is the requests the runs answered.
+func count(runs []run) int {
+	n := 0
+	for _, r := range runs {
+		n += r.n
+	}
+	return n
+}
+
+// per is x per request of n (0 without requests).
+func per(x int64, n int) float64 {
+	if n == 0 {
+		return 0
+	}
+	return float64(x) / float64(n)
 }
 
 func divide(xs, ys []float64) []float64 {

@@ -1,10 +1,12 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"errors"
 	"fmt"
 	"os"
+	"strconv"
 	"strings"
 	"sync/atomic"
 	"time"
@@ -21,6 +23,8 @@ type scalePoint struct {
 	records                  int64
 	load                     time.Duration // loading the rows added for this point
 	baseline, atomic, replay []run
+	// What the database did for the atomic and replay runs (all rounds).
+	atomicDB, replayDB counters
 }
 
 // loadRecords adds completed records under random UUID keys, numbered from
@@ -57,8 +61,10 @@ func countRecords(ctx context.Context, conn *pgx.Conn) (int64, error) {
 
 // scaleCurve grows idem_records to each size in turn (after removing what
 // the earlier scenarios left besides the replay keys) and measures the
-// baseline, a first execution and a replay at c=32, two rounds each.
-func (b *bench) scaleCurve(sizes []int, d time.Duration) ([]scalePoint, error) {
+// baseline, a first execution and a replay at c=32, two rounds each. With
+// reuse it keeps what the table holds (the records an earlier run loaded,
+// numbered on from there), and settles it before the first point.
+func (b *bench) scaleCurve(sizes []int, d time.Duration, reuse bool) ([]scalePoint, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -70,16 +76,38 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration) ([]scalePoint, error) {
 		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
 		{name: "replay", path: "/atomic", key: func(w *worker) string { return w.keys[w.n%len(w.keys)] }, want: []int{201}},
 	}
+	// One uncounted second of each scenario first, as the other scenarios
+	// have: a backend's first requests (its caches, its first touch of
+	// shared memory) would otherwise land in the first point's first round.
+	for _, sc := range scenarios {
+		if _, err := b.measure(sc, 32, time.Second, b.replayKeys, 0); err != nil {
+			return nil, fmt.Errorf("warm-up %s: %w", sc.name, err)
+		}
+	}
 	// The scenarios before left records of their own; drop them (the replay
 	// keys stay) so that the first point has the record count it names.
-	if _, err := conn.Exec(ctx, "DELETE FROM idem_records WHERE NOT (idempotency_key = ANY($1))", b.replayKeys); err != nil {
-		return nil, err
-	}
-	if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) idem_records"); err != nil {
-		return nil, err
+	next := int64(1)
+	if reuse {
+		// Numbered on after the rows loaded before (their keys are
+		// md5('scale' || n)); the few records other runs left are noise
+		// next to a table worth reusing.
+		if err := conn.QueryRow(ctx, "SELECT count(*) + 1 FROM idem_records").Scan(&next); err != nil {
+			return nil, err
+		}
+		for _, stmt := range []string{"VACUUM (ANALYZE) idem_records", "CHECKPOINT"} {
+			if _, err := conn.Exec(ctx, stmt); err != nil {
+				return nil, fmt.Errorf("settle: %s: %w", stmt, err)
+			}
+		}
+	} else {
+		if _, err := conn.Exec(ctx, "DELETE FROM idem_records WHERE NOT (idempotency_key = ANY($1))", b.replayKeys); err != nil {
+			return nil, err
+		}
+		if _, err := conn.Exec(ctx, "VACUUM (ANALYZE) idem_records"); err != nil {
+			return nil, err
+		}
 	}
 	var points []scalePoint
-	next := int64(1)
 	for _, size := range sizes {
 		have, err := countRecords(ctx, conn)
 		if err != nil {
@@ -108,23 +136,104 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration) ([]scalePoint, error) {
 		for r := 0; r < 2; r++ {
 			for i := range scenarios {
 				s := scenarios[(i+r)%len(scenarios)]
+				c0, err := readCounters(ctx, conn)
+				if err != nil {
+					return nil, err
+				}
 				res, err := b.measure(s, 32, d, b.replayKeys, r+1)
 				if err != nil {
 					return nil, err
 				}
+				c1, err := readCounters(ctx, conn)
+				if err != nil {
+					return nil, err
+				}
+				fmt.Fprintf(os.Stderr, "scale %d %s r%d: %.0f req/s; per request %s; load %s\n",
+					p.records, s.name, r+1, res.rps(), c1.sub(c0).per(res.n), loadAvg())
 				switch s.name {
 				case "baseline":
 					p.baseline = append(p.baseline, res)
 				case "atomic":
 					p.atomic = append(p.atomic, res)
+					p.atomicDB = p.atomicDB.add(c1.sub(c0))
 				default:
 					p.replay = append(p.replay, res)
+					p.replayDB = p.replayDB.add(c1.sub(c0))
 				}
 			}
 		}
 		points = append(points, p)
 	}
 	return points, nil
+}
+
+// counters are the database's cumulative work: the WAL written (bytes,
+// by position), its full-page images, and idem_records' buffer hits and
+// reads (heap and indexes). The statistics are flushed by each backend at
+// most once a second, so a run's figures carry some of the one before.
+type counters struct {
+	wal               int64
+	fpi               int64
+	heapHit, heapRead int64
+	idxHit, idxRead   int64
+	faults            int64 // minor page faults of the database's client backends (Linux)
+}
+
+func readCounters(ctx context.Context, conn *pgx.Conn) (counters, error) {
+	var c counters
+	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
+		return c, err
+	}
+	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, (SELECT wal_fpi FROM pg_stat_wal),
+		coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0), coalesce(idx_blks_hit, 0), coalesce(idx_blks_read, 0)
+		FROM pg_statio_user_tables WHERE relname = 'idem_records'`).Scan(&c.wal, &c.fpi, &c.heapHit, &c.heapRead, &c.idxHit, &c.idxRead)
+	if err != nil {
+		return c, err
+	}
+	c.faults, err = backendFaults(ctx, conn)
+	return c, err
+}
+
+// backendFaults sums the minor page faults of the database's client
+// backends (field 10 of /proc/PID/stat; 0 where /proc cannot be read, as
+// on a database on another machine).
+func backendFaults(ctx context.Context, conn *pgx.Conn) (int64, error) {
+	rows, err := conn.Query(ctx, "SELECT pid FROM pg_stat_activity WHERE backend_type = 'client backend'")
+	if err != nil {
+		return 0, err
+	}
+	pids, err := pgx.CollectRows(rows, pgx.RowTo[int32])
+	if err != nil {
+		return 0, err
+	}
+	var n int64
+	for _, pid := range pids {
+		b, err := os.ReadFile(fmt.Sprintf("/proc/%d/stat", pid))
+		if err != nil {
+			continue
+		}
+		// The command name (field 2) is in parentheses and may hold spaces.
+		f := strings.Fields(string(b[bytes.LastIndexByte(b, ')')+1:]))
+		if len(f) > 7 {
+			v, _ := strconv.ParseInt(f[7], 10, 64)
+			n += v
+		}
+	}
+	return n, nil
+}
+
+func (c counters) sub(o counters) counters {
+	return counters{c.wal - o.wal, c.fpi - o.fpi, c.heapHit - o.heapHit, c.heapRead - o.heapRead, c.idxHit - o.idxHit, c.idxRead - o.idxRead, c.faults - o.faults}
+}
+
+func (c counters) add(o counters) counters {
+	return counters{c.wal + o.wal, c.fpi + o.fpi, c.heapHit + o.heapHit, c.heapRead + o.heapRead, c.idxHit + o.idxHit, c.idxRead + o.idxRead, c.faults + o.faults}
+}
+
+func (c counters) per(n int) string {
+	f := func(x int64) float64 { return float64(x) / float64(max(n, 1)) }
+	return fmt.Sprintf("page faults %.2f, WAL %.0f B, FPI %.2f, heap hit %.2f read %.2f, index hit %.2f read %.2f",
+		f(c.faults), f(c.wal), f(c.fpi), f(c.heapHit), f(c.heapRead), f(c.idxHit), f(c.idxRead))
 }
 
 // sweepResult is the sweeper retiring expired records while traffic runs.
