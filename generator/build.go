@@ -34,7 +34,7 @@ type builder struct {
 	versions   *versioner
 	methods    *scope // of Server
 	// handlerMethods are the methods of the generated handler type,
-	// markers those of unimplementedResponse (the operations' markers).
+	// markers the operations' is<Op>Response marker methods.
 	handlerMethods, markers *scope
 	// clientPkg is the package scope of client.gen.go: the server's, or
 	// the client's own package; nil without a client.
@@ -72,7 +72,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		b.names.pkg.reserve(reservedNames[reservedClient]...)
 	}
 	b.handlerMethods = b.names.scope("methods of handler", reservedNames[reservedHandlerMethods]...)
-	b.markers = b.names.scope("methods of unimplementedResponse", reservedNames[reservedResponseMarkers]...)
+	b.markers = b.names.scope("response markers", reservedNames[reservedResponseMarkers]...)
 	b.methods = b.names.scope("methods of Server")
 	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
 	b.req = newReqTable(b, cfg.Validation.Skip)

@@ -62,13 +62,6 @@ func renderTypes(m *Model) *jen.File {
 	for _, o := range m.Operations {
 		renderOpTypes(f, o)
 	}
-	if len(m.Operations) > 0 {
-		f.Comment("unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).")
-		f.Type().Id("unimplementedResponse").Struct()
-		for _, o := range m.Operations {
-			f.Func().Params(jen.Id("unimplementedResponse")).Id(o.Marker()).Params().Block()
-		}
-	}
 	return f
 }
 
@@ -520,7 +513,6 @@ func renderOpTypes(f *jen.File, o *Operation) {
 	// the compiler build a method, a pointer wrapper and a method table
 	// entry for each, which was a fifth of a large package's compile time.
 	cases = append(cases,
-		jen.Case(jen.Id("unimplementedResponse")).Block(jen.Return(jen.Nil(), jen.Qual(idemPkg, "ErrNotImplemented"))),
 		jen.Case(jen.Nil()).Block(jen.Return(jen.Nil(), jen.Qual(implPkg, "ErrNilResponse"))),
 	)
 	subject := jen.Id("resp").Assert(jen.Type())

@@ -27,8 +27,8 @@ const (
 	// reservedHandlerMethods: methods of the server's handler type beside
 	// the operations' handle<Op> and route<Op>.
 	reservedHandlerMethods
-	// reservedResponseMarkers: methods of unimplementedResponse beside the
-	// operations' is<Op>Response markers.
+	// reservedResponseMarkers: names the operations' is<Op>Response
+	// marker methods must not take (none yet).
 	reservedResponseMarkers
 	// reservedTemplateLocals: the names the default templates give their
 	// own variables and unexported declarations: no import takes them
@@ -47,7 +47,7 @@ var reservedNames = map[reservedScope][]string{
 	reservedPackage: {"Server", "Unimplemented", "NewHandler", "Option", "WithMiddleware",
 		"WithErrorHook", "WithMaxBodyBytes", "DefaultMaxBodyBytes", "IdempotentOperations", "BasePath", "WithBasePath",
 		"Route", "Routes",
-		"options", "handler", "newHandler", "requestSchemas", "routeTable", "unimplementedResponse"},
+		"options", "handler", "newHandler", "requestSchemas", "routeTable"},
 	reservedSecured: {"Security", "WithSecurity", "Principal", "securitySchemes", "securityRequirements"},
 	reservedWebhooks: {"WebhookReceiver", "UnimplementedWebhookReceiver", "NewWebhookHandler",
 		"WebhookOption", "WebhookSource", "DefaultWebhookBasePath", "WithWebhookBasePath",
@@ -61,7 +61,7 @@ var reservedNames = map[reservedScope][]string{
 	reservedResponseMarkers: {},
 	reservedTemplateLocals: {"a", "b", "body", "c", "cfg", "ctx", "db", "engine", "err", "fn", "h", "handle", "hh",
 		"i", "k", "mux", "o", "opt", "opts", "out", "p", "payload", "q", "r", "req", "res", "resp", "rt", "s", "t",
-		"tx", "v", "w", "handler", "options", "rs", "serve", "routeTable", "unimplementedResponse",
+		"tx", "v", "w", "handler", "options", "rs", "serve", "routeTable",
 		"webhookHandler", "webhookOptions", "ok", "sec", "securityHook", "securitySchemes"},
 }
 

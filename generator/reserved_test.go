@@ -12,7 +12,7 @@ import (
 
 // TestReservedNamesDeclared holds the one table of reserved names to the
 // golden files: every package-level name, and every method of the
-// handler, webhookHandler and unimplementedResponse types, that generated
+// handler and webhookHandler types, that generated
 // code declares is either spelt by the namer for the model (types,
 // constants, operations' names) or in reservedNames; and every name of
 // reservedPackage is declared. A template that declares a name the table
@@ -103,7 +103,7 @@ func modelNames(m *Model) map[string]bool {
 // declaredNames lists a file's package-level names and the methods of the
 // generated code's own types.
 func declaredNames(f *ast.File) []string {
-	own := []string{"handler", "webhookHandler", "unimplementedResponse"}
+	own := []string{"handler", "webhookHandler"}
 	var out []string
 	for _, d := range f.Decls {
 		switch d := d.(type) {

@@ -37,17 +37,17 @@ var _ Server = Unimplemented{}
 
 // CreateAtomic answers 501 for createAtomic (POST /atomic).
 func (Unimplemented) CreateAtomic(context.Context, pgx.Tx, CreateAtomicRequest) (CreateAtomicResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreateBaseline answers 501 for createBaseline (POST /baseline).
 func (Unimplemented) CreateBaseline(context.Context, CreateBaselineRequest) (CreateBaselineResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreateLease answers 501 for createLease (POST /lease).
 func (Unimplemented) CreateLease(context.Context, pgx.Tx, CreateLeaseRequest) (CreateLeaseResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -99,7 +99,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -161,7 +162,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -59,8 +59,6 @@ func encodeCreateAtomicResponse(resp CreateAtomicResponse) (*idem.Response, erro
 	switch r := resp.(type) {
 	case CreateAtomic201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -91,8 +89,6 @@ func encodeCreateBaselineResponse(resp CreateBaselineResponse) (*idem.Response, 
 	switch r := resp.(type) {
 	case CreateBaseline201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -123,17 +119,8 @@ func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error)
 	switch r := resp.(type) {
 	case CreateLease201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateAtomicResponse()   {}
-func (unimplementedResponse) isCreateBaselineResponse() {}
-func (unimplementedResponse) isCreateLeaseResponse()    {}

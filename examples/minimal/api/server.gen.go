@@ -35,12 +35,12 @@ var _ Server = Unimplemented{}
 
 // CreateBooking answers 501 for createBooking (POST /bookings).
 func (Unimplemented) CreateBooking(context.Context, pgx.Tx, CreateBookingRequest) (CreateBookingResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // GetBooking answers 501 for getBooking (GET /bookings/{bookingId}).
 func (Unimplemented) GetBooking(context.Context, GetBookingRequest) (GetBookingResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -79,7 +79,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -141,7 +142,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

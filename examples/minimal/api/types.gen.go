@@ -60,8 +60,6 @@ func encodeCreateBookingResponse(resp CreateBookingResponse) (*idem.Response, er
 	switch r := resp.(type) {
 	case CreateBooking201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -99,16 +97,8 @@ func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetBooking404Response:
 		return idemimpl.EmptyResponse(404)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateBookingResponse() {}
-func (unimplementedResponse) isGetBookingResponse()    {}

@@ -43,32 +43,32 @@ var _ Server = Unimplemented{}
 
 // ListPayments answers 501 for listPayments (GET /payments).
 func (Unimplemented) ListPayments(context.Context, ListPaymentsRequest) (ListPaymentsResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreatePayment answers 501 for createPayment (POST /payments).
 func (Unimplemented) CreatePayment(context.Context, pgx.Tx, CreatePaymentRequest) (CreatePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // QuotePayment answers 501 for quotePayment (POST /payments/quote).
 func (Unimplemented) QuotePayment(context.Context, QuotePaymentRequest) (QuotePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // GetPayment answers 501 for getPayment (GET /payments/{paymentId}).
 func (Unimplemented) GetPayment(context.Context, GetPaymentRequest) (GetPaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CapturePayment answers 501 for capturePayment (PATCH /payments/{paymentId}).
 func (Unimplemented) CapturePayment(context.Context, pgx.Tx, CapturePaymentRequest) (CapturePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreateRefund answers 501 for createRefund (POST /payments/{paymentId}/refunds).
 func (Unimplemented) CreateRefund(context.Context, pgx.Tx, CreateRefundRequest) (CreateRefundResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -135,7 +135,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -197,7 +198,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -186,8 +186,6 @@ func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, erro
 	switch r := resp.(type) {
 	case ListPayments200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -241,8 +239,6 @@ func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, er
 		return idemimpl.JSONResponse(400, "application/json", r.Body)
 	case CreatePayment502Response:
 		return idemimpl.JSONResponse(502, "application/problem+json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -273,8 +269,6 @@ func encodeQuotePaymentResponse(resp QuotePaymentResponse) (*idem.Response, erro
 	switch r := resp.(type) {
 	case QuotePayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -315,8 +309,6 @@ func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPayment404Response:
 		return idemimpl.JSONResponse(404, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -369,8 +361,6 @@ func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, 
 		return idemimpl.JSONResponse(404, "application/json", r.Body)
 	case CapturePayment422Response:
 		return idemimpl.JSONResponse(422, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -433,20 +423,8 @@ func encodeCreateRefundResponse(resp CreateRefundResponse) (*idem.Response, erro
 		return idemimpl.JSONResponse(404, "application/json", r.Body)
 	case CreateRefund422Response:
 		return idemimpl.JSONResponse(422, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isListPaymentsResponse()   {}
-func (unimplementedResponse) isCreatePaymentResponse()  {}
-func (unimplementedResponse) isQuotePaymentResponse()   {}
-func (unimplementedResponse) isGetPaymentResponse()     {}
-func (unimplementedResponse) isCapturePaymentResponse() {}
-func (unimplementedResponse) isCreateRefundResponse()   {}

@@ -44,32 +44,32 @@ var _ Server = Unimplemented{}
 
 // PostCustomers answers 501 for PostCustomers (POST /v1/customers).
 func (Unimplemented) PostCustomers(context.Context, pgx.Tx, PostCustomersRequest) (PostCustomersResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // GetCustomersCustomer answers 501 for GetCustomersCustomer (GET /v1/customers/{customer}).
 func (Unimplemented) GetCustomersCustomer(context.Context, GetCustomersCustomerRequest) (GetCustomersCustomerResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // PostPaymentIntents answers 501 for PostPaymentIntents (POST /v1/payment_intents).
 func (Unimplemented) PostPaymentIntents(context.Context, pgx.Tx, PostPaymentIntentsRequest) (PostPaymentIntentsResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // GetPaymentIntentsIntent answers 501 for GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}).
 func (Unimplemented) GetPaymentIntentsIntent(context.Context, GetPaymentIntentsIntentRequest) (GetPaymentIntentsIntentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // PostPaymentIntentsIntentConfirm answers 501 for PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm).
 func (Unimplemented) PostPaymentIntentsIntentConfirm(context.Context, pgx.Tx, PostPaymentIntentsIntentConfirmRequest) (PostPaymentIntentsIntentConfirmResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // PostRefunds answers 501 for PostRefunds (POST /v1/refunds).
 func (Unimplemented) PostRefunds(context.Context, pgx.Tx, PostRefundsRequest) (PostRefundsResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Principal is what a Security method returns for a credential it accepts: a
@@ -172,7 +172,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -240,7 +241,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -343,8 +343,6 @@ func encodePostCustomersResponse(resp PostCustomersResponse) (*idem.Response, er
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostCustomersDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -388,8 +386,6 @@ func encodeGetCustomersCustomerResponse(resp GetCustomersCustomerResponse) (*ide
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetCustomersCustomerDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -431,8 +427,6 @@ func encodePostPaymentIntentsResponse(resp PostPaymentIntentsResponse) (*idem.Re
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostPaymentIntentsDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -477,8 +471,6 @@ func encodeGetPaymentIntentsIntentResponse(resp GetPaymentIntentsIntentResponse)
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPaymentIntentsIntentDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -521,8 +513,6 @@ func encodePostPaymentIntentsIntentConfirmResponse(resp PostPaymentIntentsIntent
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostPaymentIntentsIntentConfirmDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -564,20 +554,8 @@ func encodePostRefundsResponse(resp PostRefundsResponse) (*idem.Response, error)
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostRefundsDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isPostCustomersResponse()                   {}
-func (unimplementedResponse) isGetCustomersCustomerResponse()            {}
-func (unimplementedResponse) isPostPaymentIntentsResponse()              {}
-func (unimplementedResponse) isGetPaymentIntentsIntentResponse()         {}
-func (unimplementedResponse) isPostPaymentIntentsIntentConfirmResponse() {}
-func (unimplementedResponse) isPostRefundsResponse()                     {}

@@ -40,22 +40,22 @@ var _ Server = Unimplemented{}
 
 // CreateOrder answers 501 for createOrder (POST /accounts/{account}/orders).
 func (Unimplemented) CreateOrder(context.Context, pgx.Tx, CreateOrderRequest) (CreateOrderResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreateUpload answers 501 for createUpload (POST /accounts/{account}/uploads).
 func (Unimplemented) CreateUpload(context.Context, pgx.Tx, CreateUploadRequest) (CreateUploadResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // UpdateNote answers 501 for updateNote (PATCH /notes/{id}).
 func (Unimplemented) UpdateNote(context.Context, pgx.Tx, UpdateNoteRequest) (UpdateNoteResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // ListOrders answers 501 for listOrders (GET /orders).
 func (Unimplemented) ListOrders(context.Context, ListOrdersRequest) (ListOrdersResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -124,7 +124,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -186,7 +187,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -166,8 +166,6 @@ func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error)
 	switch r := resp.(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -199,8 +197,6 @@ func encodeCreateUploadResponse(resp CreateUploadResponse) (*idem.Response, erro
 	switch r := resp.(type) {
 	case CreateUpload201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -231,8 +227,6 @@ func encodeUpdateNoteResponse(resp UpdateNoteResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case UpdateNote200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -262,18 +256,8 @@ func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case ListOrders200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateOrderResponse()  {}
-func (unimplementedResponse) isCreateUploadResponse() {}
-func (unimplementedResponse) isUpdateNoteResponse()   {}
-func (unimplementedResponse) isListOrdersResponse()   {}

@@ -94,8 +94,6 @@ func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case CreateNote201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -126,16 +124,8 @@ func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case GetNote200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isCreateNoteResponse() {}
-func (unimplementedResponse) isGetNoteResponse()    {}

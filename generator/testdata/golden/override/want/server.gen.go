@@ -39,22 +39,22 @@ var _ Server = Unimplemented{}
 
 // FindPets answers 501 for findPets (GET /pets).
 func (Unimplemented) FindPets(context.Context, FindPetsRequest) (FindPetsResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // AddPet answers 501 for addPet (POST /pets).
 func (Unimplemented) AddPet(context.Context, pgx.Tx, AddPetRequest) (AddPetResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // DeletePet answers 501 for deletePet (DELETE /pets/{id}).
 func (Unimplemented) DeletePet(context.Context, DeletePetRequest) (DeletePetResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // FindPetByID answers 501 for find pet by id (GET /pets/{id}).
 func (Unimplemented) FindPetByID(context.Context, FindPetByIDRequest) (FindPetByIDResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -93,7 +93,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -155,7 +156,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -81,8 +81,6 @@ func encodeFindPetsResponse(resp FindPetsResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case FindPetsDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -124,8 +122,6 @@ func encodeAddPetResponse(resp AddPetResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case AddPetDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -165,8 +161,6 @@ func encodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
 		return idemimpl.EmptyResponse(204)
 	case DeletePetDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -208,18 +202,8 @@ func encodeFindPetByIDResponse(resp FindPetByIDResponse) (*idem.Response, error)
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case FindPetByIDDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isFindPetsResponse()    {}
-func (unimplementedResponse) isAddPetResponse()      {}
-func (unimplementedResponse) isDeletePetResponse()   {}
-func (unimplementedResponse) isFindPetByIDResponse() {}

@@ -48,42 +48,42 @@ var _ Server = Unimplemented{}
 
 // ListPayments answers 501 for listPayments (GET /payments).
 func (Unimplemented) ListPayments(context.Context, ListPaymentsRequest) (ListPaymentsResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreatePayment answers 501 for createPayment (POST /payments).
 func (Unimplemented) CreatePayment(context.Context, pgx.Tx, CreatePaymentRequest) (CreatePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // DeletePayment answers 501 for deletePayment (DELETE /payments/{id}).
 func (Unimplemented) DeletePayment(context.Context, DeletePaymentRequest) (DeletePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // GetPayment answers 501 for getPayment (GET /payments/{id}).
 func (Unimplemented) GetPayment(context.Context, GetPaymentRequest) (GetPaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // UpdatePayment answers 501 for updatePayment (PATCH /payments/{id}).
 func (Unimplemented) UpdatePayment(context.Context, pgx.Tx, UpdatePaymentRequest) (UpdatePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // ReplacePayment answers 501 for replacePayment (PUT /payments/{id}).
 func (Unimplemented) ReplacePayment(context.Context, pgx.Tx, ReplacePaymentRequest) (ReplacePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CapturePayment answers 501 for capturePayment (POST /payments/{id}/capture).
 func (Unimplemented) CapturePayment(context.Context, CapturePaymentRequest) (CapturePaymentResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // UploadReceipt answers 501 for uploadReceipt (PUT /payments/{id}/receipt).
 func (Unimplemented) UploadReceipt(context.Context, pgx.Tx, UploadReceiptRequest) (UploadReceiptResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // IdempotentOperations lists the operations served through the idempotency
@@ -163,7 +163,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -225,7 +226,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

@@ -207,8 +207,6 @@ func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, erro
 	switch r := resp.(type) {
 	case ListPayments200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -261,8 +259,6 @@ func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, er
 		return idemimpl.JSONResponse(402, "application/problem+json", r.Body)
 	case CreatePaymentDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -290,8 +286,6 @@ func encodeDeletePaymentResponse(resp DeletePaymentResponse) (*idem.Response, er
 	switch resp.(type) {
 	case DeletePayment204Response:
 		return idemimpl.EmptyResponse(204)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -329,8 +323,6 @@ func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPayment404Response:
 		return idemimpl.EmptyResponse(404)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -369,8 +361,6 @@ func encodeUpdatePaymentResponse(resp UpdatePaymentResponse) (*idem.Response, er
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case UpdatePayment409Response:
 		return idemimpl.EmptyResponse(409)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -399,8 +389,6 @@ func encodeReplacePaymentResponse(resp ReplacePaymentResponse) (*idem.Response, 
 	switch resp.(type) {
 	case ReplacePayment204Response:
 		return idemimpl.EmptyResponse(204)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -430,8 +418,6 @@ func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, 
 	switch r := resp.(type) {
 	case CapturePayment2XXResponse:
 		return idemimpl.EmptyResponse(r.Status)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -462,22 +448,8 @@ func encodeUploadReceiptResponse(resp UploadReceiptResponse) (*idem.Response, er
 	switch r := resp.(type) {
 	case UploadReceipt200Response:
 		return idemimpl.RawResponse(200, "application/pdf", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isListPaymentsResponse()   {}
-func (unimplementedResponse) isCreatePaymentResponse()  {}
-func (unimplementedResponse) isDeletePaymentResponse()  {}
-func (unimplementedResponse) isGetPaymentResponse()     {}
-func (unimplementedResponse) isUpdatePaymentResponse()  {}
-func (unimplementedResponse) isReplacePaymentResponse() {}
-func (unimplementedResponse) isCapturePaymentResponse() {}
-func (unimplementedResponse) isUploadReceiptResponse()  {}

@@ -56,62 +56,62 @@ var _ Server = Unimplemented{}
 
 // AndOr answers 501 for andOr (POST /and-or).
 func (Unimplemented) AndOr(context.Context, pgx.Tx, AndOrRequest) (AndOrResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Basic answers 501 for basic (POST /basic).
 func (Unimplemented) Basic(context.Context, pgx.Tx, BasicRequest) (BasicResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CookieKey answers 501 for cookieKey (POST /cookie-key).
 func (Unimplemented) CookieKey(context.Context, pgx.Tx, CookieKeyRequest) (CookieKeyResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // HeaderKey answers 501 for headerKey (POST /header-key).
 func (Unimplemented) HeaderKey(context.Context, pgx.Tx, HeaderKeyRequest) (HeaderKeyResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Oidc answers 501 for oidc (POST /oidc).
 func (Unimplemented) Oidc(context.Context, pgx.Tx, OidcRequest) (OidcResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Optional answers 501 for optional (POST /optional).
 func (Unimplemented) Optional(context.Context, pgx.Tx, OptionalRequest) (OptionalResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // ListOrders answers 501 for listOrders (GET /orders).
 func (Unimplemented) ListOrders(context.Context, ListOrdersRequest) (ListOrdersResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // CreateOrder answers 501 for createOrder (POST /orders).
 func (Unimplemented) CreateOrder(context.Context, pgx.Tx, CreateOrderRequest) (CreateOrderResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Public answers 501 for public (POST /public).
 func (Unimplemented) Public(context.Context, pgx.Tx, PublicRequest) (PublicResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // QueryKey answers 501 for queryKey (POST /query-key).
 func (Unimplemented) QueryKey(context.Context, pgx.Tx, QueryKeyRequest) (QueryKeyResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Scoped answers 501 for scoped (POST /scoped).
 func (Unimplemented) Scoped(context.Context, pgx.Tx, ScopedRequest) (ScopedResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // UndefinedScheme answers 501 for undefinedScheme (POST /undefined).
 func (Unimplemented) UndefinedScheme(context.Context, pgx.Tx, UndefinedSchemeRequest) (UndefinedSchemeResponse, error) {
-	return unimplementedResponse{}, nil
+	return nil, idem.ErrNotImplemented
 }
 
 // Principal is what a Security method returns for a credential it accepts: a
@@ -315,7 +315,8 @@ func WithMiddleware(mw func(http.Handler) http.Handler) Option {
 	return func(o *options) { o.middleware = append(o.middleware, mw) }
 }
 
-// WithErrorHook is called with every error a Server method returns.
+// WithErrorHook is called with every error a Server method returns, except
+// idem.ErrNotImplemented itself (what Unimplemented returns: 501, not a fault).
 func WithErrorHook(hook func(*http.Request, error)) Option {
 	return func(o *options) { o.errorHook = hook }
 }
@@ -383,7 +384,7 @@ type handler struct {
 }
 
 func (h *handler) fail(r *http.Request, err error) error {
-	if h.opts.errorHook != nil {
+	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)
 	}
 	return err

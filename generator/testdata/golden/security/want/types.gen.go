@@ -55,8 +55,6 @@ func encodeAndOrResponse(resp AndOrResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case AndOr201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -86,8 +84,6 @@ func encodeBasicResponse(resp BasicResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case Basic201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -117,8 +113,6 @@ func encodeCookieKeyResponse(resp CookieKeyResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case CookieKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -149,8 +143,6 @@ func encodeHeaderKeyResponse(resp HeaderKeyResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case HeaderKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -180,8 +172,6 @@ func encodeOidcResponse(resp OidcResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case Oidc201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -211,8 +201,6 @@ func encodeOptionalResponse(resp OptionalResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case Optional201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -240,8 +228,6 @@ func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case ListOrders200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -271,8 +257,6 @@ func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error)
 	switch r := resp.(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -302,8 +286,6 @@ func encodePublicResponse(resp PublicResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case Public201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -333,8 +315,6 @@ func encodeQueryKeyResponse(resp QueryKeyResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case QueryKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -364,8 +344,6 @@ func encodeScopedResponse(resp ScopedResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case Scoped201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -395,26 +373,8 @@ func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response
 	switch r := resp.(type) {
 	case UndefinedScheme201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
-	case unimplementedResponse:
-		return nil, idem.ErrNotImplemented
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
 	return nil, idemimpl.UndeclaredResponse(resp)
 }
-
-// unimplementedResponse is what Unimplemented returns: the refusal idem.ErrNotImplemented (501).
-type unimplementedResponse struct{}
-
-func (unimplementedResponse) isAndOrResponse()           {}
-func (unimplementedResponse) isBasicResponse()           {}
-func (unimplementedResponse) isCookieKeyResponse()       {}
-func (unimplementedResponse) isHeaderKeyResponse()       {}
-func (unimplementedResponse) isOidcResponse()            {}
-func (unimplementedResponse) isOptionalResponse()        {}
-func (unimplementedResponse) isListOrdersResponse()      {}
-func (unimplementedResponse) isCreateOrderResponse()     {}
-func (unimplementedResponse) isPublicResponse()          {}
-func (unimplementedResponse) isQueryKeyResponse()        {}
-func (unimplementedResponse) isScopedResponse()          {}
-func (unimplementedResponse) isUndefinedSchemeResponse() {}
