@@ -129,8 +129,9 @@ unit-generator: unit-env
 # -race where the tests run concurrent code: the root module (the engine,
 # its storms, the Redis and NATS adapters, the CLI), examples/payments (e2e
 # storms, crashes, failover; unit-payments), examples/migrations and
-# examples/stripe (parallel tests). Without it: bench (no tests: it is
-# compiled and vetted), examples/docsnippets, minimal and routers (no
+# examples/stripe (parallel tests). Without it: bench (its one test runs
+# the built benchload and benchserver as processes), examples/docsnippets,
+# minimal and routers (no
 # goroutine of their own; one request at a time against code whose
 # concurrency is raced in the root module and in payments): their race
 # builds (gin, echo, chi, fiber and their graphs) gave the detector nothing
