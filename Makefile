@@ -71,9 +71,9 @@ test:
 #      to run it: see generate);
 #   2. check-generated, alone: it rewrites files the tests compile;
 #   3. race-deps, alone: the root module's packages and tests compiled under
-#      -race by one go command on both cores (beside check-generated it
-#      would gain nothing: the two are ~500 CPU-s and ~250 s of a quiet
-#      clean-clone run, two busy cores already);
+#      -race by one go command on both cores, then examples/payments' (beside
+#      check-generated it would gain nothing: the two are ~500 CPU-s and
+#      ~250 s of a quiet clean-clone run, two busy cores already);
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -101,9 +101,14 @@ test-in-db: fmt-check
 # without linking or running anything: one go command schedules it on both
 # cores. Without it the lanes of stage 4 compiled the shared graph (std, pgx,
 # the runtime) at the same time, each for itself: the go command shares its
-# cache between runs, not work in flight.
+# cache between runs, not work in flight. Then the same for
+# examples/payments (its e2e tests are the longest wait of stage 4: compiled
+# here, they start with the stage instead of after a compile that the
+# other lanes slow down; cold, its -race build after the root module's is
+# ~135 CPU-s).
 race-deps:
 	$(GO) list -race -export -deps -test ./... >/dev/null
+	cd examples/payments && $(GO) list -race -export -deps -test ./... >/dev/null
 
 unit: unit-generator unit-modules unit-examples unit-payments
 
