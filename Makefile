@@ -16,7 +16,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -71,11 +71,14 @@ test:
 #      to run it: see generate);
 #   2. check-generated, alone: it rewrites files the tests compile;
 #   3. race-deps, alone: the root module's packages and tests compiled under
-#      -race by one go command on both cores;
-#   4. the tests in three lanes: the generator's (the long pole: they
-#      generate the real specs and compile them in child go commands), every
-#      other module, and examples/payments (its e2e tests mostly wait on
-#      servers and a cluster they start).
+#      -race by one go command on both cores, then examples/payments' (beside
+#      check-generated it would gain nothing: the two are ~500 CPU-s and
+#      ~250 s of a quiet clean-clone run, two busy cores already);
+#   4. the tests in four lanes: the generator's (they generate the real
+#      specs and compile them in child go commands), the root module's other
+#      packages, the other modules but payments (each one after the other),
+#      and examples/payments (its e2e tests mostly wait on servers and a
+#      cluster they start, leaving a core to the others).
 # At the end it prints every test binary's own run (wall and CPU seconds,
 # compiling excluded; scripts/testcpu.sh), most CPU first.
 #
@@ -90,7 +93,7 @@ test-in-db: fmt-check
 	@$(SUBMAKE) check-generated
 	@$(SUBMAKE) race-deps
 	@export TESTCPU_LOG=$$(mktemp); rc=0; \
-	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-payments" || rc=$$?; \
+	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments" || rc=$$?; \
 	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
 
 # race-deps compiles, under -race, every package of the root module and its
@@ -98,11 +101,16 @@ test-in-db: fmt-check
 # without linking or running anything: one go command schedules it on both
 # cores. Without it the lanes of stage 4 compiled the shared graph (std, pgx,
 # the runtime) at the same time, each for itself: the go command shares its
-# cache between runs, not work in flight.
+# cache between runs, not work in flight. Then the same for
+# examples/payments (its e2e tests are the longest wait of stage 4: compiled
+# here, they start with the stage instead of after a compile that the
+# other lanes slow down; cold, its -race build after the root module's is
+# ~135 CPU-s).
 race-deps:
 	$(GO) list -race -export -deps -test ./... >/dev/null
+	cd examples/payments && $(GO) list -race -export -deps -test ./... >/dev/null
 
-unit: unit-generator unit-modules unit-payments
+unit: unit-generator unit-modules unit-examples unit-payments
 
 unit-env:
 	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }
@@ -126,20 +134,29 @@ unit-generator: unit-env
 # -race where the tests run concurrent code: the root module (the engine,
 # its storms, the Redis and NATS adapters, the CLI), examples/payments (e2e
 # storms, crashes, failover; unit-payments), examples/migrations and
-# examples/stripe (parallel tests). Without it: bench (no tests: it is
-# compiled and vetted), examples/docsnippets, minimal and routers (no
+# examples/stripe (parallel tests). Without it: bench (its one test runs
+# the built benchload and benchserver as processes), examples/docsnippets,
+# minimal and routers (no
 # goroutine of their own; one request at a time against code whose
 # concurrency is raced in the root module and in payments): their race
 # builds (gin, echo, chi, fiber and their graphs) gave the detector nothing
 # to watch.
 NORACE_MODULES := bench examples/docsnippets examples/minimal examples/routers
 
-# Every package of every module but those of unit-generator and
-# unit-payments.
+# Every package of the root module but those of unit-generator.
 unit-modules: unit-env
 	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -vx -e 'github.com/idemgen/idemgen/generator' -e 'github.com/idemgen/idemgen/generator/internal/load')
+
+# Every other module but examples/payments (unit-payments). Modules
+# without -race are built (go build ./...) before they are tested: go test
+# compiles a package without tests (docsnippets' world, bench's
+# benchserver) beside running the test binaries, and the tests that build
+# those packages in a child go command (TestSnippets, TestServersStopped)
+# compiled the same graph at the same time, a second time (docsnippets,
+# cold: 240 CPU-s, 136 of them in the child).
+unit-examples: unit-env
 	@for m in $(filter-out . examples/payments $(NORACE_MODULES),$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
-	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
+	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) build ./... && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 
 unit-payments: unit-env
 	cd examples/payments && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...

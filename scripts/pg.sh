@@ -145,6 +145,11 @@ reserve_huge_pages() {
 		total=$(cat /proc/sys/vm/nr_hugepages)
 		echo $((total + need - free)) >/proc/sys/vm/nr_hugepages
 		echo $((need - free)) >"$dir/hugepages"
+		if [ "$(avail)" -lt "$need" ]; then
+			# Memory too fragmented for 2 MB pages: compact it, ask again.
+			echo 1 >/proc/sys/vm/compact_memory || true
+			echo $((total + need - free)) >/proc/sys/vm/nr_hugepages
+		fi
 		free=$(avail)
 		[ "$free" -ge "$need" ] || { log "PG_HUGE_PAGES=1: the kernel gave $free of the $need huge pages needed"; exit 1; }
 		log "reserved $need huge pages (2 MB) for the server; given back at stop"
@@ -181,7 +186,8 @@ run)
 	dir=$(mktemp -d "${TMPDIR:-/tmp}/idemgen-pg.XXXXXX")
 	trap 'stop "$dir"' EXIT
 	trap 'exit 130' INT TERM
-	eval "$(start "$dir")"
+	env=$(start "$dir") || exit 1
+	eval "$env"
 	export DATABASE_URL PGDATA_DIR="$dir"
 	status=0
 	"$@" || status=$?
