@@ -152,7 +152,7 @@ reserve_huge_pages() {
 		fi
 		free=$(avail)
 		[ "$free" -ge "$need" ] || { log "PG_HUGE_PAGES=1: the kernel gave $free of the $need huge pages needed"; exit 1; }
-		log "reserved $need huge pages (2 MB) for the server; given back at stop"
+		log "added $(cat "$dir/hugepages") huge pages (2 MB) to the kernel's pool for the server's $need; given back at stop"
 	fi
 }
 

@@ -69,7 +69,7 @@ for r in $(seq 1 "${ROUNDS:-3}"); do
 		wait
 		tps=$(sed -nE 's/^tps = ([0-9.]+).*/\1/p' "$script.out")
 		n=$(sed -nE 's/^number of transactions actually processed: ([0-9]+).*/\1/p' "$script.out")
-		printf 'round %d  %-5s  %8.0f tps  %.2f page faults per lookup  load %s\n' "$r" "$t" "$tps" "$(echo "$f / $n" | bc -l)" "$(cut -d' ' -f1 /proc/loadavg)"
+		printf 'round %d  %-5s  %8.0f tps  %.2f page faults per lookup  load %s\n' "$r" "$t" "$tps" "$(awk -v f="$f" -v n="$n" 'BEGIN {print f / n}')" "$(cut -d' ' -f1 /proc/loadavg)"
 		rm -f "$script.out"
 	done
 done
