@@ -133,18 +133,15 @@ unit-generator: unit-env
 
 # -race where the tests run concurrent code: the root module (the engine,
 # its storms, the Redis and NATS adapters, the CLI), examples/payments (e2e
-# storms, crashes, failover; unit-payments) and examples/stripe (duplicates
-# sent at once through Stripe's SDK). Without it: bench (its one test runs
+# storms, crashes, failover; unit-payments), examples/migrations and
+# examples/stripe (parallel tests). Without it: bench (its one test runs
 # the built benchload and benchserver as processes), examples/docsnippets,
 # minimal and routers (no
 # goroutine of their own; one request at a time against code whose
 # concurrency is raced in the root module and in payments): their race
 # builds (gin, echo, chi, fiber and their graphs) gave the detector nothing
-# to watch. Nor examples/migrations: its tests run side by side, but each
-# on a schema of its own, calling idem.New and schema.Migrate once after a
-# migration tool; those are raced in the root module, and the race build
-# of atlas, goose and golang-migrate watched only the tools.
-NORACE_MODULES := bench examples/docsnippets examples/migrations examples/minimal examples/routers
+# to watch.
+NORACE_MODULES := bench examples/docsnippets examples/minimal examples/routers
 
 # Every package of the root module but those of unit-generator.
 unit-modules: unit-env
