@@ -180,10 +180,9 @@ type counters struct {
 }
 
 func readCounters(ctx context.Context, conn *pgx.Conn) (counters, error) {
+	// One statement, one transaction: the statistics it reads are fresh
+	// (a backend keeps its snapshot of them until its transaction ends).
 	var c counters
-	if _, err := conn.Exec(ctx, "SELECT pg_stat_clear_snapshot()"); err != nil {
-		return c, err
-	}
 	err := conn.QueryRow(ctx, `SELECT pg_current_wal_lsn() - '0/0'::pg_lsn, (SELECT wal_fpi FROM pg_stat_wal),
 		coalesce(heap_blks_hit, 0), coalesce(heap_blks_read, 0), coalesce(idx_blks_hit, 0), coalesce(idx_blks_read, 0)
 		FROM pg_statio_user_tables WHERE relname = 'idem_records'`).Scan(&c.wal, &c.fpi, &c.heapHit, &c.heapRead, &c.idxHit, &c.idxRead)
