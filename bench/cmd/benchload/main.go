@@ -85,6 +85,8 @@ func main() {
 		sweepRows   = flag.Int("sweep", 0, "expired records for the sweeper-under-traffic run (0: skip)")
 		sweepBudget = flag.Float64("sweep-budget", 0, "the sweeper's SweeperConfig.Budget in that run (0: its default)")
 		sweepReuse  = flag.Bool("sweep-reuse", false, "sweep the expired records an earlier run left instead of loading them")
+		scaleRounds = flag.Int("scale-rounds", 2, "rounds per point of the scale curve (each round runs baseline, atomic and replay for -duration); more rounds span more of a checkpoint cycle")
+		scalePairDB = flag.String("scale-pair", "", "a second database, holding a table an earlier -scale run loaded: measure it against -database-url's in alternating rounds of the same run (-scale-rounds, -duration), without loading or checkpointing either")
 		scaleReuse  = flag.Bool("scale-reuse", false, "keep the records an earlier -scale run loaded (a 50 M table loaded once, measured later)")
 		sweepBatch  = flag.Int("sweep-batch", 0, "the sweeper's SweeperConfig.BatchSize in that run (0: its default)")
 	)
@@ -131,7 +133,8 @@ func main() {
 		},
 	}
 	b := &bench{client: client, srv: srv, db: *dbURL, profDir: *profDir,
-		start: func(env ...string) (*server, error) { return startServer(ctx, *serverBin, *dbURL, *pool, env...) }}
+		start:   func(env ...string) (*server, error) { return startServer(ctx, *serverBin, *dbURL, *pool, env...) },
+		startOn: func(db string) (*server, error) { return startServer(ctx, *serverBin, db, *pool) }}
 	defer b.stopExtra()
 
 	replayKeys, err := b.prepareReplayKeys(2000)
@@ -245,8 +248,14 @@ func main() {
 	}
 	var scale []scalePoint
 	if sizes, _ := parseInts(*scaleFlag); len(sizes) > 0 && (len(want) == 0 || want["scale"]) {
-		if scale, err = b.scaleCurve(sizes, *duration, *scaleReuse); err != nil {
+		if scale, err = b.scaleCurve(sizes, *duration, *scaleRounds, *scaleReuse); err != nil {
 			fatalf("scale: %v", err)
+		}
+	}
+	var pair []pairSide
+	if *scalePairDB != "" && (len(want) == 0 || want["scale"]) {
+		if pair, err = b.scalePair(*scalePairDB, *duration, *scaleRounds); err != nil {
+			fatalf("scale pair: %v", err)
 		}
 	}
 	var sweep *sweepResult
@@ -259,6 +268,7 @@ func main() {
 	var md strings.Builder
 	writeTable(&md, scenarios, concs, results, storms, mismatches)
 	writeScale(&md, scale, sweep)
+	writePair(&md, pair)
 	fmt.Fprintf(&md, "\nLoad average (1, 5, 15 min) at the start: %s; at the end: %s.\n", loadStart, loadAvg())
 	fmt.Print(md.String())
 	if *outPath != "" {
@@ -378,6 +388,8 @@ type bench struct {
 	// extra is the one it started.
 	start func(env ...string) (*server, error)
 	extra *server
+	// startOn starts another server process on another database (-scale-pair).
+	startOn func(db string) (*server, error)
 	// replayKeys are completed keys with their bodies in replayBodies.
 	replayKeys []string
 }

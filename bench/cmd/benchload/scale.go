@@ -61,10 +61,10 @@ func countRecords(ctx context.Context, conn *pgx.Conn) (int64, error) {
 
 // scaleCurve grows idem_records to each size in turn (after removing what
 // the earlier scenarios left besides the replay keys) and measures the
-// baseline, a first execution and a replay at c=32, two rounds each. With
+// baseline, a first execution and a replay at c=32, rounds times each. With
 // reuse it keeps what the table holds (the records an earlier run loaded,
 // numbered on from there), and settles it before the first point.
-func (b *bench) scaleCurve(sizes []int, d time.Duration, reuse bool) ([]scalePoint, error) {
+func (b *bench) scaleCurve(sizes []int, d time.Duration, rounds int, reuse bool) ([]scalePoint, error) {
 	ctx := context.Background()
 	conn, err := pgx.Connect(ctx, b.db)
 	if err != nil {
@@ -133,7 +133,7 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration, reuse bool) ([]scalePoi
 			}
 		}
 		fmt.Fprintf(os.Stderr, "scale: %d records (loaded in %v)\n", p.records, p.load.Round(time.Second))
-		for r := 0; r < 2; r++ {
+		for r := range max(rounds, 1) {
 			for i := range scenarios {
 				s := scenarios[(i+r)%len(scenarios)]
 				c0, err := readCounters(ctx, conn)
