@@ -48,11 +48,7 @@ func (b *bench) scalePair(other string, d time.Duration, rounds int) ([]pairSide
 	if sides[1].replayKeys, err = b.prepareReplayKeys(len(mainKeys)); err != nil {
 		return nil, fmt.Errorf("replay keys on the second database: %w", err)
 	}
-	scenarios := []scenario{
-		{name: "baseline", path: "/baseline", want: []int{201}},
-		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
-		{name: "replay", path: "/atomic", key: func(w *worker) string { return w.keys[w.n%len(w.keys)] }, want: []int{201}},
-	}
+	scenarios := scaleScenarios()
 	for _, s := range sides {
 		if s.conn, err = pgx.Connect(ctx, s.db); err != nil {
 			return nil, err
@@ -88,17 +84,7 @@ func (b *bench) scalePair(other string, d time.Duration, rounds int) ([]pairSide
 				}
 				fmt.Fprintf(os.Stderr, "pair %s (%d records) %s r%d: %.0f req/s; per request %s; load %s\n",
 					s.name, s.point.records, sc.name, r+1, res.rps(), c1.sub(c0).per(res.n), loadAvg())
-				p := &s.point
-				switch sc.name {
-				case "baseline":
-					p.baseline = append(p.baseline, res)
-				case "atomic":
-					p.atomic = append(p.atomic, res)
-					p.atomicDB = p.atomicDB.add(c1.sub(c0))
-				default:
-					p.replay = append(p.replay, res)
-					p.replayDB = p.replayDB.add(c1.sub(c0))
-				}
+				s.point.add(sc.name, res, c1.sub(c0))
 			}
 		}
 	}

@@ -27,6 +27,31 @@ type scalePoint struct {
 	atomicDB, replayDB counters
 }
 
+// scaleScenarios are what each point of the scale curve (and each side of
+// a paired run) measures.
+func scaleScenarios() []scenario {
+	return []scenario{
+		{name: "baseline", path: "/baseline", want: []int{201}},
+		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
+		{name: "replay", path: "/atomic", key: func(w *worker) string { return w.keys[w.n%len(w.keys)] }, want: []int{201}},
+	}
+}
+
+// add files a run of one of scaleScenarios under its scenario, with what
+// the database did meanwhile.
+func (p *scalePoint) add(scenario string, res run, db counters) {
+	switch scenario {
+	case "baseline":
+		p.baseline = append(p.baseline, res)
+	case "atomic":
+		p.atomic = append(p.atomic, res)
+		p.atomicDB = p.atomicDB.add(db)
+	default:
+		p.replay = append(p.replay, res)
+		p.replayDB = p.replayDB.add(db)
+	}
+}
+
 // loadRecords adds completed records under random UUID keys, numbered from
 // first to last, straight into the table with generate_series (one
 // statement per million rows). expires sets their expiry: an SQL
@@ -71,11 +96,7 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration, rounds int, reuse bool)
 		return nil, err
 	}
 	defer conn.Close(ctx)
-	scenarios := []scenario{
-		{name: "baseline", path: "/baseline", want: []int{201}},
-		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
-		{name: "replay", path: "/atomic", key: func(w *worker) string { return w.keys[w.n%len(w.keys)] }, want: []int{201}},
-	}
+	scenarios := scaleScenarios()
 	// One uncounted second of each scenario first, as the other scenarios
 	// have: a backend's first requests (its caches, its first touch of
 	// shared memory) would otherwise land in the first point's first round.
@@ -150,16 +171,7 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration, rounds int, reuse bool)
 				}
 				fmt.Fprintf(os.Stderr, "scale %d %s r%d: %.0f req/s; per request %s; load %s\n",
 					p.records, s.name, r+1, res.rps(), c1.sub(c0).per(res.n), loadAvg())
-				switch s.name {
-				case "baseline":
-					p.baseline = append(p.baseline, res)
-				case "atomic":
-					p.atomic = append(p.atomic, res)
-					p.atomicDB = p.atomicDB.add(c1.sub(c0))
-				default:
-					p.replay = append(p.replay, res)
-					p.replayDB = p.replayDB.add(c1.sub(c0))
-				}
+				p.add(s.name, res, c1.sub(c0))
 			}
 		}
 		points = append(points, p)
