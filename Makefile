@@ -66,14 +66,17 @@ test:
 # test-in-db runs what is independent side by side (scripts/lanes.sh; each
 # lane's output is printed as one block with its wall and CPU seconds), in
 # four stages, each waiting for the one before:
-#   1. fmt-check and tidy-check (mostly the network) beside downloading every
-#      module's dependencies (sqlc is built only when check-generated needs
-#      to run it: see generate);
+#   1. fmt-check, then every module's dependencies downloaded (sqlc is
+#      built only when check-generated needs to run it: see generate);
 #   2. check-generated, alone: it rewrites files the tests compile;
-#   3. race-deps, alone: the root module's packages and tests compiled under
-#      -race by one go command on both cores, then examples/payments' (beside
+#   3. race-deps: the root module's packages and tests compiled under -race
+#      by one go command on both cores, then examples/payments' (beside
 #      check-generated it would gain nothing: the two are ~500 CPU-s and
-#      ~250 s of a quiet clean-clone run, two busy cores already);
+#      ~250 s of a quiet clean-clone run, two busy cores already); beside
+#      it tidy-check, which reads go.mod files and sources and writes
+#      nothing (after check-generated, so that it never reads a file being
+#      rewritten): 24-72 s of fetching and loading that stage 1 used to
+#      wait for;
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -89,9 +92,9 @@ LANES := scripts/lanes.sh
 SUBMAKE := $(MAKE) --no-print-directory
 TESTEXEC := -exec $(CURDIR)/scripts/testcpu.sh
 test-in-db: fmt-check
-	@$(LANES) "$(SUBMAKE) tidy-check" "$(SUBMAKE) download"
+	@$(SUBMAKE) download
 	@$(SUBMAKE) check-generated
-	@$(SUBMAKE) race-deps
+	@$(LANES) "$(SUBMAKE) race-deps" "$(SUBMAKE) tidy-check"
 	@export TESTCPU_LOG=$$(mktemp); rc=0; \
 	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments" || rc=$$?; \
 	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
