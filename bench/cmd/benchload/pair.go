@@ -40,12 +40,13 @@ func (b *bench) scalePair(other string, d time.Duration, rounds int) ([]pairSide
 		{name: "first", db: b.db, srv: b.srv, replayKeys: b.replayKeys},
 		{name: "second", db: other, srv: srv},
 	}
-	mainSrv, mainDB, mainKeys := b.srv, b.db, b.replayKeys
-	defer func() { b.srv, b.db, b.replayKeys = mainSrv, mainDB, mainKeys }()
-	use := func(s *pairSide) { b.srv, b.db, b.replayKeys = s.srv, s.db, s.replayKeys }
+	// measure and prepareReplayKeys act on b.srv (the keys are passed).
+	mainSrv := b.srv
+	defer func() { b.srv = mainSrv }()
+	use := func(s *pairSide) { b.srv = s.srv }
 
 	use(sides[1])
-	if sides[1].replayKeys, err = b.prepareReplayKeys(len(mainKeys)); err != nil {
+	if sides[1].replayKeys, err = b.prepareReplayKeys(len(b.replayKeys)); err != nil {
 		return nil, fmt.Errorf("replay keys on the second database: %w", err)
 	}
 	scenarios := scaleScenarios()
@@ -70,21 +71,13 @@ func (b *bench) scalePair(other string, d time.Duration, rounds int) ([]pairSide
 			for j := range sides {
 				s := sides[(j+r)%len(sides)]
 				use(s)
-				c0, err := readCounters(ctx, s.conn)
-				if err != nil {
-					return nil, err
-				}
-				res, err := b.measure(sc, 32, d, s.replayKeys, r+1)
+				res, db, err := b.measureCounted(ctx, s.conn, sc, d, s.replayKeys, r+1)
 				if err != nil {
 					return nil, fmt.Errorf("%s on the %s database: %w", sc.name, s.name, err)
 				}
-				c1, err := readCounters(ctx, s.conn)
-				if err != nil {
-					return nil, err
-				}
 				fmt.Fprintf(os.Stderr, "pair %s (%d records) %s r%d: %.0f req/s; per request %s; load %s\n",
-					s.name, s.point.records, sc.name, r+1, res.rps(), c1.sub(c0).per(res.n), loadAvg())
-				s.point.add(sc.name, res, c1.sub(c0))
+					s.name, s.point.records, sc.name, r+1, res.rps(), db.per(res.n), loadAvg())
+				s.point.add(sc.name, res, db)
 			}
 		}
 	}
@@ -103,17 +96,9 @@ func writePair(w io.Writer, sides []pairSide) {
 		sides[1].point.records, sides[0].point.records)
 	fmt.Fprintln(w, "| scenario | median | per round |")
 	fmt.Fprintln(w, "|---|---:|---|")
-	for _, name := range []string{"baseline", "atomic", "replay"} {
-		pick := func(p scalePoint) []run {
-			switch name {
-			case "baseline":
-				return p.baseline
-			case "atomic":
-				return p.atomic
-			}
-			return p.replay
-		}
-		a, b := pick(sides[0].point), pick(sides[1].point)
+	for _, sc := range scaleScenarios() {
+		name := sc.name
+		a, b := sides[0].point.runs(name), sides[1].point.runs(name)
 		var xs []float64
 		var cells string
 		for i := range min(len(a), len(b)) {

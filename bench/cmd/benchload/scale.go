@@ -52,6 +52,35 @@ func (p *scalePoint) add(scenario string, res run, db counters) {
 	}
 }
 
+// runs are the point's runs of one of scaleScenarios.
+func (p scalePoint) runs(scenario string) []run {
+	switch scenario {
+	case "baseline":
+		return p.baseline
+	case "atomic":
+		return p.atomic
+	}
+	return p.replay
+}
+
+// measureCounted measures s at c=32 on b.srv and reads what the database
+// behind conn did meanwhile.
+func (b *bench) measureCounted(ctx context.Context, conn *pgx.Conn, s scenario, d time.Duration, keys []string, round int) (run, counters, error) {
+	c0, err := readCounters(ctx, conn)
+	if err != nil {
+		return run{}, counters{}, err
+	}
+	res, err := b.measure(s, 32, d, keys, round)
+	if err != nil {
+		return run{}, counters{}, err
+	}
+	c1, err := readCounters(ctx, conn)
+	if err != nil {
+		return run{}, counters{}, err
+	}
+	return res, c1.sub(c0), nil
+}
+
 // loadRecords adds completed records under random UUID keys, numbered from
 // first to last, straight into the table with generate_series (one
 // statement per million rows). expires sets their expiry: an SQL
@@ -157,21 +186,13 @@ func (b *bench) scaleCurve(sizes []int, d time.Duration, rounds int, reuse bool)
 		for r := range max(rounds, 1) {
 			for i := range scenarios {
 				s := scenarios[(i+r)%len(scenarios)]
-				c0, err := readCounters(ctx, conn)
-				if err != nil {
-					return nil, err
-				}
-				res, err := b.measure(s, 32, d, b.replayKeys, r+1)
-				if err != nil {
-					return nil, err
-				}
-				c1, err := readCounters(ctx, conn)
+				res, db, err := b.measureCounted(ctx, conn, s, d, b.replayKeys, r+1)
 				if err != nil {
 					return nil, err
 				}
 				fmt.Fprintf(os.Stderr, "scale %d %s r%d: %.0f req/s; per request %s; load %s\n",
-					p.records, s.name, r+1, res.rps(), c1.sub(c0).per(res.n), loadAvg())
-				p.add(s.name, res, c1.sub(c0))
+					p.records, s.name, r+1, res.rps(), db.per(res.n), loadAvg())
+				p.add(s.name, res, db)
 			}
 		}
 		points = append(points, p)
