@@ -28,7 +28,8 @@
 # system cluster. Elsewhere, install PostgreSQL 14 or later yourself and set
 # PG_BIN to the directory holding initdb and pg_ctl (or put them on PATH), or
 # skip this script and set DATABASE_URL to a database you own: the tests only
-# need a role that may create tables.
+# need a role that may create tables (and CREATEDB for the one test that
+# needs a database of its own, examples/migrations TestAtlas).
 set -euo pipefail
 
 log() { echo "pg.sh: $*" >&2; }

@@ -33,10 +33,11 @@ type dbSchema struct {
 	name string
 }
 
-func newSchema(t *testing.T) dbSchema {
+func newSchema(t *testing.T, opts pgtest.Options) dbSchema {
 	t.Helper()
-	base := pgtest.New(t, pgtest.Options{Bare: true}) // a schema per test, empty
-	cc, err := pgx.ParseConfig(pgtest.URL(t))
+	opts.Bare = true
+	base := pgtest.New(t, opts) // a schema per test, empty
+	cc, err := pgx.ParseConfig(base.URL)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -109,7 +110,7 @@ func (s dbSchema) empty(t *testing.T, toolTable string) {
 
 func TestGoose(t *testing.T) {
 	t.Parallel()
-	s := newSchema(t)
+	s := newSchema(t, pgtest.Options{})
 	ctx := context.Background()
 	store, err := database.NewStore(database.DialectPostgres, "idem_goose_db_version")
 	if err != nil {
@@ -132,7 +133,7 @@ func TestGoose(t *testing.T) {
 
 func TestGolangMigrate(t *testing.T) {
 	t.Parallel()
-	s := newSchema(t)
+	s := newSchema(t, pgtest.Options{})
 	src, err := iofs.New(os.DirFS(export(t, "migrate")), ".")
 	if err != nil {
 		t.Fatal(err)
@@ -155,11 +156,14 @@ func TestGolangMigrate(t *testing.T) {
 	s.empty(t, "idem_migrate_version")
 }
 
-// TestAtlas runs alone (not t.Parallel): atlas's inspection of the schema
-// once failed naming a table of this schema that did not exist yet while
-// goose and golang-migrate created theirs in sibling schemas.
+// TestAtlas runs alone (not t.Parallel) and in a database of its own:
+// atlas's inspection reads the database's catalog, and failed while other
+// tests changed theirs — naming a table of this schema that did not exist
+// yet while goose and golang-migrate created theirs in sibling schemas, and
+// "could not open relation with OID" while other packages' tests dropped
+// their schemas in the same database.
 func TestAtlas(t *testing.T) {
-	s := newSchema(t)
+	s := newSchema(t, pgtest.Options{Database: true})
 	dir, err := migrate.NewLocalDir(export(t, "atlas"))
 	if err != nil {
 		t.Fatal(err)

@@ -13,6 +13,7 @@ import (
 	"encoding/hex"
 	"fmt"
 	"io/fs"
+	neturl "net/url"
 	"os"
 	"sort"
 	"strings"
@@ -55,6 +56,13 @@ type Options struct {
 	// Bare leaves the schema empty: neither idemgen's migrations nor
 	// Migrations are applied (for tests of migrating itself).
 	Bare bool
+	// Database puts the schema in a database of its own, created for the
+	// test and dropped after it (the role needs CREATEDB). For a test
+	// whose code reads the catalog of the whole database (atlas's
+	// inspection): PostgreSQL's catalog is per database, and other tests'
+	// DDL in the shared one can make such a read fail ("could not open
+	// relation with OID").
+	Database bool
 }
 
 // DB is a test database: a pool whose search_path is a schema of its own.
@@ -83,6 +91,9 @@ func New(tb testing.TB, opts Options) *DB {
 		tb.Fatal(err)
 	}
 	schemaName := "t_" + hex.EncodeToString(b[:])
+	if opts.Database {
+		base = ownDatabase(tb, base, schemaName)
+	}
 
 	admin, err := pgx.Connect(ctx, base)
 	if err != nil {
@@ -176,6 +187,39 @@ func Apply(ctx context.Context, db interface {
 		}
 	}
 	return nil
+}
+
+// ownDatabase creates the database name on the server of base, drops it
+// when the test ends (after the pool's cleanup, registered later, has
+// run), and returns base pointing at it.
+func ownDatabase(tb testing.TB, base, name string) string {
+	tb.Helper()
+	u, err := neturl.Parse(base)
+	if err != nil || (u.Scheme != "postgres" && u.Scheme != "postgresql") {
+		tb.Fatalf("pgtest: Options.Database needs a postgres:// URL, not %s", redact(base))
+	}
+	ctx := context.Background()
+	admin, err := pgx.Connect(ctx, base)
+	if err != nil {
+		tb.Fatalf("pgtest: connect %s: %v", redact(base), err)
+	}
+	defer admin.Close(ctx)
+	if _, err := admin.Exec(ctx, "CREATE DATABASE "+name); err != nil {
+		tb.Fatalf("pgtest: create database: %v", err)
+	}
+	tb.Cleanup(func() {
+		conn, err := pgx.Connect(context.Background(), base)
+		if err != nil {
+			tb.Logf("pgtest: drop database %s: %v", name, err)
+			return
+		}
+		defer conn.Close(context.Background())
+		if _, err := conn.Exec(context.Background(), "DROP DATABASE "+name+" WITH (FORCE)"); err != nil {
+			tb.Logf("pgtest: drop database %s: %v", name, err)
+		}
+	})
+	u.Path = "/" + name
+	return u.String()
 }
 
 func withSearchPath(url, schema string) string {
