@@ -131,6 +131,7 @@ func startClientProc(t *testing.T, bin, url, key string, amount int64) *clientPr
 // as a caller that stores its key with the intent does after a crash.
 // Exactly one payment and one charge per intent.
 func TestClientKilledMidCall(t *testing.T) {
+	t.Parallel()
 	bin := buildPay(t)
 	s := newStack(t)
 	s.gw.Set(gateway.Switches{Latency: 400 * time.Millisecond})
@@ -276,6 +277,7 @@ func (p *dropProxy) serve(in net.Conn, drop bool) {
 // and the call it belongs to ends with a replay of what the dropped attempt
 // ran.
 func TestClientThroughDroppedConnections(t *testing.T) {
+	t.Parallel()
 	for _, tc := range []struct {
 		name      string
 		keepAlive bool
@@ -366,6 +368,7 @@ func dropThrough(t *testing.T, s *stack, proxy *dropProxy, c *api.Client, everyD
 // TestClientPredicates: what the generated client answers for the
 // contract's refusals, against the real service.
 func TestClientPredicates(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	c := newAPIClient(t, s.srv.URL)
 	ctx := context.Background()

@@ -83,6 +83,7 @@ func runConformance(t *testing.T, url string, tenants bool, ops ...string) *conf
 // TestConformancePasses: the payments example keeps the contract, every
 // check of every idempotent operation passes.
 func TestConformancePasses(t *testing.T) {
+	t.Parallel()
 	srv, gw := conformanceServer(t, true, nil)
 	// A gateway slow enough that the concurrent check's duplicates arrive
 	// while the first request is in flight.
@@ -110,6 +111,7 @@ func TestConformancePasses(t *testing.T) {
 // wrong. Every check of the list in package conformance has a server here
 // that only it catches as described.
 func TestConformanceCatchesBrokenServers(t *testing.T) {
+	t.Parallel()
 	cases := []struct {
 		name    string
 		scoped  bool // records scoped by tenant
@@ -264,9 +266,10 @@ func (n *noEchoWriter) WriteHeader(status int) {
 // conform; a service answering ietf to a spec declaring the default
 // profile fails the conflict check.
 func TestConformanceFollowsTheProfile(t *testing.T) {
-	// The generated handlers serve with the package's operation table:
-	// switch it to ietf for this test (no test of the package runs in
-	// parallel) and back.
+	// Not parallel: the generated handlers serve with the package's
+	// operation table, switched to ietf for this test and back. The other
+	// tests of the package are parallel, and Go runs them only after the
+	// serial ones have ended (cleanups included).
 	for _, op := range api.IdempotentOperations {
 		op.Policy.Profile = idem.ProfileIETF
 	}
@@ -445,6 +448,7 @@ func inFlightForever(next http.Handler) http.Handler {
 // payments example; exit status 1 and the FAIL line of the defect for a
 // broken server.
 func TestConformanceCommand(t *testing.T) {
+	t.Parallel()
 	bin := filepath.Join(t.TempDir(), "idemgen")
 	if out, err := exec.Command("go", "build", "-o", bin, "github.com/idemgen/idemgen/cmd/idemgen").CombinedOutput(); err != nil {
 		t.Fatalf("go build idemgen: %v\n%s", err, out)

@@ -30,6 +30,7 @@ func digest(body []byte) string {
 // TestContract walks the HTTP contract table of the README over real HTTP,
 // one row per subtest.
 func TestContract(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	c := s.c
 

@@ -108,7 +108,7 @@ func (s *serviceProc) allLogs() []string {
 // TestProcessCrash runs the service as a real process and kills it with
 // SIGKILL while requests are in flight.
 func TestProcessCrash(t *testing.T) {
-	t.Parallel() // a long waiting test (see TestFailover)
+	t.Parallel()
 	// The schema is migrated and recorded as the service's own start-up
 	// would, so every restart of the process migrates nothing.
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})

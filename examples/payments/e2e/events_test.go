@@ -223,6 +223,7 @@ func (p *dyingPublisher) PublishBatch(ctx context.Context, evs []cloudevents.Eve
 // the payments' sum, the inbox holds one record per event, the outbox is
 // empty, and the bookkeeper's Apply ran once per payment.
 func TestPaymentEventsBookedOnce(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	ns := startNATS(t)
 	nc, js := connectNATS(t, ns.ClientURL())

@@ -16,6 +16,7 @@ import (
 // charge. What the gateway saw of the key (KeyAudit) proves it: one call
 // reached the charging step, and its caller was told the outcome.
 func TestChargedThenRecordFails(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	ctx := context.Background()
 	// A trigger makes the payment's INSERT fail for the keys listed in

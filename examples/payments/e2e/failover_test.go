@@ -57,10 +57,12 @@ import (
 // JSON. Keys keep starting until 2 s after the fault struck; a phase in
 // which none of them got a 201 fails.
 func TestFailover(t *testing.T) {
-	// The long tests that mostly wait (on this cluster, on PostgreSQL's
-	// restart, on killed processes: TestFailover, TestPostgresRestart,
-	// TestProcessCrash, TestSealedAtRest) run side by side, after the
-	// others; each has a database of its own.
+	// Every test of this package but TestConformanceFollowsTheProfile runs
+	// side by side with the others, each on a schema (or a cluster) of its
+	// own: they mostly wait — on this
+	// cluster, on PostgreSQL's restart, on killed processes, on the
+	// gateway's latency and on leases — so make test runs the package
+	// with -parallel 8 rather than one test per core.
 	t.Parallel()
 	pgtest.URL(t) // skip or fail like every database test
 	if testing.Short() {

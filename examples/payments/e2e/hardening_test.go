@@ -27,6 +27,7 @@ import (
 // that name neither addresses nor driver messages, and the causes are in
 // the service's log.
 func TestNoInternalsInResponses(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	proxy := newTCPProxy(t, db.URL)
 	deadGateway, err := harness.FreeAddr()
@@ -92,6 +93,7 @@ func TestNoInternalsInResponses(t *testing.T) {
 // once the read timeout passes, a header block over the limit gets 431, a
 // body over the limit 413, and the service keeps serving others meanwhile.
 func TestSlowClientsAreCutOff(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	svc := startService(t, db.URL, "", "HTTP_READ_TIMEOUT=1s", "HTTP_READ_HEADER_TIMEOUT=1s")
 	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
@@ -170,6 +172,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 // than HTTP_WRITE_TIMEOUT is cut off; the payment it made is kept, and the
 // client's retry with the same key gets it, charged once.
 func TestIdleAndWriteTimeouts(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	gw := gateway.New()
 	gwSrv := httptest.NewServer(gw.Handler())

@@ -27,6 +27,7 @@ import (
 // implies. Its log holds an audit line per replay and conflict and no raw
 // key; its trace output holds the requests' spans with key hashes only.
 func TestOperatingTheService(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	gw := gateway.New()
 	gwSrv := httptest.NewServer(gw.Handler())
@@ -222,6 +223,7 @@ func (c *idemgenCLI) get(key string) cliRecord {
 // retryable once the gateway is back, and the retry records the payment
 // with the charge already made. One charge per key throughout.
 func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	gw := gateway.New()
 	var lookupsDown atomic.Bool

@@ -53,7 +53,7 @@ func pgsh(t *testing.T, args ...string) string {
 // requests fail cleanly - a 5xx problem or a transport error, never a 2xx
 // that was not committed - and afterwards no key has two payments.
 func TestPostgresRestart(t *testing.T) {
-	t.Parallel()  // a long waiting test (see TestFailover)
+	t.Parallel()
 	pgtest.URL(t) // skip or fail like every database test
 	dir, err := os.MkdirTemp("", "payments-pgrestart")
 	if err != nil {

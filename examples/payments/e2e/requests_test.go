@@ -60,6 +60,7 @@ func violations(t *testing.T, ex *harness.Exchange) []map[string]string {
 // members are refused with a 400 naming the member, so two requests that
 // encoding/json would read differently never share a fingerprint.
 func TestStrictJSONMembers(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	key := harness.NewKey()
 	for _, body := range []string{
@@ -92,6 +93,7 @@ func TestStrictJSONMembers(t *testing.T) {
 // the schema in one 400, with JSON pointers and rules and no Go internals,
 // decided before any record is written.
 func TestSchemaConstraintsEnforced(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	cases := []struct {
 		body, pointer, rule string
@@ -136,6 +138,7 @@ func TestSchemaConstraintsEnforced(t *testing.T) {
 // change meaning do not change the fingerprint, and a media type the
 // operation does not declare is 415 with no record.
 func TestMediaTypes(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	key := harness.NewKey()
 	body := `{"amount":7,"currency":"EUR"}`
@@ -163,6 +166,7 @@ func TestMediaTypes(t *testing.T) {
 // written a FAILED_RETRYABLE record kept for a day. It is a 400 naming the
 // parameter, before any statement: no record, no payment.
 func TestHostilePathValues(t *testing.T) {
+	t.Parallel()
 	s := newStack(t)
 	for _, c := range []struct{ method, path, body string }{
 		{"PATCH", "/payments/%00", `{"amount":1000}`},

@@ -136,6 +136,7 @@ func createUntilDone(ctx context.Context, c *harness.Client, key string, amount 
 // retry rules, 5 attempts per call with a timeout starting at 40ms, the
 // intent's key again with a doubled timeout when a call runs out).
 func TestRetryingClients(t *testing.T) {
+	t.Parallel()
 	t.Run("hand-rolled", func(t *testing.T) {
 		retryingClients(t, func(s *stack) createFunc {
 			return func(ctx context.Context, key string, amount int64, st *retryStats) bool {

@@ -19,6 +19,7 @@ import (
 // takes longer than a third of the lease, so the engine renews the lease
 // while every connection is taken. All requests must still complete.
 func TestPoolSaturation(t *testing.T) {
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MaxConns: 4})
 	gw := gateway.New()
 	gw.Set(gateway.Switches{Latency: 2 * time.Second}) // lease 5s: renewed every ~1.7s

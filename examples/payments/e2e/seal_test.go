@@ -45,7 +45,7 @@ func storedResponse(t *testing.T, db *pgtest.DB, key string) (headers *string, b
 // `idemgen records reseal` moves the old ones to the new key, after which
 // the old key can go and everything still replays byte for byte.
 func TestSealedAtRest(t *testing.T) {
-	t.Parallel() // a long waiting test (see TestFailover)
+	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	k1, k2 := sealKey(t, "2026-01"), sealKey(t, "2026-03")
 	svc := startService(t, db.URL, "", "IDEM_SEAL_KEYS="+k1)
