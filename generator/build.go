@@ -31,8 +31,14 @@ type builder struct {
 	unions     map[string]*Type // unions of named or scalar members, by members
 	defaults   []*Field         // fields whose Default.Type is set once types are shared
 	warns      []Warning
-	versions   *versioner
-	methods    *scope // of Server
+	// responseUses counts the operations answering with each response
+	// component (responseKey); sharedResponses are the types of those
+	// several answer with, by key, sharedList in the order declared.
+	responseUses    map[string]int
+	sharedResponses map[string]*SharedResponse
+	sharedList      []*SharedResponse
+	versions        *versioner
+	methods         *scope // of Server
 	// handlerMethods are the methods of the generated handler type,
 	// markers the operations' is<Op>Response marker methods.
 	handlerMethods, markers *scope
@@ -121,6 +127,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	}
 
 	m := &Model{Package: cfg.Package, Source: source}
+	b.countResponseUses(doc)
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
 		ops := item.Operations()
@@ -155,6 +162,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	markWriteOnly(b.types)
 	m.Types = b.types
 	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })
+	m.SharedResponses = b.sharedList
+	sort.Slice(m.SharedResponses, func(i, j int) bool { return m.SharedResponses[i].TypeName < m.SharedResponses[j].TypeName })
 	m.Warnings = append(b.warns, b.names.warns...)
 	m.RequestSchemas = b.req.list
 	m.RouteGroups = b.routes

@@ -59,6 +59,9 @@ func renderTypes(m *Model) *jen.File {
 	for _, t := range m.Types {
 		renderType(f, t)
 	}
+	for _, s := range m.SharedResponses {
+		renderSharedResponse(f, s)
+	}
 	for _, o := range m.Operations {
 		renderOpTypes(f, o)
 	}
@@ -415,6 +418,40 @@ func stripWriteOnly(e jen.Code, t GoType) jen.Code {
 	return jen.Qual(implPkg, helper).Call(e, fn)
 }
 
+// renderResponseStruct declares the struct type name of response r.
+func renderResponseStruct(f *jen.File, name string, r *Response) {
+	f.Type().Id(name).StructFunc(func(g *jen.Group) {
+		if r.Code == 0 {
+			g.Id("Status").Int().Comment("the HTTP status to send")
+		}
+		if r.MediaType != "" {
+			g.Id("Body").Add(jenType(r.Body))
+		}
+		for _, h := range r.Headers {
+			when := "sent when not nil"
+			switch {
+			case h.Type.Kind == GoBuiltin && h.Type.Name == "string":
+				when = "sent when not empty"
+			case h.Required:
+				when = "required"
+			}
+			g.Id(h.Field).Add(jenType(h.Type)).Comment("header " + h.Name + ", " + when)
+		}
+	})
+}
+
+// renderSharedResponse declares the struct of a response component that
+// several operations answer with; each names it by an alias and declares
+// its own response interface's marker method on it (renderOpTypes).
+func renderSharedResponse(f *jen.File, s *SharedResponse) {
+	doc := fmt.Sprintf("%s is the response %s, which %d operations answer with, each under a name of its own (an alias).", s.TypeName, s.Location, s.Uses)
+	if s.Description != "" {
+		doc += " " + s.Description
+	}
+	f.Comment(doc)
+	renderResponseStruct(f, s.TypeName, s.Response)
+}
+
 func renderOpTypes(f *jen.File, o *Operation) {
 	desc := fmt.Sprintf("operation %s (%s %s)", o.ID, o.Method, o.Path)
 	f.Comment(fmt.Sprintf("%s is the decoded request of %s.", o.RequestType(), desc))
@@ -456,26 +493,16 @@ func renderOpTypes(f *jen.File, o *Operation) {
 		} else {
 			doc += "."
 		}
-		f.Comment(doc)
-		f.Type().Id(r.TypeName).StructFunc(func(g *jen.Group) {
-			if r.Code == 0 {
-				g.Id("Status").Int().Comment("the HTTP status to send")
-			}
-			if r.MediaType != "" {
-				g.Id("Body").Add(jenType(r.Body))
-			}
-			for _, h := range r.Headers {
-				when := "sent when not nil"
-				switch {
-				case h.Type.Kind == GoBuiltin && h.Type.Name == "string":
-					when = "sent when not empty"
-				case h.Required:
-					when = "required"
-				}
-				g.Id(h.Field).Add(jenType(h.Type)).Comment("header " + h.Name + ", " + when)
-			}
-		})
-		f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
+		if r.Shared != nil {
+			doc = fmt.Sprintf("%s is the %s response of %s: %s, the response %s.", r.TypeName, r.Status, desc, r.Shared.TypeName, r.Shared.Location)
+			f.Comment(doc)
+			f.Type().Id(r.TypeName).Op("=").Id(r.Shared.TypeName)
+			f.Func().Params(jen.Id(r.Shared.TypeName)).Id(o.Marker()).Params().Block()
+		} else {
+			f.Comment(doc)
+			renderResponseStruct(f, r.TypeName, r)
+			f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
+		}
 		status := jen.Lit(r.Code)
 		if r.Code == 0 {
 			status = jen.Id("r").Dot("Status")

@@ -23,6 +23,9 @@ type Model struct {
 	// generated decoders validate against (idemimpl.Schemas).
 	RequestSchemas []*ReqSchema
 	Operations     []*Operation // sorted by path, then method
+	// SharedResponses are the response components several operations
+	// answer with (Response.Shared), sorted by name.
+	SharedResponses []*SharedResponse
 	// Webhooks are the OpenAPI 3.1 webhooks, sorted by name.
 	Webhooks []*Webhook
 	// WebhookSource is the CloudEvents source of the events the webhook
@@ -392,6 +395,28 @@ type Response struct {
 	JSON        bool
 	Body        GoType
 	Headers     []*Header
+	// Shared is the type of the response component this response names
+	// by $ref, when other operations name it too: TypeName is then an
+	// alias of Shared.TypeName (type GetAlbum401Response =
+	// UnauthorizedResponse), and MediaType, Body and Headers are the
+	// shared type's. nil: TypeName is a struct of the operation's own.
+	Shared *SharedResponse
+}
+
+// SharedResponse is the one struct type of a response component
+// (#/components/responses/Unauthorized) that several operations answer
+// with: each of them names it by an alias of its own, and the marker
+// method of each of their response interfaces is declared on it, so a
+// handler may return it (or a helper's value of it) from any operation that
+// declares it, and from no other.
+type SharedResponse struct {
+	TypeName    string // UnauthorizedResponse
+	Location    string // #/components/responses/Unauthorized
+	Description string
+	// Response is its first use, whose Code (0: the type has a Status
+	// field), MediaType, JSON, Body and Headers every use has.
+	Response *Response
+	Uses     int // the operations that answer with it
 }
 
 // Header is a response header field of a response type.

@@ -126,6 +126,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 	if op.Responses == nil {
 		return
 	}
+	inOp := responseRefs(op)
 	for _, status := range op.Responses.Keys() {
 		rr := op.Responses.Value(status)
 		if rr == nil || rr.Value == nil {
@@ -142,6 +143,19 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 		rid := b.names.derived(b.names.pkg, &r.TypeName, b.ob(o).ident, label+"Response", rloc, "response", rankDerived, false)
 		if rr.Value.Description != nil {
 			r.Description = firstLine(*rr.Value.Description)
+		}
+		key := responseKey(rr.Ref, r.Code)
+		if key != "" && inOp[key] == 1 && b.responseUses[key] > 1 {
+			if s := b.sharedResponses[key]; s != nil {
+				r.Shared, r.MediaType, r.JSON, r.Body, r.Headers = s, s.Response.MediaType, s.Response.JSON, s.Response.Body, s.Response.Headers
+				s.Uses++
+				o.Responses = append(o.Responses, r)
+				continue
+			}
+			// The first use builds the type, its body and headers named
+			// after the component rather than after this operation.
+			r.Shared, rid = b.sharedResponse(key, rr.Ref, rr.Value, r)
+			rloc = rr.Ref
 		}
 		if mt, media := pickMedia(rr.Value.Content); media != nil {
 			r.MediaType = mt
@@ -178,6 +192,90 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 		o.Responses = append(o.Responses, r)
 	}
 	sort.SliceStable(o.Responses, func(i, j int) bool { return statusOrder(o.Responses[i].Status) < statusOrder(o.Responses[j].Status) })
+}
+
+// responseRefs counts the responses of op by responseKey: a component
+// named under two statuses of one operation keeps a type per status there
+// (its encoder tells its responses apart by their types).
+func responseRefs(op *openapi3.Operation) map[string]int {
+	n := map[string]int{}
+	if op.Responses == nil {
+		return n
+	}
+	for _, status := range op.Responses.Keys() {
+		rr := op.Responses.Value(status)
+		if rr == nil || rr.Value == nil {
+			continue
+		}
+		code, err := strconv.Atoi(status)
+		if err != nil {
+			code = 0
+		}
+		if key := responseKey(rr.Ref, code); key != "" {
+			n[key]++
+		}
+	}
+	return n
+}
+
+// responseKey is the key of a response that names a component of the
+// document by $ref, with its shape (a struct with a Status field for a
+// range or default, code 0, or without); "" for an inline response.
+func responseKey(ref string, code int) string {
+	if !strings.HasPrefix(ref, "#/components/responses/") {
+		return ""
+	}
+	if code == 0 {
+		return ref + " status"
+	}
+	return ref
+}
+
+// countResponseUses counts, for each responseKey, the operations of doc
+// that answer with it under one status.
+func (b *builder) countResponseUses(doc *openapi3.T) {
+	b.responseUses = map[string]int{}
+	b.sharedResponses = map[string]*SharedResponse{}
+	if doc.Paths == nil {
+		return
+	}
+	for _, path := range doc.Paths.InMatchingOrder() {
+		for _, op := range doc.Paths.Value(path).Operations() {
+			for key, n := range responseRefs(op) {
+				if n == 1 {
+					b.responseUses[key]++
+				}
+			}
+		}
+	}
+}
+
+// sharedResponse declares the type of the response component ref, first
+// answered with as r: named after the component (Unauthorized ->
+// UnauthorizedResponse) on the level of the types named after
+// operations, ranked as an inline type: an operation's own names
+// (GetNoteResponse) and the component schemas keep theirs, and a clash
+// numbers this one, with a warning.
+func (b *builder) sharedResponse(key, ref string, rv *openapi3.Response, r *Response) (*SharedResponse, *ident) {
+	s := &SharedResponse{Location: ref, Response: r, Uses: 1}
+	if rv.Description != nil {
+		s.Description = firstLine(*rv.Description)
+	}
+	name := ref[strings.LastIndex(ref, "/")+1:]
+	if toks, err := jsonkit.ParsePointer(strings.TrimPrefix(ref, "#")); err == nil && len(toks) == 3 {
+		name = toks[2]
+	}
+	want := goName(name)
+	if !strings.HasSuffix(want, "Response") {
+		want += "Response"
+	}
+	if r.Code == 0 && b.responseUses[ref] > 1 {
+		want += "WithStatus" // the same component answered under a code too
+	}
+	id := b.names.typeIdent(&s.TypeName, want, ref, rankInline, closeness(name, want))
+	b.sharedResponses[key] = s
+	b.sharedList = append(b.sharedList, s)
+	return s, id
 }
 
 // headerScalar reports whether a header can carry a value of type t.

@@ -91,6 +91,9 @@ func modelNames(m *Model) map[string]bool {
 			add(r.TypeName)
 		}
 	}
+	for _, s := range m.SharedResponses {
+		add(s.TypeName)
+	}
 	for _, g := range m.Routes() {
 		add(g.HandlerName)
 	}

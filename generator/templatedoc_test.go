@@ -16,7 +16,7 @@ import (
 // templateTypes are the types templates reach from *Model.
 var templateTypes = []string{"Model", "Operation", "OperationNames", "Param", "Body", "BodyMedia", "Response", "Header",
 	"Webhook", "SecurityScheme", "SecurityUse", "RouteGroup", "PathSegment", "PathPart", "ReqSchema", "ReqProp", "ReqMapping",
-	"Type", "Field", "Default", "EnumValue", "Variant", "GoType", "ClientModel", "Policy", "RequestLimits", "ResponseHeaderSet"}
+	"Type", "Field", "Default", "EnumValue", "Variant", "GoType", "ClientModel", "Policy", "RequestLimits", "ResponseHeaderSet", "SharedResponse"}
 
 // TestTemplateDocCoversModel holds templates/README.md to the model's own
 // types: every exported field and method of the types templates reach, and

@@ -7,6 +7,7 @@ import (
 	"context"
 
 	"github.com/idemgen/idemgen/runtime/idemclient"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 const _ = idemclient.SupportPackageIsVersion1 // regenerate when this fails to compile
@@ -59,6 +60,53 @@ func readCreateNoteResponse(r *idemclient.Response) (CreateNoteResponse, error) 
 			return nil, err
 		}
 		return out, nil
+	case r.Status == 404 && r.Declared("application/json"):
+		var out CreateNote404Response
+		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		if err := idemimpl.ParseHeaderPointer(r.Header, "X-Reason", &out.XReason, idemimpl.ParseEnum[NotFoundResponseXReason]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	return nil, r.Error()
+}
+
+// DeleteNote calls deleteNote (DELETE /notes/{note-id})
+func (c *Client) DeleteNote(ctx context.Context, req DeleteNoteRequest, opts ...idemclient.CallOption) (*idemclient.Result[DeleteNoteResponse], error) {
+	r := idemclient.NewRequest("/notes/" + idemclient.PathParam(req.NoteID))
+	return idemclient.Do(ctx, c.rt, &clientOpDeleteNote, r, readDeleteNoteResponse, opts...)
+}
+
+var clientOpDeleteNote = idemclient.Operation{ID: "deleteNote", Method: "DELETE"}
+
+// readDeleteNoteResponse maps the final response of deleteNote to its declared
+// type; any other response (a range or default declared as problem+json
+// included) is an *idemclient.Error.
+func readDeleteNoteResponse(r *idemclient.Response) (DeleteNoteResponse, error) {
+	switch {
+	case r.Status == 204 && r.Declared(""):
+		var out DeleteNote204Response
+		return out, nil
+	case r.Status == 404 && r.Declared("application/json"):
+		var out DeleteNote404Response
+		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		if err := idemimpl.ParseHeaderPointer(r.Header, "X-Reason", &out.XReason, idemimpl.ParseEnum[NotFoundResponseXReason]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case r.Status == 410 && r.Declared("application/json"):
+		var out DeleteNote410Response
+		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		if err := idemimpl.ParseHeaderPointer(r.Header, "X-Reason", &out.XReason, idemimpl.ParseEnum[NotFoundResponseXReason]); err != nil {
+			return nil, err
+		}
+		return out, nil
 	}
 	return nil, r.Error()
 }
@@ -80,6 +128,15 @@ func readGetNoteResponse(r *idemclient.Response) (GetNoteResponse, error) {
 	case r.Status == 200 && r.Declared("application/json"):
 		var out GetNote200Response
 		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		return out, nil
+	case r.Status == 404 && r.Declared("application/json"):
+		var out GetNote404Response
+		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		if err := idemimpl.ParseHeaderPointer(r.Header, "X-Reason", &out.XReason, idemimpl.ParseEnum[NotFoundResponseXReason]); err != nil {
 			return nil, err
 		}
 		return out, nil

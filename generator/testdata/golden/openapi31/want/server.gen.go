@@ -22,6 +22,8 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 type Server interface {
 	// CreateNote serves createNote (POST /notes/)
 	CreateNote(ctx context.Context, tx pgx.Tx, req CreateNoteRequest) (CreateNoteResponse, error)
+	// DeleteNote serves deleteNote (DELETE /notes/{note-id})
+	DeleteNote(ctx context.Context, req DeleteNoteRequest) (DeleteNoteResponse, error)
 	// GetNote serves getNote (GET /notes/{note-id})
 	GetNote(ctx context.Context, req GetNoteRequest) (GetNoteResponse, error)
 }
@@ -35,6 +37,11 @@ var _ Server = Unimplemented{}
 
 // CreateNote answers 501 for createNote (POST /notes/).
 func (Unimplemented) CreateNote(context.Context, pgx.Tx, CreateNoteRequest) (CreateNoteResponse, error) {
+	return nil, idem.ErrNotImplemented
+}
+
+// DeleteNote answers 501 for deleteNote (DELETE /notes/{note-id}).
+func (Unimplemented) DeleteNote(context.Context, DeleteNoteRequest) (DeleteNoteResponse, error) {
 	return nil, idem.ErrNotImplemented
 }
 
@@ -55,9 +62,11 @@ var opCreateNote = idem.Operation{
 		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
 		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
 		ReplayStatuses: nil, FingerprintExclude: nil,
-		SchemaVersion: "fe447d57d1e2", OnSchemaChange: idem.SchemaChangeReplay,
+		SchemaVersion: "dac287a8afb0", OnSchemaChange: idem.SchemaChangeReplay,
 		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
 	},
+	// ResponseHeaders: the declared response headers, stored and replayed.
+	ResponseHeaders: map[string][]string{"404": {"X-Reason"}},
 }
 
 // DefaultMaxBodyBytes bounds request bodies of operations that do not go
@@ -206,6 +215,7 @@ var routeTable = [...]struct {
 	serve            func(*handler, http.ResponseWriter, *http.Request)
 }{
 	{"createNote", "POST", "/notes/", (*handler).handleCreateNote},
+	{"deleteNote", "DELETE", "/notes/{noteID}", (*handler).handleDeleteNote},
 	{"getNote", "GET", "/notes/{noteID}", (*handler).handleGetNote},
 }
 
@@ -236,6 +246,41 @@ var bodyCreateNote = idemimpl.Body{Required: true, Media: []idemimpl.Media{
 func decodeCreateNoteRequest(r *http.Request, body []byte) (req CreateNoteRequest, q *idemimpl.Request, err error) {
 	q = idemimpl.NewRequest(r, &requestSchemas)
 	q.Body(body, &bodyCreateNote, &req.Body)
+	return req, q, q.Err()
+}
+
+// handleDeleteNote serves deleteNote (DELETE /notes/{note-id}).
+func (h *handler) handleDeleteNote(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "deleteNote") // logs, metrics, traces; no record
+	defer done()
+	req, _, err := decodeDeleteNoteRequest(r, nil)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	resp, err := h.srv.DeleteNote(r.Context(), req)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
+		return
+	}
+	out, err := encodeDeleteNoteResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
+}
+
+// paramsDeleteNote describes the parameters of deleteNote.
+var paramsDeleteNote = [...]idemimpl.Param{
+	{In: "path", Name: "note-id", Key: "noteID", Schema: 5, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// decodeDeleteNoteRequest decodes and validates the request of deleteNote; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeDeleteNoteRequest(r *http.Request, body []byte) (req DeleteNoteRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsDeleteNote[0], &req.NoteID)
 	return req, q, q.Err()
 }
 

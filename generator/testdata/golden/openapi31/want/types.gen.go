@@ -24,6 +24,28 @@ func (v *CreateNoteRequestBody) UnmarshalJSON(b []byte) error {
 	return idemimpl.UnmarshalRequired(b, (*plain)(v), "text")
 }
 
+// NotFoundResponseBody is generated from #/components/responses/NotFound/content/application~1json/schema.
+type NotFoundResponseBody struct {
+	Note *int64 `json:"note,omitzero"`
+}
+
+// NotFoundResponseXReason is generated from #/components/responses/NotFound/headers/X-Reason/schema.
+type NotFoundResponseXReason string
+
+// NotFoundResponseXReason values.
+const (
+	NotFoundResponseXReasonMissing NotFoundResponseXReason = "missing"
+	NotFoundResponseXReasonDeleted NotFoundResponseXReason = "deleted"
+)
+
+// Valid reports whether v is one of the declared NotFoundResponseXReason values; UnmarshalJSON refuses the others.
+func (v NotFoundResponseXReason) Valid() bool {
+	return idemimpl.OneOf(v, NotFoundResponseXReasonMissing, NotFoundResponseXReasonDeleted)
+}
+func (v *NotFoundResponseXReason) UnmarshalJSON(b []byte) error {
+	return idemimpl.UnmarshalEnum(b, v)
+}
+
 // Note is generated from ext/common.yaml#/Note.
 type Note struct {
 	Color idemtype.Nullable[string] `json:"color,omitzero"`
@@ -36,6 +58,11 @@ type Note struct {
 func (v *Note) UnmarshalJSON(b []byte) error {
 	type plain Note
 	return idemimpl.UnmarshalRequired(b, (*plain)(v), "id", "text")
+}
+
+// ProblemResponseBody is generated from #/components/responses/Problem/content/application~1problem+json/schema.
+type ProblemResponseBody struct {
+	Title *string `json:"title,omitzero"`
 }
 
 // StringOrInt64 is one of String, Int64 (#/paths/~1notes~1/post/requestBody/content/application~1json/schema/properties/attachments/items): set exactly one field.
@@ -71,6 +98,18 @@ func (u *StringOrInt64) UnmarshalJSON(b []byte) error {
 	return idemimpl.NoVariant(b, "String", "Int64")
 }
 
+// NotFoundResponse is the response #/components/responses/NotFound, which 2 operations answer with, each under a name of its own (an alias). No such note.
+type NotFoundResponse struct {
+	Body    NotFoundResponseBody
+	XReason *NotFoundResponseXReason // header X-Reason, sent when not nil
+}
+
+// ProblemResponse is the response #/components/responses/Problem, which 3 operations answer with, each under a name of its own (an alias). Something went wrong.
+type ProblemResponse struct {
+	Status int // the HTTP status to send
+	Body   ProblemResponseBody
+}
+
 // CreateNoteRequest is the decoded request of operation createNote (POST /notes/).
 type CreateNoteRequest struct {
 	Body CreateNoteRequestBody // application/json
@@ -78,6 +117,8 @@ type CreateNoteRequest struct {
 
 // CreateNoteResponse is one of the responses of operation createNote (POST /notes/):
 //   - CreateNote201Response
+//   - CreateNote404Response
+//   - CreateNoteDefaultResponse
 type CreateNoteResponse interface {
 	isCreateNoteResponse()
 }
@@ -89,11 +130,82 @@ type CreateNote201Response struct {
 
 func (CreateNote201Response) isCreateNoteResponse() {}
 
+// CreateNote404Response is the 404 response of operation createNote (POST /notes/): NotFoundResponse, the response #/components/responses/NotFound.
+type CreateNote404Response = NotFoundResponse
+
+func (NotFoundResponse) isCreateNoteResponse() {}
+
+// CreateNoteDefaultResponse is the default response of operation createNote (POST /notes/): ProblemResponse, the response #/components/responses/Problem.
+type CreateNoteDefaultResponse = ProblemResponse
+
+func (ProblemResponse) isCreateNoteResponse() {}
+
 // encodeCreateNoteResponse encodes a response of createNote.
 func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case CreateNote201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case CreateNote404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
+	case CreateNoteDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
+}
+
+// DeleteNoteRequest is the decoded request of operation deleteNote (DELETE /notes/{note-id}).
+type DeleteNoteRequest struct {
+	NoteID int64 // path parameter "note-id"
+}
+
+// DeleteNoteResponse is one of the responses of operation deleteNote (DELETE /notes/{note-id}):
+//   - DeleteNote204Response
+//   - DeleteNote404Response
+//   - DeleteNote410Response
+//   - DeleteNoteDefaultResponse
+type DeleteNoteResponse interface {
+	isDeleteNoteResponse()
+}
+
+// DeleteNote204Response is the 204 response of operation deleteNote (DELETE /notes/{note-id}): Deleted.
+type DeleteNote204Response struct{}
+
+func (DeleteNote204Response) isDeleteNoteResponse() {}
+
+// DeleteNote404Response is the 404 response of operation deleteNote (DELETE /notes/{note-id}): No such note.
+type DeleteNote404Response struct {
+	Body    NotFoundResponseBody
+	XReason *NotFoundResponseXReason // header X-Reason, sent when not nil
+}
+
+func (DeleteNote404Response) isDeleteNoteResponse() {}
+
+// DeleteNote410Response is the 410 response of operation deleteNote (DELETE /notes/{note-id}): No such note.
+type DeleteNote410Response struct {
+	Body    NotFoundResponseBody
+	XReason *NotFoundResponseXReason // header X-Reason, sent when not nil
+}
+
+func (DeleteNote410Response) isDeleteNoteResponse() {}
+
+// DeleteNoteDefaultResponse is the default response of operation deleteNote (DELETE /notes/{note-id}): ProblemResponse, the response #/components/responses/Problem.
+type DeleteNoteDefaultResponse = ProblemResponse
+
+func (ProblemResponse) isDeleteNoteResponse() {}
+
+// encodeDeleteNoteResponse encodes a response of deleteNote.
+func encodeDeleteNoteResponse(resp DeleteNoteResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case DeleteNote204Response:
+		return idemimpl.EmptyResponse(204)
+	case DeleteNote404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
+	case DeleteNote410Response:
+		return idemimpl.JSONResponse(410, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
+	case DeleteNoteDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
@@ -108,6 +220,8 @@ type GetNoteRequest struct {
 
 // GetNoteResponse is one of the responses of operation getNote (GET /notes/{note-id}):
 //   - GetNote200Response
+//   - GetNote404Response
+//   - GetNoteDefaultResponse
 type GetNoteResponse interface {
 	isGetNoteResponse()
 }
@@ -119,11 +233,25 @@ type GetNote200Response struct {
 
 func (GetNote200Response) isGetNoteResponse() {}
 
+// GetNote404Response is the 404 response of operation getNote (GET /notes/{note-id}): NotFoundResponse, the response #/components/responses/NotFound.
+type GetNote404Response = NotFoundResponse
+
+func (NotFoundResponse) isGetNoteResponse() {}
+
+// GetNoteDefaultResponse is the default response of operation getNote (GET /notes/{note-id}): ProblemResponse, the response #/components/responses/Problem.
+type GetNoteDefaultResponse = ProblemResponse
+
+func (ProblemResponse) isGetNoteResponse() {}
+
 // encodeGetNoteResponse encodes a response of getNote.
 func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
 	switch r := resp.(type) {
 	case GetNote200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
+	case GetNote404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
+	case GetNoteDefaultResponse:
+		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
