@@ -127,9 +127,10 @@ func startClientProc(t *testing.T, bin, url, key string, amount int64) *clientPr
 
 // TestClientKilledMidCall: for every intent a client process (cmd/pay) is
 // started with the intent's key and killed with SIGKILL while its call is in
-// flight (the gateway takes 400ms), twice, then started again to completion,
-// as a caller that stores its key with the intent does after a crash.
-// Exactly one payment and one charge per intent.
+// flight (the gateway takes 400ms), twice — the first time once the
+// gateway has been asked to charge, the second at a random moment — then
+// started again to completion, as a caller that stores its key with the
+// intent does after a crash. Exactly one payment and one charge per intent.
 func TestClientKilledMidCall(t *testing.T) {
 	t.Parallel()
 	bin := buildPay(t)
@@ -151,7 +152,7 @@ func TestClientKilledMidCall(t *testing.T) {
 		wg.Add(1)
 		go func() {
 			defer wg.Done()
-			for range kills {
+			for k := range kills {
 				callsAtStart := s.gw.Calls(key)
 				p := startClientProc(t, bin, s.srv.URL, key, amount)
 				select {
@@ -160,9 +161,29 @@ func TestClientKilledMidCall(t *testing.T) {
 					t.Errorf("client process ended before calling: %v", err)
 					return
 				}
-				// Kill while the call is in flight: before, during or after
-				// the gateway's charge.
-				time.Sleep(time.Duration(50+rand.IntN(400)) * time.Millisecond)
+				if k == 0 {
+					// The first call of a key reaches the gateway: kill
+					// once it has been asked to charge, within its 400ms
+					// (on a loaded machine the call can take longer than
+					// any fixed delay to get there).
+					deadline := time.After(time.Minute)
+				charging:
+					for s.gw.Calls(key) == callsAtStart {
+						select {
+						case err := <-p.done:
+							p.done <- err // ended: the kill below finds it so
+							break charging
+						case <-deadline:
+							break charging
+						case <-time.After(5 * time.Millisecond):
+						}
+					}
+					time.Sleep(time.Duration(rand.IntN(300)) * time.Millisecond)
+				} else {
+					// Then at any moment of the call: before, during or
+					// after a charge, or while the first one's is replayed.
+					time.Sleep(time.Duration(50+rand.IntN(400)) * time.Millisecond)
+				}
 				callsBefore := s.gw.Calls(key)
 				_ = p.cmd.Process.Signal(syscall.SIGKILL)
 				err := <-p.done
