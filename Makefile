@@ -122,7 +122,8 @@ unit-env:
 # The generator's tests run without -race: the race detector instruments
 # the test binary, not the generated code its child go commands compile and
 # test, and it made generating and loading the real specs in-process several
-# times slower (BENCHMARKS.md, Test time). The generator's own concurrency
+# times slower (docs/benchmarks-history.md, "Test time: the passes before
+# the seventh"). The generator's own concurrency
 # runs under -race elsewhere: types rendered beside the templates and files
 # formatted in parallel chunks in the second command here, on every golden
 # case; the split loader's parts decoded on every core in the third

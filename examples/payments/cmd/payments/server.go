@@ -14,7 +14,8 @@ import (
 
 // limits bound what one client can make the server hold: time and memory
 // per connection. Without them, 400 connections each trickling a 1 MiB body
-// grew the process from 28 to 493 MB (BENCHMARKS.md, "Slow uploads").
+// grew the process from 28 to 493 MB (BenchmarkSlowUploads in
+// examples/payments/e2e/slowupload_test.go measures it).
 type limits struct {
 	readHeader, read, write, idle time.Duration
 	maxHeader                     int
