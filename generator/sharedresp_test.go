@@ -185,6 +185,23 @@ func TestSharedResponses(t *testing.T) {
 		t.Errorf("a component named GetNote: getNote's response interface %q, shared %q, want GetNoteResponse and GetNoteResponse2", names["getNote"], cm.SharedResponses[0].TypeName)
 	}
 
+	// rename names the shared type and its body by the component's
+	// locations.
+	rcfg := cfg
+	rcfg.Rename = map[string]Rename{
+		"#/components/responses/NotFound":                                  {Name: "Missing"},
+		"#/components/responses/NotFound/content/application~1json/schema": {Name: "MissingNote"},
+	}
+	rfiles, _, err := Generate(rcfg)
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, want := range []string{"type Missing struct {", "Body    MissingNote", "type GetNote404Response = Missing"} {
+		if !containsCode(allSource(rfiles), want) {
+			t.Errorf("renamed: generated code lacks %q", want)
+		}
+	}
+
 	files, _, err := Generate(cfg)
 	if err != nil {
 		t.Fatal(err)
