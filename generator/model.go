@@ -287,17 +287,27 @@ type OperationNames struct {
 }
 
 // RequestType, ResponseType and friends name the operation's Go identifiers.
-func (o *Operation) RequestType() string  { return o.RequestTypeName }
+func (o *Operation) RequestType() string { return o.RequestTypeName }
+
 func (o *Operation) ResponseType() string { return o.ResponseTypeName }
-func (o *Operation) Handler() string      { return o.Names.Handler }
-func (o *Operation) Decoder() string      { return o.Names.Decoder }
-func (o *Operation) OpVar() string        { return o.Names.Op }
-func (o *Operation) ParamsVar() string    { return o.Names.Params }
-func (o *Operation) BodyVar() string      { return o.Names.Body }
-func (o *Operation) LimitsVar() string    { return o.Names.Limits }
-func (o *Operation) Marker() string       { return o.Names.Marker }
-func (o *Operation) Encoder() string      { return o.Names.Encoder }
-func (o *Operation) SegmentsVar() string  { return o.Names.Segments }
+
+func (o *Operation) Handler() string { return o.Names.Handler }
+
+func (o *Operation) Decoder() string { return o.Names.Decoder }
+
+func (o *Operation) OpVar() string { return o.Names.Op }
+
+func (o *Operation) ParamsVar() string { return o.Names.Params }
+
+func (o *Operation) BodyVar() string { return o.Names.Body }
+
+func (o *Operation) LimitsVar() string { return o.Names.Limits }
+
+func (o *Operation) Marker() string { return o.Names.Marker }
+
+func (o *Operation) Encoder() string { return o.Names.Encoder }
+
+func (o *Operation) SegmentsVar() string { return o.Names.Segments }
 
 // Route is the ServeMux pattern with method, e.g. "POST /payments/{id}".
 func (o *Operation) Route(basePath string) string { return o.Method + " " + basePath + o.Pattern }
@@ -384,60 +394,6 @@ type BodyMedia struct {
 	JSONParts  []string // multipart members whose parts hold JSON
 	FormParts  []string // multipart members whose part holds a form
 }
-
-// Response is one declared status of an operation.
-type Response struct {
-	Status      string // "201", "2XX", "default"
-	Code        int    // 0 for ranges and default: the type then has a Status field
-	TypeName    string
-	Description string
-	MediaType   string // "" when there is no body
-	JSON        bool
-	Body        GoType
-	Headers     []*Header
-	// Shared is the type of the response component this response names
-	// by $ref, when other operations name it too: TypeName is then an
-	// alias of Shared.TypeName (type GetAlbum401Response =
-	// UnauthorizedResponse), and MediaType, Body and Headers are the
-	// shared type's. nil: TypeName is a struct of the operation's own.
-	Shared *SharedResponse
-}
-
-// SharedResponse is the one struct type of a response component
-// (#/components/responses/Unauthorized) that several operations answer
-// with: each of them names it by an alias of its own, and the marker
-// method of each of their response interfaces is declared on it, so a
-// handler may return it (or a helper's value of it) from any operation that
-// declares it, and from no other.
-type SharedResponse struct {
-	TypeName    string // UnauthorizedResponse
-	Location    string // #/components/responses/Unauthorized
-	Description string
-	// Response is its first use, whose Code (0: the type has a Status
-	// field), MediaType, JSON, Body and Headers every use has.
-	Response *Response
-	Uses     int // the operations that answer with it
-}
-
-// Header is a response header field of a response type.
-type Header struct {
-	Name  string // canonical header name: X-Rate-Limit
-	Field string
-	// Type is the Go type of the field: string (sent when not empty), or the
-	// schema's scalar type, a pointer when the header is optional (sent when
-	// not nil). idemimpl.HeaderValue formats it.
-	Type     GoType
-	Required bool
-	// Parse is the idemimpl function that parses the header's value (its
-	// element's, when Type is a pointer): ParseString, ParseInt64,
-	// ParseEnum; a client decodes the header with it. ParseEnum is generic:
-	// ParseEnumOf is its type argument, the enum type.
-	Parse       string
-	ParseEnumOf *Type
-}
-
-// Pointer reports whether the header's field is a pointer (optional, not a string).
-func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 
 // SecurityScheme is a security scheme that some operation requires: a
 // method of the generated Security interface, called with the credential
@@ -551,9 +507,11 @@ type Webhook struct {
 }
 
 // Sender, TypeConst, Handler name the webhook's Go identifiers.
-func (w *Webhook) Sender() string    { return w.SenderName }
+func (w *Webhook) Sender() string { return w.SenderName }
+
 func (w *Webhook) TypeConst() string { return w.TypeConstName }
-func (w *Webhook) Handler() string   { return w.HandlerName }
+
+func (w *Webhook) Handler() string { return w.HandlerName }
 
 // ReqSchema is one entry of the generated package's idemimpl.Schemas table:
 // the compact descriptor of a request body or parameter schema that the

@@ -128,14 +128,11 @@ func TestSharedResponses(t *testing.T) {
 // declare it is still a compile error, naming the operation's marker.
 func TestSharedResponses(t *testing.T) {
 	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(sharedRespSpec), Package: "api", Output: "out", Client: ClientConfig{Enabled: true}}
-	doc, err := loadSpec(&cfg)
+	spec, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := buildModel(doc, &cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := spec.Model
 	var got []string
 	for _, s := range m.SharedResponses {
 		got = append(got, s.TypeName+" "+s.Location+" "+strings.Repeat("+", s.Uses))
@@ -169,14 +166,11 @@ func TestSharedResponses(t *testing.T) {
 	// interface its name.
 	clash := strings.ReplaceAll(sharedRespSpec, "responses/Problem", "responses/GetNote")
 	clash = strings.Replace(clash, "    Problem:", "    GetNote:", 1)
-	ccfg := Config{Spec: "openapi.yaml", SpecData: []byte(clash), Package: "api", Output: "out"}
-	if doc, err = loadSpec(&ccfg); err != nil {
-		t.Fatal(err)
-	}
-	cm, err := buildModel(doc, &ccfg, "")
+	cspec, err := Load(Config{Spec: "openapi.yaml", SpecData: []byte(clash), Package: "api", Output: "out"})
 	if err != nil {
 		t.Fatal(err)
 	}
+	cm := cspec.Model
 	names := map[string]string{}
 	for _, o := range cm.Operations {
 		names[o.ID] = o.ResponseTypeName
