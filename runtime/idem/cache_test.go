@@ -3,12 +3,16 @@ package idem_test
 import (
 	"bytes"
 	"context"
+	"fmt"
+	"net/http"
 	"strconv"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemredis"
@@ -42,6 +46,45 @@ func (o *outcomes) caches() map[idem.CacheResult]int {
 		}
 	}
 	return n
+}
+
+// gated is the handler of requests with Behave "gated": it waits until
+// release, then answers 201 with a body of its own run.
+type gated struct {
+	entered atomic.Int32
+	gate    chan struct{}
+	once    sync.Once
+	runs    atomic.Int64
+}
+
+func newGated(envs ...*env) *gated {
+	g := &gated{gate: make(chan struct{})}
+	for _, e := range envs {
+		e.handle("gated", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			g.entered.Add(1)
+			<-g.gate
+			return &idem.Response{Status: http.StatusCreated, Header: http.Header{"Content-Type": {"application/json"}},
+				Body: []byte(fmt.Sprintf(`{"run":%d}`, g.runs.Add(1)))}, nil
+		})
+	}
+	return g
+}
+
+// untilEntered waits until a request is in the handler, or 10 s.
+func (g *gated) untilEntered() {
+	for deadline := time.Now().Add(10 * time.Second); g.entered.Load() == 0 && time.Now().Before(deadline); {
+		time.Sleep(5 * time.Millisecond)
+	}
+}
+
+func (g *gated) release() { g.once.Do(func() { close(g.gate) }) }
+
+// untilFallback waits until a request has fallen back to PostgreSQL, or
+// 10 s have passed (the test then says the fault did not bite).
+func (o *outcomes) untilFallback() {
+	for deadline := time.Now().Add(10 * time.Second); o.caches()[idem.CacheFallback] == 0 && time.Now().Before(deadline); {
+		time.Sleep(10 * time.Millisecond)
+	}
 }
 
 // newCache returns an idemredis cache on url under a prefix of the test's
@@ -235,22 +278,34 @@ func recordSum(tenant, op, key string) string {
 // that is none at all).
 func TestCacheFaults(t *testing.T) {
 	t.Parallel()
+	// The first executions wait in the handler (gated) until the fault
+	// is in place: a fault struck after a fixed delay could fall after a
+	// load that took less, or before one that had not yet reached Redis.
 	faults := []struct {
 		name string
-		// before runs before the load, during while it runs.
-		before, during func(srv *redistest.Server)
+		// before runs before the load. during runs while it waits in
+		// the handler (g.untilEntered) and lets it go on (g.release).
+		before func(srv *redistest.Server)
+		during func(srv *redistest.Server, g *gated, outs *outcomes)
 	}{
 		{name: "stopped", before: func(srv *redistest.Server) { srv.Kill() }},
-		{name: "flushed", during: func(srv *redistest.Server) {
+		{name: "flushed", during: func(srv *redistest.Server, g *gated, _ *outcomes) {
+			g.release()
 			for range 5 {
 				srv.Do("FLUSHALL")
 				time.Sleep(30 * time.Millisecond)
 			}
 		}},
-		{name: "paused", during: func(srv *redistest.Server) { srv.Do("CLIENT", "PAUSE", "1500", "ALL") }},
-		{name: "killed", during: func(srv *redistest.Server) {
+		{name: "paused", during: func(srv *redistest.Server, g *gated, _ *outcomes) {
+			g.untilEntered()
+			srv.Do("CLIENT", "PAUSE", "1500", "ALL")
+			g.release()
+		}},
+		{name: "killed", during: func(srv *redistest.Server, g *gated, outs *outcomes) {
+			g.untilEntered()
 			srv.Kill()
-			time.Sleep(300 * time.Millisecond)
+			g.release()
+			outs.untilFallback()
 			srv.Restart()
 		}},
 	}
@@ -266,6 +321,7 @@ func TestCacheFaults(t *testing.T) {
 				cfg := idem.Config{Cache: cache, Hooks: idem.Hooks{OnOutcome: outs.hook}}
 				db := pgtest.New(t, pgtest.Options{Migrations: businessSchema, MaxConns: 32})
 				procs := []*env{newEnvOn(t, db, p, cfg), newEnvOn(t, db, p, cfg)}
+				g := newGated(procs...)
 				if f.before != nil {
 					f.before(srv)
 				}
@@ -287,7 +343,7 @@ func TestCacheFaults(t *testing.T) {
 							<-start
 							e := procs[(k+c)%2]
 							for range attempts {
-								r := e.post(key, payReq{Amount: 10 + k})
+								r := e.post(key, payReq{Amount: 10 + k, Behave: "gated"})
 								answers <- answer{key, r.Status, string(r.Body)}
 							}
 						}()
@@ -295,9 +351,9 @@ func TestCacheFaults(t *testing.T) {
 				}
 				close(start)
 				if f.during != nil {
-					time.Sleep(50 * time.Millisecond)
-					f.during(srv)
+					f.during(srv, g, &outs)
 				}
+				g.release()
 				wg.Wait()
 				close(answers)
 				first := map[string]string{}
