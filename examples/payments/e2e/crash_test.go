@@ -40,12 +40,24 @@ func startService(t *testing.T, dbURL, gatewayURL string, env ...string) *servic
 	if err != nil {
 		t.Fatal(err)
 	}
-	addr, err := harness.FreeAddr()
-	if err != nil {
-		t.Fatal(err)
+	s := &serviceProc{t: t, bin: bin, env: append([]string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}, env...)}
+	// The port FreeAddr found free may be taken before the service binds
+	// it (by another test's outgoing connection: the tests run side by
+	// side); the first start tries another port then. Restarts keep the
+	// service's address.
+	for attempt := 1; ; attempt++ {
+		if s.addr, err = harness.FreeAddr(); err != nil {
+			t.Fatal(err)
+		}
+		err = s.tryStart()
+		if err == nil {
+			break
+		}
+		if attempt == 5 || !strings.Contains(err.Error(), "address already in use") {
+			t.Fatal(err)
+		}
+		t.Logf("service start %d: %s was taken, trying another port", attempt, s.addr)
 	}
-	s := &serviceProc{t: t, bin: bin, addr: addr, env: append([]string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}, env...)}
-	s.start()
 	t.Cleanup(func() {
 		s.mu.Lock()
 		defer s.mu.Unlock()
@@ -62,16 +74,23 @@ func startService(t *testing.T, dbURL, gatewayURL string, env ...string) *servic
 }
 
 func (s *serviceProc) start() {
+	if err := s.tryStart(); err != nil {
+		s.t.Fatal(err)
+	}
+}
+
+func (s *serviceProc) tryStart() error {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	p, err := harness.Start(ctx, s.bin, s.addr, s.env...)
 	if err != nil {
-		s.t.Fatal(err)
+		return err
 	}
 	s.mu.Lock()
 	s.proc = p
 	s.starts++
 	s.mu.Unlock()
+	return nil
 }
 
 // kill9 kills the service with SIGKILL: no graceful shutdown, no deferred
