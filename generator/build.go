@@ -57,6 +57,8 @@ type builder struct {
 	rootProblems map[string]bool
 	// rootLimits is the document's x-request-limits.
 	rootLimits limitsPatch
+	// split: the types go to packages of their own (Config.Split).
+	split bool
 
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idemtype.File).
@@ -68,7 +70,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
@@ -184,6 +186,9 @@ func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
 		return nil, err
 	}
 	m.BasePath, m.Version, m.Client = base, cfg.Version, ClientModel{Enabled: cfg.Client.Enabled}
+	if cfg.Split {
+		m.Split = &SplitModel{SchemaTypes: cfg.ImportPath + "/" + schemaTypesDir, OpTypes: cfg.ImportPath + "/" + opTypesDir}
+	}
 	m.Warnings = append(bw, m.Warnings...)
 	return m, nil
 }

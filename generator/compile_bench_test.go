@@ -2,10 +2,12 @@ package generator
 
 import (
 	"bytes"
+	"cmp"
 	"encoding/json"
 	"fmt"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"strconv"
 	"strings"
@@ -21,7 +23,10 @@ import (
 // a large spec whose output both generators compile. Each package is built
 // once with its dependencies; each iteration then appends a comment to it,
 // so that `go build` recompiles that package alone, and reports the CPU
-// (user + sys of the go command and the compiler) and the peak RSS. Run
+// (user + sys of the go command and the compiler) and the peak RSS; with
+// split: true (idemgen-split/...), each of the three packages is rebuilt
+// alone, so the split output's CPU is the sum of the three and its peak
+// the largest. Run
 // with -benchtime=3x or more; the two sub-benchmarks alternate only across
 // runs (-count), so compare them from the same invocation.
 func BenchmarkCompile(b *testing.B) {
@@ -37,6 +42,19 @@ func BenchmarkCompile(b *testing.B) {
 	}
 	idem := tempModule(b, files)
 	b.Run("idemgen", func(b *testing.B) { benchmarkRebuild(b, idem, "api/types.gen.go") })
+
+	// split: true, each of the three packages rebuilt alone (a comment
+	// in a dependency does not change its export data, so the packages
+	// that import it are not compiled again).
+	files, _, err = Generate(Config{Spec: spec, Package: "api", Output: "api", Split: true, ImportPath: generatedModule + "/api"})
+	if err != nil {
+		b.Fatal(err)
+	}
+	split := tempModule(b, files)
+	for _, part := range []string{schemaTypesDir, opTypesDir, ""} {
+		name := "idemgen-split/" + path.Base(cmp.Or(part, "api"))
+		b.Run(name, func(b *testing.B) { benchmarkRebuild(b, split, path.Join("api", part, "types.gen.go")) })
+	}
 
 	bin, err := oapiCodegenBinary(filepath.Join(dir, "oapi"))
 	if err != nil {
@@ -61,10 +79,10 @@ func BenchmarkCompile(b *testing.B) {
 	b.Run("oapi-codegen", func(b *testing.B) { benchmarkRebuild(b, oapi, "api/api.gen.go") })
 }
 
-// benchmarkRebuild builds ./api in the module dir, then rebuilds it b.N
-// times after appending a comment to file, reporting CPU and peak RSS.
+// benchmarkRebuild builds ./api/... in the module dir, then rebuilds it
+// b.N times after appending a comment to file, reporting CPU and peak RSS.
 func benchmarkRebuild(b *testing.B, dir, file string) {
-	if out, err := goCommand(dir, "build", "./api").CombinedOutput(); err != nil {
+	if out, err := goCommand(dir, "build", "./api/...").CombinedOutput(); err != nil {
 		b.Fatalf("go build: %v\n%s", err, out)
 	}
 	var cpu, peak int64
@@ -76,7 +94,7 @@ func benchmarkRebuild(b *testing.B, dir, file string) {
 		}
 		fmt.Fprintf(f, "\n// rebuild %d %d\n", os.Getpid(), n)
 		f.Close()
-		c := exec.Command(os.Args[0], "--", "go", "build", "./api")
+		c := exec.Command(os.Args[0], "--", "go", "build", "./api/...")
 		c.Dir = dir
 		c.Env = append(os.Environ(), launchEnv+"=1", "GOFLAGS=-mod=mod", "GOWORK=off")
 		var errOut bytes.Buffer

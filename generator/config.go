@@ -50,6 +50,19 @@ type Config struct {
 	// client.gen.go beside the server; a mapping (output, package) gives it
 	// a package of its own. See ClientConfig.
 	Client ClientConfig `yaml:"client"`
+	// Split compiles the generated types as two packages of their own below
+	// Output: internal/schematypes (the schemas' types) and internal/optypes
+	// (each operation's request and response types and response encoder).
+	// The package re-exports every one of them by alias, so users still
+	// write api.Note; what changes is that no package is as costly to
+	// compile as the whole, for specs whose package would need more memory
+	// than a build machine has (docs/generate.md, "Compiling the package of
+	// a very large spec"). Off by default.
+	Split bool `yaml:"split"`
+	// ImportPath is the import path of the package in Output, which Split
+	// needs to import its internal packages; default: the module path of
+	// the nearest go.mod above Output joined with Output's path below it.
+	ImportPath string `yaml:"importPath"`
 
 	// Version is the idemgen version written in the header of every
 	// generated file; "" is "(devel)". The command sets it to Version().
@@ -163,6 +176,13 @@ func (cfg *Config) normalise() error {
 	}
 	if cfg.WebhookSource == "" {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package
+	}
+	if cfg.Split && cfg.ImportPath == "" {
+		p, err := importPath(cfg.Output)
+		if err != nil {
+			return fmt.Errorf("config: split: the import path of %s: %w (set importPath)", cfg.Output, err)
+		}
+		cfg.ImportPath = p
 	}
 	return cfg.Client.normalise(cfg.Output)
 }

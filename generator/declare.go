@@ -6,6 +6,7 @@ package generator
 import (
 	"encoding/json"
 	"fmt"
+	"slices"
 	"strconv"
 	"strings"
 
@@ -90,7 +91,7 @@ func (b *builder) declare(t *Type) {
 // declareUnion makes t a struct with one pointer field per member.
 func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) {
 	t.Kind = KindUnion
-	fields := b.names.scope("fields of union "+t.Location, reservedNames[reservedTypeMembers]...)
+	fields := b.names.scope("fields of union "+t.Location, b.typeMembers()...)
 	s, loc := b.tb(t).schema, t.Location
 	for i, m := range members {
 		mloc := fmt.Sprintf("%s/%s/%d", loc, kw, i)
@@ -152,7 +153,7 @@ func mappingMember(members openapi3.SchemaRefs, ref string, value *openapi3.Sche
 // to fields already added (allOf members restating a property).
 func (b *builder) addFields(t *Type, s *openapi3.Schema, loc string, seen map[string]*Field) {
 	if b.tb(t).fields == nil {
-		b.tb(t).fields = b.names.scope("fields of "+t.Location, reservedNames[reservedTypeMembers]...)
+		b.tb(t).fields = b.names.scope("fields of "+t.Location, b.typeMembers()...)
 	}
 	required := map[string]bool{}
 	for _, r := range s.Required {
@@ -285,4 +286,13 @@ func markWriteOnly(types []*Type) {
 			}
 		}
 	}
+}
+
+// typeMembers are the method names no field of a generated struct or union
+// may take.
+func (b *builder) typeMembers() []string {
+	if b.split {
+		return append(slices.Clone(reservedNames[reservedTypeMembers]), reservedNames[reservedSplitTypeMembers]...)
+	}
+	return reservedNames[reservedTypeMembers]
 }

@@ -2,6 +2,7 @@ package generator
 
 import (
 	"fmt"
+	"path"
 	"slices"
 	"strconv"
 	"strings"
@@ -16,18 +17,36 @@ const (
 	uuidPkg = "github.com/google/uuid"
 )
 
-func jenType(t GoType) jen.Code {
+// typeEmitter renders types into one file: types.gen.go, or, when the
+// types are split (Model.Split), the file of one of their packages.
+type typeEmitter struct {
+	// schemaPkg is the import path named types are qualified with: the
+	// schema types' package while the operations' types of a split
+	// package are rendered; "" where the named types are declared in the
+	// same package.
+	schemaPkg string
+	// strip is the name of the method that drops writeOnly members:
+	// exported when the types are split, for the encoders in the
+	// operations' package call it.
+	strip string
+}
+
+// typ is the Go type t as the file spells it.
+func (e *typeEmitter) typ(t GoType) jen.Code {
 	switch t.Kind {
 	case GoBuiltin:
 		return jen.Id(t.Name)
 	case GoNamed:
+		if e.schemaPkg != "" {
+			return jen.Qual(e.schemaPkg, t.Named.Name)
+		}
 		return jen.Id(t.Named.Name)
 	case GoDate:
 		return jen.Qual(typePkg, "Date")
 	case GoNullable:
-		return jen.Qual(typePkg, "Nullable").Types(jenType(*t.Elem))
+		return jen.Qual(typePkg, "Nullable").Types(e.typ(*t.Elem))
 	case GoOrEmpty:
-		return jen.Qual(typePkg, "OrEmpty").Types(jenType(*t.Elem))
+		return jen.Qual(typePkg, "OrEmpty").Types(e.typ(*t.Elem))
 	case GoTime:
 		return jen.Qual("time", "Time")
 	case GoUUID:
@@ -39,36 +58,100 @@ func jenType(t GoType) jen.Code {
 	case GoFile:
 		return jen.Qual(typePkg, "File")
 	case GoSlice:
-		return jen.Index().Add(jenType(*t.Elem))
+		return jen.Index().Add(e.typ(*t.Elem))
 	case GoMap:
-		return jen.Map(jen.String()).Add(jenType(*t.Elem))
+		return jen.Map(jen.String()).Add(e.typ(*t.Elem))
 	case GoPointer:
-		return jen.Op("*").Add(jenType(*t.Elem))
+		return jen.Op("*").Add(e.typ(*t.Elem))
 	}
 	return jen.Any()
 }
 
 // renderTypes emits the schema types, request and response types with
-// jennifer, which records imports as identifiers are used.
-func renderTypes(m *Model) *jen.File {
-	f := jen.NewFile(m.Package)
-	f.ImportName(idemPkg, "idem")
-	f.ImportName(typePkg, "idemtype")
-	f.ImportName(implPkg, "idemimpl")
-	f.ImportName(uuidPkg, "uuid")
-	for _, t := range m.Types {
-		renderType(f, t)
+// jennifer, which records imports as identifiers are used: one file,
+// types.gen.go, or, when the model is split, that file with an alias of
+// each type and the files of the two packages that declare them, by path
+// below the package.
+func renderTypes(m *Model) map[string]*jen.File {
+	newFile := func(pkg string) *jen.File {
+		f := jen.NewFile(pkg)
+		f.ImportName(idemPkg, "idem")
+		f.ImportName(typePkg, "idemtype")
+		f.ImportName(implPkg, "idemimpl")
+		f.ImportName(uuidPkg, "uuid")
+		return f
 	}
+	if m.Split == nil {
+		f := newFile(m.Package)
+		e := &typeEmitter{strip: "withoutWriteOnly"}
+		for _, t := range m.Types {
+			e.renderType(f, t)
+		}
+		e.renderOperationTypes(f, m)
+		return map[string]*jen.File{"types.gen.go": f}
+	}
+	schema, ops := newFile(path.Base(schemaTypesDir)), newFile(path.Base(opTypesDir))
+	ops.ImportName(m.Split.SchemaTypes, path.Base(schemaTypesDir))
+	se := &typeEmitter{strip: "WithoutWriteOnly"}
+	for _, t := range m.Types {
+		se.renderType(schema, t)
+	}
+	(&typeEmitter{schemaPkg: m.Split.SchemaTypes, strip: se.strip}).renderOperationTypes(ops, m)
+	return map[string]*jen.File{
+		"types.gen.go":                   renderAliases(m),
+		schemaTypesDir + "/types.gen.go": schema,
+		opTypesDir + "/types.gen.go":     ops,
+	}
+}
+
+// renderOperationTypes emits the types of the operations' requests and
+// responses, and the response encoders.
+func (e *typeEmitter) renderOperationTypes(f *jen.File, m *Model) {
 	for _, s := range m.SharedResponses {
-		renderSharedResponse(f, s)
+		e.renderSharedResponse(f, s)
 	}
 	for _, o := range m.Operations {
-		renderOpTypes(f, o)
+		e.renderOpTypes(f, o)
+	}
+}
+
+// renderAliases emits the types.gen.go of a split package: an alias in the
+// package for every type the two packages of types declare, and a constant
+// for every enum value, so that users write the same names either way.
+func renderAliases(m *Model) *jen.File {
+	f := jen.NewFile(m.Package)
+	schema, ops := m.Split.SchemaTypes, m.Split.OpTypes
+	f.ImportName(schema, path.Base(schemaTypesDir))
+	f.ImportName(ops, path.Base(opTypesDir))
+	f.Comment("The types of " + m.Source + " are declared in the packages " + schemaTypesDir + " (its schemas')")
+	f.Comment("and " + opTypesDir + " (its operations' requests and responses), compiled apart because")
+	f.Comment("the config splits them (split: true); these are their names in this package.")
+	var types, consts []jen.Code
+	for _, t := range m.Types {
+		types = append(types, jen.Id(t.Name).Op("=").Qual(schema, t.Name))
+		for _, v := range t.Enum {
+			consts = append(consts, jen.Id(v.Name).Op("=").Qual(schema, v.Name))
+		}
+	}
+	for _, s := range m.SharedResponses {
+		types = append(types, jen.Id(s.TypeName).Op("=").Qual(ops, s.TypeName))
+	}
+	for _, o := range m.Operations {
+		types = append(types, jen.Id(o.RequestType()).Op("=").Qual(ops, o.RequestType()), jen.Id(o.ResponseType()).Op("=").Qual(ops, o.ResponseType()))
+		for _, r := range o.Responses {
+			types = append(types, jen.Id(r.TypeName).Op("=").Qual(ops, r.TypeName))
+		}
+	}
+	f.Type().Defs(types...)
+	if len(consts) > 0 {
+		f.Line()
+		f.Comment("The enums' values.")
+		f.Const().Defs(consts...)
 	}
 	return f
 }
 
-func renderType(f *jen.File, t *Type) {
+func (e *typeEmitter) renderType(f *jen.File, t *Type) {
 	doc := t.Doc
 	switch {
 	case t.Kind == KindUnion:
@@ -88,7 +171,7 @@ func renderType(f *jen.File, t *Type) {
 	f.Comment(t.Name + " " + doc)
 	switch t.Kind {
 	case KindAlias:
-		f.Type().Id(t.Name).Op("=").Add(jenType(t.Alias))
+		f.Type().Id(t.Name).Op("=").Add(e.typ(t.Alias))
 	case KindEnum:
 		f.Type().Id(t.Name).String()
 		f.Comment(t.Name + " values.")
@@ -110,12 +193,12 @@ func renderType(f *jen.File, t *Type) {
 			jen.Return(jen.Qual(implPkg, "UnmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
 		)
 	case KindUnion:
-		renderUnion(f, t)
+		e.renderUnion(f, t)
 	case KindStruct:
-		renderStruct(f, t)
+		e.renderStruct(f, t)
 	}
 	if t.WriteOnly && t.Kind != KindAlias {
-		renderWithoutWriteOnly(f, t)
+		e.renderWithoutWriteOnly(f, t)
 	}
 }
 
@@ -133,7 +216,7 @@ func sharedWith(t *Type) string {
 // renderStruct emits a struct, and JSON methods when it has required
 // members, keeps additional properties, or has members whose names a json
 // tag cannot carry (Field.TagName).
-func renderStruct(f *jen.File, t *Type) {
+func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
 	var named []*Field
 	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
 		for _, fl := range t.Fields {
@@ -153,13 +236,13 @@ func renderStruct(f *jen.File, t *Type) {
 				// tags (idemclient's multipart encoder).
 				tags["idem"] = fl.JSONName
 			}
-			c := g.Id(fl.Name).Add(jenType(fl.Type)).Tag(tags)
+			c := g.Id(fl.Name).Add(e.typ(fl.Type)).Tag(tags)
 			if doc != "" {
 				c.Comment(doc)
 			}
 		}
 		if ap := t.AdditionalProperties; ap != nil {
-			g.Id(ap.Name).Add(jenType(ap.Type)).Tag(map[string]string{"json": "-"}).Comment(ap.Doc)
+			g.Id(ap.Name).Add(e.typ(ap.Type)).Tag(map[string]string{"json": "-"}).Comment(ap.Doc)
 		}
 	})
 	req := t.Required()
@@ -253,10 +336,10 @@ func renderStruct(f *jen.File, t *Type) {
 // renderUnion emits a union: a struct with a pointer field per member, a
 // MarshalJSON that encodes the one set, and an UnmarshalJSON that dispatches
 // on the discriminator or tries the members in order.
-func renderUnion(f *jen.File, t *Type) {
+func (e *typeEmitter) renderUnion(f *jen.File, t *Type) {
 	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
 		for _, v := range t.Variants {
-			g.Id(v.Name).Op("*").Add(jenType(v.Type))
+			g.Id(v.Name).Op("*").Add(e.typ(v.Type))
 		}
 	})
 	f.Comment("MarshalJSON encodes the member that is set; null when none is.")
@@ -351,49 +434,49 @@ func orAll(conds []jen.Code) *jen.Statement {
 
 // renderWithoutWriteOnly emits the method that drops writeOnly members from
 // a copy of v before it is sent in a response.
-func renderWithoutWriteOnly(f *jen.File, t *Type) {
+func (e *typeEmitter) renderWithoutWriteOnly(f *jen.File, t *Type) {
 	recv := "v"
 	if t.Kind == KindUnion {
 		recv = "u"
 	}
-	f.Comment("withoutWriteOnly returns " + recv + " without its writeOnly members, to be sent in a response.")
-	f.Func().Params(jen.Id(recv).Id(t.Name)).Id("withoutWriteOnly").Params().Id(t.Name).BlockFunc(func(g *jen.Group) {
+	f.Comment(e.strip + " returns " + recv + " without its writeOnly members, to be sent in a response.")
+	f.Func().Params(jen.Id(recv).Id(t.Name)).Id(e.strip).Params().Id(t.Name).BlockFunc(func(g *jen.Group) {
 		for _, fl := range t.Fields {
 			switch {
 			case fl.WriteOnly:
-				g.Id(recv).Dot(fl.Name).Op("=").Add(zeroValue(fl.Type))
+				g.Id(recv).Dot(fl.Name).Op("=").Add(e.zeroValue(fl.Type))
 			case fl.Type.reachesWriteOnly():
-				g.Id(recv).Dot(fl.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(fl.Name), fl.Type))
+				g.Id(recv).Dot(fl.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(fl.Name), fl.Type))
 			}
 		}
 		if ap := t.AdditionalProperties; ap != nil && ap.Type.reachesWriteOnly() {
-			g.Id(recv).Dot(ap.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(ap.Name), ap.Type))
+			g.Id(recv).Dot(ap.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(ap.Name), ap.Type))
 		}
 		for _, v := range t.Variants {
 			if v.Type.reachesWriteOnly() {
 				vt := ptr(v.Type)
-				g.Id(recv).Dot(v.Name).Op("=").Add(stripWriteOnly(jen.Id(recv).Dot(v.Name), vt))
+				g.Id(recv).Dot(v.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(v.Name), vt))
 			}
 		}
 		g.Return(jen.Id(recv))
 	})
 }
 
-func zeroValue(t GoType) jen.Code {
+func (e *typeEmitter) zeroValue(t GoType) jen.Code {
 	switch t.Kind {
 	case GoNullable, GoOrEmpty:
-		return jen.Add(jenType(t)).Values()
+		return jen.Add(e.typ(t)).Values()
 	}
 	return jen.Nil() // writeOnly fields are optional: pointers, slices, maps, any
 }
 
 // stripWriteOnly is an expression of type t: e without writeOnly members.
-func stripWriteOnly(e jen.Code, t GoType) jen.Code {
+func (e *typeEmitter) stripWriteOnly(x jen.Code, t GoType) jen.Code {
 	if t.Kind == GoNamed && t.Named.Kind == KindAlias {
-		return stripWriteOnly(e, t.Named.Alias)
+		return e.stripWriteOnly(x, t.Named.Alias)
 	}
 	if t.Kind == GoNamed {
-		return jen.Add(e).Dot("withoutWriteOnly").Call()
+		return jen.Add(x).Dot(e.strip).Call()
 	}
 	var helper string
 	switch t.Kind {
@@ -408,24 +491,24 @@ func stripWriteOnly(e jen.Code, t GoType) jen.Code {
 	case GoOrEmpty:
 		helper = "StripOrEmpty"
 	default:
-		return e
+		return x
 	}
 	elem := *t.Elem
-	fn := jen.Func().Params(jen.Id("x").Add(jenType(elem))).Add(jenType(elem)).Block(jen.Return(stripWriteOnly(jen.Id("x"), elem)))
+	fn := jen.Func().Params(jen.Id("x").Add(e.typ(elem))).Add(e.typ(elem)).Block(jen.Return(e.stripWriteOnly(jen.Id("x"), elem)))
 	if elem.Kind == GoNamed && elem.Named.Kind != KindAlias {
-		fn = jen.Id(elem.Named.Name).Dot("withoutWriteOnly")
+		fn = jen.Add(e.typ(elem)).Dot(e.strip)
 	}
-	return jen.Qual(implPkg, helper).Call(e, fn)
+	return jen.Qual(implPkg, helper).Call(x, fn)
 }
 
 // renderResponseStruct declares the struct type name of response r.
-func renderResponseStruct(f *jen.File, name string, r *Response) {
+func (e *typeEmitter) renderResponseStruct(f *jen.File, name string, r *Response) {
 	f.Type().Id(name).StructFunc(func(g *jen.Group) {
 		if r.Code == 0 {
 			g.Id("Status").Int().Comment("the HTTP status to send")
 		}
 		if r.MediaType != "" {
-			g.Id("Body").Add(jenType(r.Body))
+			g.Id("Body").Add(e.typ(r.Body))
 		}
 		for _, h := range r.Headers {
 			when := "sent when not nil"
@@ -435,7 +518,7 @@ func renderResponseStruct(f *jen.File, name string, r *Response) {
 			case h.Required:
 				when = "required"
 			}
-			g.Id(h.Field).Add(jenType(h.Type)).Comment("header " + h.Name + ", " + when)
+			g.Id(h.Field).Add(e.typ(h.Type)).Comment("header " + h.Name + ", " + when)
 		}
 	})
 }
@@ -443,16 +526,16 @@ func renderResponseStruct(f *jen.File, name string, r *Response) {
 // renderSharedResponse declares the struct of a response component that
 // several operations answer with; each names it by an alias and declares
 // its own response interface's marker method on it (renderOpTypes).
-func renderSharedResponse(f *jen.File, s *SharedResponse) {
+func (e *typeEmitter) renderSharedResponse(f *jen.File, s *SharedResponse) {
 	doc := fmt.Sprintf("%s is the response %s, which %d operations answer with, each under a name of its own (an alias).", s.TypeName, s.Location, s.Uses)
 	if s.Description != "" {
 		doc += " " + s.Description
 	}
 	f.Comment(doc)
-	renderResponseStruct(f, s.TypeName, s.Response)
+	e.renderResponseStruct(f, s.TypeName, s.Response)
 }
 
-func renderOpTypes(f *jen.File, o *Operation) {
+func (e *typeEmitter) renderOpTypes(f *jen.File, o *Operation) {
 	desc := fmt.Sprintf("operation %s (%s %s)", o.ID, o.Method, o.Path)
 	f.Comment(fmt.Sprintf("%s is the decoded request of %s.", o.RequestType(), desc))
 	if o.Summary != "" {
@@ -471,10 +554,10 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			if p.EngineKey {
 				c += ": the key the engine parsed (idem.KeyFromContext)"
 			}
-			g.Id(p.Field).Add(jenType(t)).Comment(c)
+			g.Id(p.Field).Add(e.typ(t)).Comment(c)
 		}
 		if o.Body != nil {
-			g.Id("Body").Add(jenType(o.Body.Type)).Comment(o.Body.MediaType)
+			g.Id("Body").Add(e.typ(o.Body.Type)).Comment(o.Body.MediaType)
 		}
 	})
 	f.Comment(fmt.Sprintf("%s is one of the responses of %s:", o.ResponseType(), desc))
@@ -500,7 +583,7 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			f.Func().Params(jen.Id(r.Shared.TypeName)).Id(o.Marker()).Params().Block()
 		} else {
 			f.Comment(doc)
-			renderResponseStruct(f, r.TypeName, r)
+			e.renderResponseStruct(f, r.TypeName, r)
 			f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
 		}
 		status := jen.Lit(r.Code)
@@ -516,7 +599,7 @@ func renderOpTypes(f *jen.File, o *Operation) {
 			call = "JSONResponse"
 			body := jen.Id("r").Dot("Body")
 			if r.Body.reachesWriteOnly() {
-				body = jen.Add(stripWriteOnly(body, r.Body))
+				body = jen.Add(e.stripWriteOnly(body, r.Body))
 			}
 			args = append(args, jen.Lit(responseContentType(r.MediaType)), body)
 		default:

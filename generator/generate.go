@@ -58,8 +58,8 @@ func formatRendered(files []File, warnings []Warning, err error) ([]File, []Warn
 	outs, errs := formatSources(srcs)
 	for i := range files {
 		if err := errs[i]; err != nil {
-			if files[i].Name == "types.gen.go" { // as jennifer words it
-				return nil, warnings, fmt.Errorf("render types.gen.go: %w", fmt.Errorf("Error %s while formatting source:\n%s", err, srcs[i]))
+			if strings.HasSuffix(files[i].Name, "types.gen.go") { // as jennifer words it
+				return nil, warnings, fmt.Errorf("render %s: %w", files[i].Name, fmt.Errorf("Error %s while formatting source:\n%s", err, srcs[i]))
 			}
 			return nil, warnings, fmt.Errorf("render %s: generated code does not parse: %w\n%s", files[i].Name, err, numbered(srcs[i]))
 		}
@@ -89,27 +89,33 @@ func render(cfg Config) ([]File, []Warning, error) {
 	}
 	warnings = append(warnings, m.Warnings...)
 
-	// types.gen.go renders on a core of its own while the templates
-	// render; both only read the model.
-	var typesSrc bytes.Buffer
+	// types.gen.go (and, split, the types' packages) renders on a core of
+	// its own while the templates render; both only read the model.
+	var typesFiles []File
 	var typesErr error
 	var typesDone sync.WaitGroup
 	typesDone.Go(func() {
-		tf := renderTypes(m)
-		tf.HeaderComment(headerLine(m.Version))
-		tf.HeaderComment("source: " + m.Source)
-		tf.NoFormat = true
-		typesErr = tf.Render(&typesSrc)
+		for name, tf := range renderTypes(m) {
+			tf.HeaderComment(headerLine(m.Version))
+			tf.HeaderComment("source: " + m.Source)
+			tf.NoFormat = true
+			var src bytes.Buffer
+			if err := tf.Render(&src); err != nil {
+				typesErr = fmt.Errorf("render %s: %w", name, err)
+				return
+			}
+			typesFiles = append(typesFiles, File{Name: name, Content: src.Bytes()})
+		}
 	})
 	files, err := renderTemplates(&cfg, set, m)
 	typesDone.Wait()
 	if typesErr != nil {
-		return nil, warnings, fmt.Errorf("render types.gen.go: %w", typesErr)
+		return nil, warnings, typesErr
 	}
 	if err != nil {
 		return nil, warnings, err
 	}
-	files = append(files, File{Name: "types.gen.go", Content: typesSrc.Bytes()})
+	files = append(files, typesFiles...)
 	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
 	return files, warnings, nil
 }

@@ -3,6 +3,7 @@ package generator
 import (
 	"bytes"
 	"flag"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"slices"
@@ -44,11 +45,14 @@ func TestGolden(t *testing.T) {
 				}
 				return
 			}
-			entries, _ := os.ReadDir(cfg.Output)
 			var onDisk []string
-			for _, e := range entries {
-				onDisk = append(onDisk, e.Name())
-			}
+			filepath.WalkDir(cfg.Output, func(p string, d fs.DirEntry, err error) error {
+				if err == nil && !d.IsDir() {
+					rel, _ := filepath.Rel(cfg.Output, p)
+					onDisk = append(onDisk, filepath.ToSlash(rel))
+				}
+				return nil
+			})
 			var names []string
 			for _, f := range files {
 				names = append(names, f.Name)
@@ -89,19 +93,24 @@ func TestGoldenCompiles(t *testing.T) {
 	cases, _ := filepath.Glob(filepath.Join("testdata", "golden", "*", "want"))
 	var files []File
 	for _, want := range cases {
-		entries, err := os.ReadDir(want)
+		name := filepath.Base(filepath.Dir(want))
+		err := filepath.WalkDir(want, func(p string, d fs.DirEntry, err error) error {
+			if err != nil || d.IsDir() || !strings.HasSuffix(p, ".go") {
+				return err
+			}
+			data, err := os.ReadFile(p)
+			if err != nil {
+				return err
+			}
+			rel, _ := filepath.Rel(want, p)
+			// The split case imports its packages by their path in the
+			// golden module (importPath); here they are below golden/<case>.
+			data = bytes.ReplaceAll(data, []byte(`"example.com/golden/`+name+`/want/`), []byte(`"`+generatedModule+`/golden/`+name+`/`))
+			files = append(files, File{Name: filepath.Join(name, rel), Content: data})
+			return nil
+		})
 		if err != nil {
 			t.Fatal(err)
-		}
-		for _, e := range entries {
-			if !strings.HasSuffix(e.Name(), ".go") {
-				continue
-			}
-			data, err := os.ReadFile(filepath.Join(want, e.Name()))
-			if err != nil {
-				t.Fatal(err)
-			}
-			files = append(files, File{Name: filepath.Join(filepath.Base(filepath.Dir(want)), e.Name()), Content: data})
 		}
 	}
 	modulePackage(t, "golden", files)

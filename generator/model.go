@@ -42,9 +42,33 @@ type Model struct {
 	RouteGroups []*RouteGroup
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
-	Client   ClientModel
+	Client ClientModel
+	// Split, when the config asks for it (Config.Split), holds the import
+	// paths of the two internal packages the types are declared in; nil
+	// when they are declared in the package itself (types.gen.go).
+	Split    *SplitModel
 	Warnings []Warning
 }
+
+// SplitModel is where the types go when the config splits them into
+// packages of their own; types.gen.go then declares an alias of each.
+type SplitModel struct {
+	// SchemaTypes is the import path of the package of Types (the
+	// schemas' types): internal/schematypes below the package.
+	SchemaTypes string
+	// OpTypes is the import path of the package of the operations'
+	// request and response types, SharedResponses, and each operation's
+	// response encoder (Operation.Encoder, exported there):
+	// internal/optypes below the package.
+	OpTypes string
+}
+
+// The directories of the split packages below the output, and their
+// package names.
+const (
+	schemaTypesDir = "internal/schematypes"
+	opTypesDir     = "internal/optypes"
+)
 
 // IdempotentOperations returns the operations that go through the engine.
 func (m *Model) IdempotentOperations() []*Operation {
@@ -280,7 +304,7 @@ type OperationNames struct {
 	Body         string // body<Op>: its body's table
 	Limits       string // limits<Op>: its request limits
 	Marker       string // is<Op>Response: the method of its response types
-	Encoder      string // encode<Op>Response: its response encoder
+	Encoder      string // encode<Op>Response: its response encoder (Encode<Op>Response in Split's OpTypes package)
 	Segments     string // pathSegments<Op>: its split path segments
 	ClientOp     string // clientOp<Op>: the client's idemclient.Operation ("" without a client)
 	ClientReader string // read<Op>Response: the client's response reader ("" without a client)

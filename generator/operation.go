@@ -397,7 +397,11 @@ func (b *builder) nameHelpers(o *Operation, what string) {
 	n.affixed(pkg, &on.Body, b.ob(o).ident, "body", "", o.Location, what+" body table")
 	n.affixed(pkg, &on.Limits, b.ob(o).ident, "limits", "", o.Location, what+" request limits")
 	n.affixed(b.markers, &on.Marker, b.ob(o).ident, "is", "Response", o.Location, what+" response marker")
-	n.affixed(pkg, &on.Encoder, b.ob(o).ident, "encode", "Response", o.Location, what+" response encoder")
+	encode := "encode"
+	if b.split {
+		encode = "Encode" // exported from the package of the operations' types
+	}
+	n.affixed(pkg, &on.Encoder, b.ob(o).ident, encode, "Response", o.Location, what+" response encoder")
 	n.affixed(pkg, &on.Segments, b.ob(o).ident, "pathSegments", "", o.Location, what+" path segments")
 	if b.clientPkg != nil {
 		n.affixed(b.clientPkg, &on.ClientOp, b.ob(o).ident, "clientOp", "", o.Location, what+" client operation")

@@ -20,6 +20,10 @@ const (
 	// reservedTypeMembers: methods of every generated struct and union;
 	// no field takes their names.
 	reservedTypeMembers
+	// reservedSplitTypeMembers: methods of the structs and unions with
+	// writeOnly members when the types are split into packages of their
+	// own (Config.Split), where the encoders call them from another package.
+	reservedSplitTypeMembers
 	// reservedRequestFields, reservedResponseFields: fields idemgen gives
 	// every request and response type.
 	reservedRequestFields
@@ -53,12 +57,13 @@ var reservedNames = map[reservedScope][]string{
 		"WebhookOption", "WebhookSource", "DefaultWebhookBasePath", "WithWebhookBasePath",
 		"WithWebhookMaxBodyBytes", "WithWebhookVerifier", "WithWebhookErrorHook", "WithWebhookMiddleware",
 		"webhookOptions", "webhookHandler", "errWebhookNotImplemented"},
-	reservedClient:          {"Client", "NewClient"},
-	reservedTypeMembers:     {"MarshalJSON", "UnmarshalJSON"},
-	reservedRequestFields:   {"Body"},
-	reservedResponseFields:  {"Body", "Status"},
-	reservedHandlerMethods:  {"fail", "routes", "authenticate", "securityHook"},
-	reservedResponseMarkers: {},
+	reservedClient:           {"Client", "NewClient"},
+	reservedTypeMembers:      {"MarshalJSON", "UnmarshalJSON"},
+	reservedSplitTypeMembers: {"WithoutWriteOnly"},
+	reservedRequestFields:    {"Body"},
+	reservedResponseFields:   {"Body", "Status"},
+	reservedHandlerMethods:   {"fail", "routes", "authenticate", "securityHook"},
+	reservedResponseMarkers:  {},
 	reservedTemplateLocals: {"a", "b", "body", "c", "cfg", "ctx", "db", "engine", "err", "fn", "h", "handle", "hh",
 		"i", "k", "mux", "o", "opt", "opts", "out", "p", "payload", "q", "r", "req", "res", "resp", "rt", "s", "t",
 		"tx", "v", "w", "handler", "options", "rs", "serve", "routeTable",
