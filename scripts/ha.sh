@@ -416,16 +416,21 @@ leader() { wait_for "$1" leader 60 || die "no leader"; }
 sync_standby() { wait_for "$1" sync_standby 60 || die "no synchronous standby"; }
 
 switchover() {
-	local dir=$1 from to
-	from=$(leader "$dir"); to=$(sync_standby "$dir")
-	local answer
-	answer=$(curl -s --max-time 30 -w ' (HTTP %{http_code})' -X POST -H 'Content-Type: application/json' \
-		-d "{\"leader\": \"$from\", \"candidate\": \"$to\"}" \
-		"http://127.0.0.1:$(cat "$dir/$from/rest_port")/switchover" || true)
-	case $answer in
-	*"(HTTP 200)") ;;
-	*) die "switchover from $from to $to refused: $answer" ;;
-	esac
+	local dir=$1 from to answer attempt
+	# Patroni answers 503 when it could not write the switchover key into
+	# etcd (a DCS slow under load): nothing was done, so ask again.
+	for attempt in 1 2 3 4 5 6 7 8 9 10; do
+		from=$(leader "$dir"); to=$(sync_standby "$dir")
+		answer=$(curl -s --max-time 30 -w ' (HTTP %{http_code})' -X POST -H 'Content-Type: application/json' \
+			-d "{\"leader\": \"$from\", \"candidate\": \"$to\"}" \
+			"http://127.0.0.1:$(cat "$dir/$from/rest_port")/switchover" || true)
+		case $answer in
+		*"(HTTP 200)") break ;;
+		*"(HTTP 503)") log "switchover from $from to $to, attempt $attempt: $answer; again"; sleep 1 ;;
+		*) die "switchover from $from to $to refused: $answer" ;;
+		esac
+	done
+	case $answer in *"(HTTP 200)") ;; *) die "switchover from $from to $to refused $attempt times: $answer" ;; esac
 	local i
 	for i in $(seq 1 240); do
 		[ "$(cluster "$dir" 2>/dev/null | member_with_role leader)" = "$to" ] && { echo "$to"; return 0; }
