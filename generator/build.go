@@ -187,7 +187,8 @@ func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
 	}
 	m.BasePath, m.Version, m.Client = base, cfg.Version, ClientModel{Enabled: cfg.Client.Enabled}
 	if cfg.Split {
-		m.Split = &SplitModel{SchemaTypes: cfg.ImportPath + "/" + schemaTypesDir, OpTypes: cfg.ImportPath + "/" + opTypesDir}
+		m.Split = &SplitModel{SchemaTypes: cfg.ImportPath + "/" + schemaTypesDir, OpTypes: cfg.ImportPath + "/" + opTypesDir,
+			Unimplemented: cfg.ImportPath + "/" + unimplementedDir}
 	}
 	m.Warnings = append(bw, m.Warnings...)
 	return m, nil

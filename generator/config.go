@@ -50,10 +50,11 @@ type Config struct {
 	// client.gen.go beside the server; a mapping (output, package) gives it
 	// a package of its own. See ClientConfig.
 	Client ClientConfig `yaml:"client"`
-	// Split compiles the generated types as two packages of their own below
-	// Output: internal/schematypes (the schemas' types) and internal/optypes
-	// (each operation's request and response types and response encoder).
-	// The package re-exports every one of them by alias, so users still
+	// Split compiles the generated types as packages of their own below
+	// Output: internal/schematypes (the schemas' types), internal/optypes
+	// (each operation's request and response types and response encoder)
+	// and internal/unimplemented (Unimplemented and its methods). The
+	// package re-exports every one of them by alias, so users still
 	// write api.Note; what changes is that no package is as costly to
 	// compile as the whole, for specs whose package would need more memory
 	// than a build machine has (docs/generate.md, "Compiling the package of

@@ -98,10 +98,37 @@ func renderTypes(m *Model) map[string]*jen.File {
 	}
 	(&typeEmitter{schemaPkg: m.Split.SchemaTypes, strip: se.strip}).renderOperationTypes(ops, m)
 	return map[string]*jen.File{
-		"types.gen.go":                   renderAliases(m),
-		schemaTypesDir + "/types.gen.go": schema,
-		opTypesDir + "/types.gen.go":     ops,
+		"types.gen.go":                             renderAliases(m),
+		schemaTypesDir + "/types.gen.go":           schema,
+		opTypesDir + "/types.gen.go":               ops,
+		unimplementedDir + "/unimplemented.gen.go": renderUnimplemented(m),
 	}
+}
+
+// renderUnimplemented emits the package of Unimplemented when the types
+// are split (its method per operation costs the compiler as much as a
+// sixth of the package); the server template declares an alias of it.
+func renderUnimplemented(m *Model) *jen.File {
+	f := jen.NewFile(path.Base(unimplementedDir))
+	f.ImportName(idemPkg, "idem")
+	f.ImportName("github.com/jackc/pgx/v5", "pgx")
+	f.ImportName(m.Split.OpTypes, path.Base(opTypesDir))
+	f.Comment("Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the")
+	f.Comment("profile's error body) for every operation of " + m.Source + "; the package")
+	f.Comment(m.Package + " declares it as an alias (split: true).")
+	f.Type().Id("Unimplemented").Struct()
+	for _, o := range m.Operations {
+		params := []jen.Code{jen.Qual("context", "Context")}
+		if o.Idempotent {
+			params = append(params, jen.Qual("github.com/jackc/pgx/v5", "Tx"))
+		}
+		params = append(params, jen.Qual(m.Split.OpTypes, o.RequestType()))
+		f.Comment(fmt.Sprintf("%s answers 501 for %s (%s %s).", o.GoName, o.ID, o.Method, o.Path))
+		f.Func().Params(jen.Id("Unimplemented")).Id(o.GoName).Params(params...).Params(jen.Qual(m.Split.OpTypes, o.ResponseType()), jen.Error()).Block(
+			jen.Return(jen.Nil(), jen.Qual(idemPkg, "ErrNotImplemented")),
+		)
+	}
+	return f
 }
 
 // renderOperationTypes emits the types of the operations' requests and

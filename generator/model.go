@@ -61,13 +61,19 @@ type SplitModel struct {
 	// response encoder (Operation.Encoder, exported there):
 	// internal/optypes below the package.
 	OpTypes string
+	// Unimplemented is the import path of the package that declares
+	// Unimplemented and its method per operation, of which the server
+	// template then declares an alias: internal/unimplemented below the
+	// package.
+	Unimplemented string
 }
 
 // The directories of the split packages below the output, and their
 // package names.
 const (
-	schemaTypesDir = "internal/schematypes"
-	opTypesDir     = "internal/optypes"
+	schemaTypesDir   = "internal/schematypes"
+	opTypesDir       = "internal/optypes"
+	unimplementedDir = "internal/unimplemented"
 )
 
 // IdempotentOperations returns the operations that go through the engine.

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"go/ast"
 	"go/parser"
+	"go/printer"
 	"go/token"
 	"os"
 	"path/filepath"
@@ -135,6 +136,10 @@ func TestSplitServes(t *testing.T) {
 	if l, ok := list.Response.(ListPets200Response); !ok || len(l.Body.Items) != 1 || l.Body.Items[0].Animal.Dog == nil || l.Body.Items[0].Microchip != nil {
 		t.Errorf("listPets dog: %#v", list.Response)
 	}
+	// An operation the service does not implement: Unimplemented's 501.
+	if _, err := c.DeletePet(ctx, DeletePetRequest{ID: 1}); err == nil || err.(*idemclient.Error).Status != 501 {
+		t.Errorf("deletePet: %v, want a 501", err)
+	}
 	r, err := http.Get(hs.URL + "/pets?kind=fish")
 	if err != nil {
 		t.Fatal(err)
@@ -148,10 +153,11 @@ func TestSplitServes(t *testing.T) {
 
 // TestSplit: with split: true the types are compiled as two packages of
 // their own below the package (internal/schematypes, internal/optypes),
-// and the package declares an alias of every type and a constant of every
-// enum value: the names users write are exactly the unsplit package's,
-// and the server's code is the same but for the encoders' package. The
-// generated package serves through the engine over HTTP (splitTest).
+// and Unimplemented in a third, and the package declares an alias of
+// every type and a constant of every enum value: the names users write are
+// exactly the unsplit package's, and the server's code is the same but for
+// the encoders' package. The generated package serves through the engine
+// over HTTP (splitTest).
 func TestSplit(t *testing.T) {
 	spec := filepath.Join("testdata", "golden", "split", "openapi.yaml")
 	cfg := Config{Spec: spec, Package: "api", Output: "out", Client: ClientConfig{Enabled: true}}
@@ -169,7 +175,7 @@ func TestSplit(t *testing.T) {
 	for _, f := range split {
 		names = append(names, f.Name)
 	}
-	want := []string{"client.gen.go", "internal/optypes/types.gen.go", "internal/schematypes/types.gen.go", "server.gen.go", "types.gen.go"}
+	want := []string{"client.gen.go", "internal/optypes/types.gen.go", "internal/schematypes/types.gen.go", "internal/unimplemented/unimplemented.gen.go", "server.gen.go", "types.gen.go"}
 	if !slices.Equal(names, want) {
 		t.Fatalf("split files %v, want %v", names, want)
 	}
@@ -199,16 +205,24 @@ func TestSplit(t *testing.T) {
 	if !slices.Equal(declared, splitNames) {
 		t.Errorf("the split packages declare %v, the package aliases %v", declared, splitNames)
 	}
-	// The server: the same code, but the encoders' package.
+	// The server: the same declarations, but the encoders' package and
+	// Unimplemented's (an alias of the unimplemented package's, whose
+	// methods are the unsplit server's).
 	s := string(file(split, "server.gen.go"))
-	if !strings.Contains(s, "optypes.EncodeCreatePetResponse(resp)") {
-		t.Errorf("the split server does not call optypes.EncodeCreatePetResponse")
+	if !strings.Contains(s, "optypes.EncodeCreatePetResponse(resp)") || !strings.Contains(s, "type Unimplemented = unimplemented.Unimplemented") {
+		t.Errorf("the split server does not call optypes.EncodeCreatePetResponse, or does not alias Unimplemented")
 	}
-	s = strings.ReplaceAll(s, "optypes.Encode", "encode")
-	s = strings.Replace(s, "\t\""+generatedModule+"/split/internal/optypes\"\n", "", 1)
-	if s != string(file(plain, "server.gen.go")) {
-		d := diffText("server.gen.go", file(plain, "server.gen.go"), []byte(s))
-		t.Errorf("the split server differs from the unsplit one beyond the encoders' package:\n%s", d)
+	plainDecls, plainStubs := serverDecls(t, file(plain, "server.gen.go"))
+	splitDecls, _ := serverDecls(t, []byte(strings.ReplaceAll(s, "optypes.Encode", "encode")))
+	if !slices.Equal(plainDecls, splitDecls) {
+		t.Errorf("the split server's declarations differ from the unsplit one's beyond the encoders' package and Unimplemented:\n%s", diffText("server.gen.go", []byte(strings.Join(plainDecls, "\n")), []byte(strings.Join(splitDecls, "\n"))))
+	}
+	_, splitStubs := serverDecls(t, file(split, "internal/unimplemented/unimplemented.gen.go"))
+	for i := range splitStubs {
+		splitStubs[i] = strings.ReplaceAll(splitStubs[i], "optypes.", "")
+	}
+	if len(plainStubs) != 4 || !slices.Equal(plainStubs, splitStubs) {
+		t.Errorf("Unimplemented's methods: unsplit\n%s\nsplit\n%s", strings.Join(plainStubs, "\n"), strings.Join(splitStubs, "\n"))
 	}
 	if !containsCode(string(file(split, "internal/schematypes/types.gen.go")), "func (v Owner) WithoutWriteOnly() Owner {") ||
 		!containsCode(string(file(plain, "types.gen.go")), "func (v Owner) withoutWriteOnly() Owner {") {
@@ -270,6 +284,40 @@ func TestSplit(t *testing.T) {
 	}
 	modulePackage(t, "split", append(split, File{Name: "split_test.go", Content: []byte(splitTest)}))
 	moduleResult(t, "split")
+}
+
+// serverDecls prints a Go file's declarations but its imports, apart:
+// Unimplemented's methods (stubs), and the others, where the type
+// Unimplemented is left out.
+func serverDecls(t *testing.T, src []byte) (decls, stubs []string) {
+	t.Helper()
+	fset := token.NewFileSet()
+	f, err := parser.ParseFile(fset, "x.go", src, 0)
+	if err != nil {
+		t.Fatal(err)
+	}
+	show := func(n any) string {
+		var b bytes.Buffer
+		if err := printer.Fprint(&b, fset, n); err != nil {
+			t.Fatal(err)
+		}
+		return b.String()
+	}
+	for _, d := range f.Decls {
+		switch d := d.(type) {
+		case *ast.FuncDecl:
+			if d.Recv != nil && show(d.Recv.List[0].Type) == "Unimplemented" {
+				stubs = append(stubs, show(d))
+				continue
+			}
+		case *ast.GenDecl:
+			if d.Tok == token.IMPORT || d.Tok == token.TYPE && d.Specs[0].(*ast.TypeSpec).Name.Name == "Unimplemented" {
+				continue
+			}
+		}
+		decls = append(decls, show(d))
+	}
+	return decls, stubs
 }
 
 // exportedDecls lists, sorted, the exported package-level declarations of

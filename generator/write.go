@@ -141,7 +141,7 @@ func stale(dir string, files []File) ([]string, error) {
 		keep[filepath.ToSlash(f.Name)] = true
 	}
 	var out []string
-	for _, sub := range []string{"", schemaTypesDir, opTypesDir} {
+	for _, sub := range []string{"", schemaTypesDir, opTypesDir, unimplementedDir} {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))
 		if os.IsNotExist(err) {
 			continue

@@ -98,6 +98,35 @@ func readCreatePetResponse(r *idemclient.Response) (CreatePetResponse, error) {
 	return nil, r.Error()
 }
 
+// DeletePet calls deletePet (DELETE /pets/{id})
+func (c *Client) DeletePet(ctx context.Context, req DeletePetRequest, opts ...idemclient.CallOption) (*idemclient.Result[DeletePetResponse], error) {
+	r := idemclient.NewRequest("/pets/" + idemclient.PathParam(req.ID))
+	return idemclient.Do(ctx, c.rt, &clientOpDeletePet, r, readDeletePetResponse, opts...)
+}
+
+var clientOpDeletePet = idemclient.Operation{ID: "deletePet", Method: "DELETE"}
+
+// readDeletePetResponse maps the final response of deletePet to its declared
+// type; any other response (a range or default declared as problem+json
+// included) is an *idemclient.Error.
+func readDeletePetResponse(r *idemclient.Response) (DeletePetResponse, error) {
+	switch {
+	case r.Status == 204 && r.Declared(""):
+		var out DeletePet204Response
+		return out, nil
+	case r.Status == 404 && r.Declared("application/json"):
+		var out DeletePet404Response
+		if err := r.DecodeJSON(&out.Body); err != nil {
+			return nil, err
+		}
+		if err := idemimpl.ParseHeaderPointer(r.Header, "X-Reason", &out.XReason, idemimpl.ParseEnum[NotFoundResponseXReason]); err != nil {
+			return nil, err
+		}
+		return out, nil
+	}
+	return nil, r.Error()
+}
+
 // GetPet calls getPet (GET /pets/{id})
 func (c *Client) GetPet(ctx context.Context, req GetPetRequest, opts ...idemclient.CallOption) (*idemclient.Result[GetPetResponse], error) {
 	r := idemclient.NewRequest("/pets/" + idemclient.PathParam(req.ID))

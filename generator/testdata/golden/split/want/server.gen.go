@@ -10,6 +10,7 @@ import (
 	"time"
 
 	"example.com/golden/split/want/internal/optypes"
+	"example.com/golden/split/want/internal/unimplemented"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 	"github.com/jackc/pgx/v5"
@@ -25,6 +26,8 @@ type Server interface {
 	ListPets(ctx context.Context, req ListPetsRequest) (ListPetsResponse, error)
 	// CreatePet serves createPet (POST /pets)
 	CreatePet(ctx context.Context, tx pgx.Tx, req CreatePetRequest) (CreatePetResponse, error)
+	// DeletePet serves deletePet (DELETE /pets/{id})
+	DeletePet(ctx context.Context, req DeletePetRequest) (DeletePetResponse, error)
 	// GetPet serves getPet (GET /pets/{id})
 	GetPet(ctx context.Context, req GetPetRequest) (GetPetResponse, error)
 }
@@ -32,24 +35,10 @@ type Server interface {
 // Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the
 // profile's error body) for every operation. Embed it in a Server to compile
 // while operations are still missing.
-type Unimplemented struct{}
+// Its methods are declared in a package of their own (split: true).
+type Unimplemented = unimplemented.Unimplemented
 
 var _ Server = Unimplemented{}
-
-// ListPets answers 501 for listPets (GET /pets).
-func (Unimplemented) ListPets(context.Context, ListPetsRequest) (ListPetsResponse, error) {
-	return nil, idem.ErrNotImplemented
-}
-
-// CreatePet answers 501 for createPet (POST /pets).
-func (Unimplemented) CreatePet(context.Context, pgx.Tx, CreatePetRequest) (CreatePetResponse, error) {
-	return nil, idem.ErrNotImplemented
-}
-
-// GetPet answers 501 for getPet (GET /pets/{id}).
-func (Unimplemented) GetPet(context.Context, GetPetRequest) (GetPetResponse, error) {
-	return nil, idem.ErrNotImplemented
-}
 
 // IdempotentOperations lists the operations served through the idempotency
 // engine, with their resolved x-idempotent policies.
@@ -217,6 +206,7 @@ var routeTable = [...]struct {
 }{
 	{"listPets", "GET", "/pets", (*handler).handleListPets},
 	{"createPet", "POST", "/pets", (*handler).handleCreatePet},
+	{"deletePet", "DELETE", "/pets/{id}", (*handler).handleDeletePet},
 	{"getPet", "GET", "/pets/{id}", (*handler).handleGetPet},
 }
 
@@ -285,6 +275,41 @@ func decodeCreatePetRequest(r *http.Request, body []byte) (req CreatePetRequest,
 	return req, q, q.Err()
 }
 
+// handleDeletePet serves deletePet (DELETE /pets/{id}).
+func (h *handler) handleDeletePet(w http.ResponseWriter, r *http.Request) {
+	w, r, done := h.engine.Plain(w, r, "deletePet") // logs, metrics, traces; no record
+	defer done()
+	req, _, err := decodeDeletePetRequest(r, nil)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	resp, err := h.srv.DeletePet(r.Context(), req)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, h.fail(r, err))
+		return
+	}
+	out, err := optypes.EncodeDeletePetResponse(resp)
+	if err != nil {
+		h.engine.WriteError(w, r, idem.ProfileDefault, err)
+		return
+	}
+	idemimpl.WriteResponse(w, out)
+}
+
+// paramsDeletePet describes the parameters of deletePet.
+var paramsDeletePet = [...]idemimpl.Param{
+	{In: "path", Name: "id", Key: "id", Schema: 9, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+}
+
+// decodeDeletePetRequest decodes and validates the request of deletePet; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeDeletePetRequest(r *http.Request, body []byte) (req DeletePetRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsDeletePet[0], &req.ID)
+	return req, q, q.Err()
+}
+
 // handleGetPet serves getPet (GET /pets/{id}).
 func (h *handler) handleGetPet(w http.ResponseWriter, r *http.Request) {
 	w, r, done := h.engine.Plain(w, r, "getPet") // logs, metrics, traces; no record
@@ -332,5 +357,5 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Types: idemimpl.TypeString},  // 6: #/components/schemas/Cat/properties/kind
 	{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "goodBoy", Schema: 5, Required: true}, {Name: "kind", Schema: 6, Required: true}}}, // 7: #/components/schemas/Dog
 	{Has: idemimpl.HasMinLength, Types: idemimpl.TypeString, MinLength: 1},                                                                        // 8: #/components/schemas/NewPet/properties/name
-	{Types: idemimpl.TypeInteger}, // 9: #/paths/~1pets~1{id}/get/parameters/path/id/schema
+	{Types: idemimpl.TypeInteger}, // 9: #/paths/~1pets~1{id}/delete/parameters/path/id/schema
 }}

@@ -34,6 +34,10 @@ type (
 	CreatePet201Response     = optypes.CreatePet201Response
 	CreatePet404Response     = optypes.CreatePet404Response
 	CreatePetDefaultResponse = optypes.CreatePetDefaultResponse
+	DeletePetRequest         = optypes.DeletePetRequest
+	DeletePetResponse        = optypes.DeletePetResponse
+	DeletePet204Response     = optypes.DeletePet204Response
+	DeletePet404Response     = optypes.DeletePet404Response
 	GetPetRequest            = optypes.GetPetRequest
 	GetPetResponse           = optypes.GetPetResponse
 	GetPet200Response        = optypes.GetPet200Response

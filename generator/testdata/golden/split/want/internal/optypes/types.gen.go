@@ -9,7 +9,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
-// NotFoundResponse is the response #/components/responses/NotFound, which 2 operations answer with, each under a name of its own (an alias). No such pet.
+// NotFoundResponse is the response #/components/responses/NotFound, which 3 operations answer with, each under a name of its own (an alias). No such pet.
 type NotFoundResponse struct {
 	Body    schematypes.NotFoundResponseBody
 	XReason *schematypes.NotFoundResponseXReason // header X-Reason, sent when not nil
@@ -98,6 +98,41 @@ func EncodeCreatePetResponse(resp CreatePetResponse) (*idem.Response, error) {
 		return idemimpl.JSONResponse(404, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
 	case CreatePetDefaultResponse:
 		return idemimpl.JSONResponse(r.Status, "application/problem+json", r.Body)
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
+}
+
+// DeletePetRequest is the decoded request of operation deletePet (DELETE /pets/{id}).
+type DeletePetRequest struct {
+	ID int64 // path parameter "id"
+}
+
+// DeletePetResponse is one of the responses of operation deletePet (DELETE /pets/{id}):
+//   - DeletePet204Response
+//   - DeletePet404Response
+type DeletePetResponse interface {
+	isDeletePetResponse()
+}
+
+// DeletePet204Response is the 204 response of operation deletePet (DELETE /pets/{id}): Deleted.
+type DeletePet204Response struct{}
+
+func (DeletePet204Response) isDeletePetResponse() {}
+
+// DeletePet404Response is the 404 response of operation deletePet (DELETE /pets/{id}): NotFoundResponse, the response #/components/responses/NotFound.
+type DeletePet404Response = NotFoundResponse
+
+func (NotFoundResponse) isDeletePetResponse() {}
+
+// EncodeDeletePetResponse encodes a response of deletePet.
+func EncodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case DeletePet204Response:
+		return idemimpl.EmptyResponse(204)
+	case DeletePet404Response:
+		return idemimpl.JSONResponse(404, "application/json", r.Body, "X-Reason", idemimpl.HeaderValue(r.XReason))
 	case nil:
 		return nil, idemimpl.ErrNilResponse
 	}
