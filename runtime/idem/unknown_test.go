@@ -43,6 +43,10 @@ type cutConn struct {
 	mode int
 	skip int // statement writes to let through first
 	cut  bool
+	// lost: the cut statement went out (cutAfter); every read from then on
+	// drains the server's answer, hands none of it over, and fails.
+	lost    bool
+	drainMu sync.Mutex // one reader drains; pgconn may read from two goroutines
 }
 
 func (c *cutConn) arm(mode, nth int) {
@@ -87,14 +91,31 @@ func (c *cutConn) Write(b []byte) (int, error) {
 		c.Conn.Close()
 		return n, &net.OpError{Op: "write", Net: "tcp", Err: errors.New("injected: connection cut before the statement arrived")}
 	case cutAfter:
-		n, err := c.Conn.Write(b)
-		if err == nil {
-			err = c.drain()
-		}
-		c.Conn.Close()
-		return n, err
+		// The answer is drained by the next read, not here: a write that
+		// takes long makes pgconn start a background reader, which would
+		// race the drain for the server's bytes.
+		c.mu.Lock()
+		c.lost = true
+		c.mu.Unlock()
 	}
 	return c.Conn.Write(b)
+}
+
+func (c *cutConn) Read(b []byte) (int, error) {
+	c.mu.Lock()
+	lost := c.lost
+	c.mu.Unlock()
+	if !lost {
+		return c.Conn.Read(b)
+	}
+	c.drainMu.Lock()
+	defer c.drainMu.Unlock()
+	err := c.drain() // fails at once on a connection an earlier read closed
+	c.Conn.Close()
+	if err == nil {
+		err = errors.New("injected: connection lost after the statement ran")
+	}
+	return 0, &net.OpError{Op: "read", Net: "tcp", Err: err}
 }
 
 // drain reads the server's answer up to ReadyForQuery.
