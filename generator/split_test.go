@@ -273,10 +273,8 @@ func TestSplit(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	for _, dir := range []string{schemaTypesDir, opTypesDir} {
-		if _, err := os.Stat(filepath.Join(fromMod.Output, dir, "types.gen.go")); !os.IsNotExist(err) {
-			t.Errorf("%s/types.gen.go left after unsplitting (wrote %v): %v", dir, wrote, err)
-		}
+	if _, err := os.Stat(filepath.Join(fromMod.Output, "internal")); !os.IsNotExist(err) {
+		t.Errorf("internal/ left after unsplitting (wrote %v): %v", wrote, err)
 	}
 
 	if testing.Short() {

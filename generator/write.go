@@ -32,6 +32,15 @@ func Write(dir string, files []File) ([]string, error) {
 		}
 		wrote = append(wrote, name)
 	}
+	// The directories of split packages whose files were removed, and
+	// internal/, once empty (Remove leaves a directory that holds anything
+	// else).
+	for _, sub := range []string{schemaTypesDir, opTypesDir, unimplementedDir} {
+		if slices.ContainsFunc(old, func(name string) bool { return path.Dir(name) == sub }) {
+			os.Remove(filepath.Join(dir, sub))
+			os.Remove(filepath.Join(dir, path.Dir(sub)))
+		}
+	}
 	for _, f := range files {
 		path := filepath.Join(dir, f.Name)
 		if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
