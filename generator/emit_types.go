@@ -70,8 +70,8 @@ func (e *typeEmitter) typ(t GoType) jen.Code {
 // renderTypes emits the schema types, request and response types with
 // jennifer, which records imports as identifiers are used: one file,
 // types.gen.go, or, when the model is split, that file with an alias of
-// each type and the files of the two packages that declare them, by path
-// below the package.
+// each type, the files of the two packages that declare them and the
+// unimplemented package's, by path below the package.
 func renderTypes(m *Model) map[string]*jen.File {
 	newFile := func(pkg string) *jen.File {
 		f := jen.NewFile(pkg)
@@ -106,8 +106,9 @@ func renderTypes(m *Model) map[string]*jen.File {
 }
 
 // renderUnimplemented emits the package of Unimplemented when the types
-// are split (its method per operation costs the compiler as much as a
-// sixth of the package); the server template declares an alias of it.
+// are split (its method per operation added 76 MiB to the server
+// package's peak on Spotify ×10); the server template declares an alias
+// of it.
 func renderUnimplemented(m *Model) *jen.File {
 	f := jen.NewFile(path.Base(unimplementedDir))
 	f.ImportName(idemPkg, "idem")

@@ -44,8 +44,8 @@ type Model struct {
 	// client section).
 	Client ClientModel
 	// Split, when the config asks for it (Config.Split), holds the import
-	// paths of the two internal packages the types are declared in; nil
-	// when they are declared in the package itself (types.gen.go).
+	// paths of the internal packages the types and Unimplemented are
+	// declared in; nil when they are declared in the package itself.
 	Split    *SplitModel
 	Warnings []Warning
 }
