@@ -240,6 +240,45 @@ func (o *Operation) ClientParams() []*Param {
 	return out
 }
 
+// QueryEncoder is the idemclient function with which the client writes a
+// query parameter whose value is not a scalar nor a list of scalars:
+// QueryDeepObject (style deepObject), QueryFormObject (style form, typed as
+// a map, a struct, a union or any value), QueryJSON (content
+// application/json); "" for the others, which Query, QueryOptional and
+// QueryList write.
+func (p *Param) QueryEncoder() string {
+	if p.In != "query" {
+		return ""
+	}
+	switch {
+	case p.Style == "StyleDeepObject":
+		return "QueryDeepObject"
+	case p.Style == "StyleJSON":
+		return "QueryJSON"
+	case p.Style == "StyleForm" && !p.List && objectShaped(p.Type):
+		return "QueryFormObject"
+	}
+	return ""
+}
+
+// objectShaped reports whether a value of t may encode to a JSON object.
+func objectShaped(t GoType) bool {
+	switch t.Kind {
+	case GoMap, GoAny:
+		return true
+	case GoPointer, GoNullable, GoOrEmpty:
+		return objectShaped(*t.Elem)
+	case GoNamed:
+		switch t.Named.Kind {
+		case KindStruct, KindUnion:
+			return true
+		case KindAlias:
+			return objectShaped(t.Named.Alias)
+		}
+	}
+	return false
+}
+
 // ClientOpVar and ClientReader name the client's identifiers of the
 // operation: its idemclient.Operation variable and its response reader.
 func (o *Operation) ClientOpVar() string  { return o.Names.ClientOp }

@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"reflect"
+	"slices"
 	"strconv"
 	"strings"
 	"time"
@@ -77,6 +78,112 @@ func QueryList[T any](r *Request, name string, vs []T, explode bool) {
 	for _, v := range vs {
 		r.Query.Add(name, Format(v))
 	}
+}
+
+// jsonTree is v as encoding/json encodes it, decoded into maps, slices,
+// strings, json.Numbers and bools: the generated types' JSON methods (a
+// union's member, a map's keys) decide what is sent. nil for JSON null.
+func jsonTree(v any) (any, error) {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return nil, err
+	}
+	dec := json.NewDecoder(bytes.NewReader(b))
+	dec.UseNumber()
+	var tree any
+	err = dec.Decode(&tree)
+	return tree, err
+}
+
+// QueryDeepObject sets a query parameter of style deepObject: v encoded
+// as JSON would encode it, written in bracket notation as the server
+// reads it (name[member]=value, name[member][0]=value); a value that
+// encodes to a scalar (a union's scalar member) is name=value. A nil
+// value, or one that encodes to null, sends nothing.
+func QueryDeepObject(r *Request, name string, v any) error {
+	tree, err := jsonTree(v)
+	if err != nil {
+		return fmt.Errorf("encoding query parameter %q: %w", name, err)
+	}
+	addForm(r.Query, name, tree, false)
+	return nil
+}
+
+// QueryFormObject sets a query parameter of style form whose value is an
+// object (a map, a struct or a union) as the generated server reads it:
+// name=member,value,member,value or, exploded, name=member=value,member=value,
+// members in order of name. A value that encodes to a scalar is
+// name=value; nil or null sends nothing. Style form cannot carry a nested
+// member, nor a comma in a member's name or value: those are errors.
+func QueryFormObject(r *Request, name string, v any, explode bool) error {
+	tree, err := jsonTree(v)
+	if err != nil {
+		return fmt.Errorf("encoding query parameter %q: %w", name, err)
+	}
+	obj, ok := tree.(map[string]any)
+	if !ok {
+		if tree != nil {
+			s, ok := scalarText(tree)
+			if !ok {
+				return fmt.Errorf("encoding query parameter %q: style form cannot carry %T", name, v)
+			}
+			r.Query.Set(name, s)
+		}
+		return nil
+	}
+	keys := make([]string, 0, len(obj))
+	for k := range obj {
+		keys = append(keys, k)
+	}
+	slices.Sort(keys)
+	parts := make([]string, 0, 2*len(keys))
+	for _, k := range keys {
+		if obj[k] == nil {
+			continue
+		}
+		s, ok := scalarText(obj[k])
+		if !ok {
+			return fmt.Errorf("encoding query parameter %q: style form cannot carry the nested member %q", name, k)
+		}
+		if strings.Contains(k+s, ",") {
+			return fmt.Errorf("encoding query parameter %q: style form cannot carry the comma in member %q", name, k)
+		}
+		if explode {
+			parts = append(parts, k+"="+s)
+		} else {
+			parts = append(parts, k, s)
+		}
+	}
+	if len(parts) > 0 {
+		r.Query.Set(name, strings.Join(parts, ","))
+	}
+	return nil
+}
+
+// QueryJSON sets a query parameter declared with content
+// application/json: v encoded as JSON. nil or null sends nothing.
+func QueryJSON(r *Request, name string, v any) error {
+	b, err := json.Marshal(v)
+	if err != nil {
+		return fmt.Errorf("encoding query parameter %q: %w", name, err)
+	}
+	if string(b) != "null" {
+		r.Query.Set(name, string(b))
+	}
+	return nil
+}
+
+// scalarText is a scalar of a jsonTree as form encoding writes it.
+func scalarText(v any) (string, bool) {
+	switch x := v.(type) {
+	case string:
+		return x, true
+	case json.Number:
+		return x.String(), true
+	case bool:
+		return strconv.FormatBool(x), true
+	}
+	return "", false
 }
 
 // Header sets a header parameter.
@@ -191,14 +298,8 @@ func (r *Request) EncodeParts(mediaType string, v any, parts Parts) error {
 // list of scalars as the name repeated, scalars as JSON writes them
 // (strings unquoted), null members left out.
 func (r *Request) Form(mediaType string, v any) error {
-	b, err := json.Marshal(v)
+	tree, err := jsonTree(v)
 	if err != nil {
-		return fmt.Errorf("encoding the request body: %w", err)
-	}
-	dec := json.NewDecoder(bytes.NewReader(b))
-	dec.UseNumber()
-	var tree any
-	if err := dec.Decode(&tree); err != nil {
 		return fmt.Errorf("encoding the request body: %w", err)
 	}
 	obj, ok := tree.(map[string]any)
@@ -235,12 +336,10 @@ func addForm(form url.Values, name string, v any, top bool) {
 			}
 			addForm(form, name+"["+strconv.Itoa(i)+"]", y, false)
 		}
-	case string:
-		form.Add(name, x)
-	case json.Number:
-		form.Add(name, x.String())
-	case bool:
-		form.Add(name, strconv.FormatBool(x))
+	default:
+		if s, ok := scalarText(x); ok {
+			form.Add(name, s)
+		}
 	}
 }
 
