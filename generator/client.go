@@ -240,23 +240,27 @@ func (o *Operation) ClientParams() []*Param {
 	return out
 }
 
-// QueryEncoder is the idemclient function with which the client writes a
-// query parameter whose value is not a scalar nor a list of scalars:
-// QueryDeepObject (style deepObject), QueryFormObject (style form, typed as
-// a map, a struct, a union or any value), QueryJSON (content
-// application/json); "" for the others, which Query, QueryOptional and
-// QueryList write.
-func (p *Param) QueryEncoder() string {
-	if p.In != "query" {
-		return ""
-	}
+// ObjectEncoder is the idemclient function with which the client writes a
+// parameter whose value is not a scalar nor a list of scalars:
+// QueryDeepObject (style deepObject), QueryFormObject, HeaderObject and
+// CookieObject (a query parameter of style form, a header, a cookie,
+// typed as a map, a struct, a union or any value; they take Explode),
+// QueryJSON (a query parameter with content application/json); "" for the
+// others, which Query, Header, Cookie and their Optional and List forms
+// write.
+func (p *Param) ObjectEncoder() string {
+	object := !p.List && objectShaped(p.Type)
 	switch {
-	case p.Style == "StyleDeepObject":
+	case p.In == "query" && p.Style == "StyleDeepObject":
 		return "QueryDeepObject"
-	case p.Style == "StyleJSON":
+	case p.In == "query" && p.Style == "StyleJSON":
 		return "QueryJSON"
-	case p.Style == "StyleForm" && !p.List && objectShaped(p.Type):
+	case p.In == "query" && p.Style == "StyleForm" && object:
 		return "QueryFormObject"
+	case p.In == "header" && p.Style == "StyleSimple" && object:
+		return "HeaderObject"
+	case p.In == "cookie" && p.Style == "StyleForm" && object:
+		return "CookieObject"
 	}
 	return ""
 }

@@ -5,11 +5,11 @@ import (
 	"testing"
 )
 
-// clientQuerySpec: query parameters whose values are objects, in each
-// style the client writes member by member: deepObject (a struct with a
-// nested object, a map, a union of a scalar and an object, as Stripe's
-// created), form (a struct, exploded and not), and content
-// application/json.
+// clientQuerySpec: parameters whose values are objects, in each style the
+// client writes member by member: in the query deepObject (a struct with
+// a nested object, a map, a union of a scalar and an object, as Stripe's
+// created), form (a struct, exploded and not) and content
+// application/json; a header (simple) and a cookie (form, exploded).
 const clientQuerySpec = `openapi: 3.0.3
 info: {title: things, version: '1'}
 paths:
@@ -56,6 +56,13 @@ paths:
           style: form
           explode: true
           schema: {type: object, properties: {light: {type: boolean}, name: {type: string}}}
+        - name: X-Point
+          in: header
+          schema: {type: object, properties: {x: {type: integer}, y: {type: integer}}}
+        - name: prefs
+          in: cookie
+          explode: true
+          schema: {type: object, additionalProperties: {type: string}}
         - name: q
           in: query
           content:
@@ -106,6 +113,8 @@ func TestClientQuery(t *testing.T) {
 			Color:    &ListThingsColor{R: ptr(int64(100)), G: ptr(int64(200))},
 			Shade:    &ListThingsShade{Light: ptr(true), Name: ptr("sea green")},
 			Q:        &ListThingsQ{Text: ptr("héllo, world"), Tags: []string{"a", "b"}},
+			XPoint:   &ListThingsXPoint{X: ptr(int64(3)), Y: ptr(int64(-4))},
+			Prefs:    map[string]string{"theme": "dark", "lang": "fr"},
 		},
 		{
 			Created: &ListThingsCreated{ListThingsCreatedVariant2: &ListThingsCreatedVariant2{Gt: ptr(int64(1)), Lte: ptr(int64(9))}},
@@ -125,9 +134,8 @@ func TestClientQuery(t *testing.T) {
 }
 `
 
-// TestClientQueryObjects: the generated client writes query parameters
-// whose values are objects as the generated server reads them, in every
-// style (Stripe's description has 306 deepObject query parameters, whose
+// TestClientQueryObjects: the generated client writes parameters whose
+// values are objects as the generated server reads them, in every style (Stripe's description has 306 deepObject query parameters, whose
 // client did not compile before).
 func TestClientQueryObjects(t *testing.T) {
 	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(clientQuerySpec), Package: "api", Output: "out", Client: ClientConfig{Enabled: true}}
@@ -148,6 +156,8 @@ func TestClientQueryObjects(t *testing.T) {
 		`idemclient.QueryFormObject(r, "color", req.Color, false)`,
 		`idemclient.QueryFormObject(r, "shade", req.Shade, true)`,
 		`idemclient.QueryJSON(r, "q", req.Q)`,
+		`idemclient.HeaderObject(r, "X-Point", req.XPoint, false)`,
+		`idemclient.CookieObject(r, "prefs", req.Prefs, true)`,
 	} {
 		if !strings.Contains(client, want) {
 			t.Errorf("client.gen.go lacks %s", want)

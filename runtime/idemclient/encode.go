@@ -116,20 +116,60 @@ func QueryDeepObject(r *Request, name string, v any) error {
 // name=value; nil or null sends nothing. Style form cannot carry a nested
 // member, nor a comma in a member's name or value: those are errors.
 func QueryFormObject(r *Request, name string, v any, explode bool) error {
-	tree, err := jsonTree(v)
+	s, ok, err := objectText(v, explode)
 	if err != nil {
 		return fmt.Errorf("encoding query parameter %q: %w", name, err)
 	}
-	obj, ok := tree.(map[string]any)
-	if !ok {
-		if tree != nil {
-			s, ok := scalarText(tree)
-			if !ok {
-				return fmt.Errorf("encoding query parameter %q: style form cannot carry %T", name, v)
-			}
-			r.Query.Set(name, s)
+	if ok {
+		r.Query.Set(name, s)
+	}
+	return nil
+}
+
+// HeaderObject sets a header parameter (style simple) whose value is an
+// object, written as QueryFormObject writes one.
+func HeaderObject(r *Request, name string, v any, explode bool) error {
+	s, ok, err := objectText(v, explode)
+	if err != nil {
+		return fmt.Errorf("encoding header parameter %q: %w", name, err)
+	}
+	if ok {
+		r.Header.Set(name, s)
+	}
+	return nil
+}
+
+// CookieObject adds a cookie parameter (style form) whose value is an
+// object, written as QueryFormObject writes one.
+func CookieObject(r *Request, name string, v any, explode bool) error {
+	s, ok, err := objectText(v, explode)
+	if err != nil {
+		return fmt.Errorf("encoding cookie parameter %q: %w", name, err)
+	}
+	if ok {
+		r.Header.Add("Cookie", (&http.Cookie{Name: name, Value: s}).String())
+	}
+	return nil
+}
+
+// objectText is an object-valued parameter of style form or simple as the
+// generated server reads it (QueryFormObject); ok is false when v is nil
+// or encodes to null or to an object without members.
+func objectText(v any, explode bool) (text string, ok bool, err error) {
+	tree, err := jsonTree(v)
+	if err != nil {
+		return "", false, err
+	}
+	obj, isObj := tree.(map[string]any)
+	if !isObj {
+		if tree == nil {
+			return "", false, nil
 		}
-		return nil
+		s, ok := scalarText(tree)
+		if !ok {
+			return "", false, fmt.Errorf("style form cannot carry %T", v)
+		}
+		return s, true, nil
 	}
 	keys := make([]string, 0, len(obj))
 	for k := range obj {
@@ -143,10 +183,10 @@ func QueryFormObject(r *Request, name string, v any, explode bool) error {
 		}
 		s, ok := scalarText(obj[k])
 		if !ok {
-			return fmt.Errorf("encoding query parameter %q: style form cannot carry the nested member %q", name, k)
+			return "", false, fmt.Errorf("style form cannot carry the nested member %q", k)
 		}
 		if strings.Contains(k+s, ",") {
-			return fmt.Errorf("encoding query parameter %q: style form cannot carry the comma in member %q", name, k)
+			return "", false, fmt.Errorf("style form cannot carry the comma in member %q", k)
 		}
 		if explode {
 			parts = append(parts, k+"="+s)
@@ -154,10 +194,7 @@ func QueryFormObject(r *Request, name string, v any, explode bool) error {
 			parts = append(parts, k, s)
 		}
 	}
-	if len(parts) > 0 {
-		r.Query.Set(name, strings.Join(parts, ","))
-	}
-	return nil
+	return strings.Join(parts, ","), len(parts) > 0, nil
 }
 
 // QueryJSON sets a query parameter declared with content
