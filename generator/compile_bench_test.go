@@ -26,7 +26,7 @@ import (
 // split: true (idemgen-split/...), each of the four packages is rebuilt
 // alone, so the split output's CPU is the sum of the four and its peak
 // the largest. Run
-// with -benchtime=3x or more; the two sub-benchmarks alternate only across
+// with -benchtime=3x or more; the sub-benchmarks alternate only across
 // runs (-count), so compare them from the same invocation.
 func BenchmarkCompile(b *testing.B) {
 	dir := b.TempDir()
