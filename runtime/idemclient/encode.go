@@ -116,38 +116,31 @@ func QueryDeepObject(r *Request, name string, v any) error {
 // name=value; nil or null sends nothing. Style form cannot carry a nested
 // member, nor a comma in a member's name or value: those are errors.
 func QueryFormObject(r *Request, name string, v any, explode bool) error {
-	s, ok, err := objectText(v, explode)
-	if err != nil {
-		return fmt.Errorf("encoding query parameter %q: %w", name, err)
-	}
-	if ok {
-		r.Query.Set(name, s)
-	}
-	return nil
+	return setObject("query", name, v, explode, func(s string) { r.Query.Set(name, s) })
 }
 
 // HeaderObject sets a header parameter (style simple) whose value is an
 // object, written as QueryFormObject writes one.
 func HeaderObject(r *Request, name string, v any, explode bool) error {
-	s, ok, err := objectText(v, explode)
-	if err != nil {
-		return fmt.Errorf("encoding header parameter %q: %w", name, err)
-	}
-	if ok {
-		r.Header.Set(name, s)
-	}
-	return nil
+	return setObject("header", name, v, explode, func(s string) { r.Header.Set(name, s) })
 }
 
 // CookieObject adds a cookie parameter (style form) whose value is an
 // object, written as QueryFormObject writes one.
 func CookieObject(r *Request, name string, v any, explode bool) error {
+	return setObject("cookie", name, v, explode, func(s string) {
+		r.Header.Add("Cookie", (&http.Cookie{Name: name, Value: s}).String())
+	})
+}
+
+// setObject writes v with objectText through set, unless it sends nothing.
+func setObject(in, name string, v any, explode bool, set func(string)) error {
 	s, ok, err := objectText(v, explode)
 	if err != nil {
-		return fmt.Errorf("encoding cookie parameter %q: %w", name, err)
+		return fmt.Errorf("encoding %s parameter %q: %w", in, name, err)
 	}
 	if ok {
-		r.Header.Add("Cookie", (&http.Cookie{Name: name, Value: s}).String())
+		set(s)
 	}
 	return nil
 }
