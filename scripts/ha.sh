@@ -118,9 +118,13 @@ free_ports() {
 	[ "$n" -eq 0 ] || die "no free port found"
 }
 
-# as_pg runs a command as postgres (directly when already postgres).
+# as_pg runs a command as postgres (directly when already postgres). It
+# runs from /: the caller's directory may be one postgres cannot enter (a
+# clone under /root or a mode-0700 mktemp -d), and a process started there
+# inherits it (Patroni's multiprocessing spawn then fails with "could not
+# change directory"). Every path this script hands over is absolute.
 as_pg() {
-	if [ "$(id -u)" -eq 0 ]; then runuser -u postgres -- "$@"; else "$@"; fi
+	if [ "$(id -u)" -eq 0 ]; then (cd / && runuser -u postgres -- "$@"); else "$@"; fi
 }
 
 # bg_pg starts a long-running command as postgres in a session of its own,
@@ -132,7 +136,8 @@ bg_pg() {
 	rm -f "$pidfile"
 	local wrap=(/bin/sh -c 'echo $$ >"$0"; exec "$@"' "$pidfile" "$@")
 	if [ "$(id -u)" -eq 0 ]; then
-		setsid runuser -u postgres -- "${wrap[@]}" >>"$logf" 2>&1 </dev/null &
+		# From /, as in as_pg: postgres may not be able to enter our directory.
+		(cd / && exec setsid runuser -u postgres -- "${wrap[@]}") >>"$logf" 2>&1 </dev/null &
 	else
 		setsid "${wrap[@]}" >>"$logf" 2>&1 </dev/null &
 	fi
@@ -446,6 +451,9 @@ for m in json.load(sys.stdin).get("members", []):
     print(m["name"], m.get("role"), m.get("state"), m.get("lag", 0))
 '
 }
+
+# Every command's DIR made absolute: as_pg and bg_pg run from /.
+if [ $# -ge 2 ] && [ "$1" != run ] && [ -d "$2" ]; then set -- "$1" "$(cd "$2" && pwd)" "${@:3}"; fi
 
 case "${1:-}" in
 start) [ $# -eq 2 ] || { echo "usage: $0 start DIR" >&2; exit 2; }; start "$2" ;;

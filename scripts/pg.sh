@@ -85,10 +85,13 @@ free_port() {
 }
 
 # as_owner runs a command as the owner of the data directory: initdb refuses
-# to run as root, so root hands the directory to the postgres user.
+# to run as root, so root hands the directory to the postgres user. It runs
+# from /, a directory postgres can enter (the caller's may be a clone under
+# /root or a mode-0700 directory; the server would inherit it); every path
+# given is absolute.
 as_owner() {
 	if [ "$(id -u)" -eq 0 ]; then
-		if command -v runuser >/dev/null 2>&1; then runuser -u postgres -- "$@"; else su postgres -s /bin/sh -c "$(printf '%q ' "$@")"; fi
+		if command -v runuser >/dev/null 2>&1; then (cd / && runuser -u postgres -- "$@"); else (cd / && su postgres -s /bin/sh -c "$(printf '%q ' "$@")"); fi
 	else
 		"$@"
 	fi

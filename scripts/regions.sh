@@ -68,11 +68,12 @@ crash() {
 }
 
 revive() {
-	local rdir=$1 bin try
+	local rdir bin try
+	rdir=$(cd "$1" && pwd) # absolute: pg_ctl runs from /
 	bin=$(cat "$rdir/bin")
 	for try in 1 2 3 4 5; do
 		if [ "$(id -u)" -eq 0 ]; then
-			runuser -u postgres -- "$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null && break
+			(cd / && runuser -u postgres -- "$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")") >/dev/null && break
 		else
 			"$bin/pg_ctl" -D "$rdir/data" -l "$rdir/server.log" -w -t 60 start -o "$(cat "$rdir/opts")" >/dev/null && break
 		fi
