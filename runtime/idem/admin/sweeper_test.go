@@ -7,6 +7,7 @@ import (
 	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 	"time"
@@ -209,7 +210,7 @@ func TestAbandonedClaims(t *testing.T) {
 		reported[0].Attempts != 3 || reported[0].Recovery != "charged" || reported[0].ExpiresAt.IsZero() || reported[0].Key.Since.IsZero() {
 		t.Fatalf("reported %+v", reported)
 	}
-	if len(passes) != 1 || passes[0] != res {
+	if len(passes) != 1 || !reflect.DeepEqual(passes[0], res) {
 		t.Fatalf("OnPass got %+v", passes)
 	}
 	for key, want := range map[string]idem.State{abandoned: idem.StateUnknown, live: idem.StateInProgress,
