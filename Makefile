@@ -5,6 +5,7 @@
 #   make bench            benchmarks (see BENCHMARKS.md)
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
 #   make check-generated  fails when any generated file differs from what is committed
+#   make api-check        runtime/...'s API against the last release's (api/, CHANGELOG.md)
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -16,7 +17,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps api-check fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -26,7 +27,7 @@ tools:
 # download fetches every module's dependencies (what tidy-check, vet and the
 # tests would fetch one module after the other).
 download:
-	@for m in $(MODULES) generator/testdata/golden; do (cd $$m && $(GO) mod download); done
+	@for m in $(MODULES) generator/testdata/golden tools/apicheck; do (cd $$m && $(GO) mod download); done
 
 # generate runs sqlc through scripts/sqlc.sh, which skips it while sqlc.sum
 # (committed beside each sqlc.yaml) matches the queries, the migrations,
@@ -51,7 +52,7 @@ fmt-check:
 # tidy-check fails when a go.mod or go.sum is not what `go mod tidy` makes
 # of it (a direct dependency marked indirect, a missing or stale sum).
 tidy-check:
-	@for m in $(MODULES) generator/testdata/golden tools; do echo "go mod tidy -diff ($$m)"; (cd $$m && $(GO) mod tidy -diff); done
+	@for m in $(MODULES) generator/testdata/golden tools tools/apicheck tools/apicheck/testdata/previous; do echo "go mod tidy -diff ($$m)"; (cd $$m && $(GO) mod tidy -diff); done
 
 vet:
 	@for m in $(MODULES); do echo "go vet ($$m)"; (cd $$m && $(GO) vet ./...); done
@@ -76,7 +77,8 @@ test:
 #      it tidy-check, which reads go.mod files and sources and writes
 #      nothing (after check-generated, so that it never reads a file being
 #      rewritten): 24-72 s of fetching and loading that stage 1 used to
-#      wait for;
+#      wait for. After race-deps, api-check (its loads read the export
+#      data race-deps built);
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -94,7 +96,7 @@ TESTEXEC := -exec $(CURDIR)/scripts/testcpu.sh
 test-in-db: fmt-check
 	@$(SUBMAKE) download
 	@$(SUBMAKE) check-generated
-	@$(LANES) "$(SUBMAKE) race-deps" "$(SUBMAKE) tidy-check"
+	@$(LANES) "$(SUBMAKE) race-deps api-check" "$(SUBMAKE) tidy-check"
 	@export TESTCPU_LOG=$$(mktemp); rc=0; \
 	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments" || rc=$$?; \
 	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
@@ -112,6 +114,15 @@ test-in-db: fmt-check
 race-deps:
 	$(GO) list -race -export -deps -test ./... >/dev/null
 	cd examples/payments && $(GO) list -race -export -deps -test ./... >/dev/null
+
+# api-check: tools/apicheck's tests. TestAPI compares the exported API of
+# runtime/... with the newest release record (api/vX.Y.Z.zip) and fails on
+# an incompatible change CHANGELOG.md's [Unreleased] does not list;
+# TestPreviousAPI builds code written against the names that moved
+# (tools/apicheck/testdata/previous). Both load with -race, reusing
+# race-deps' export data.
+api-check:
+	cd tools/apicheck && $(GO) test -count=1 ./...
 
 unit: unit-generator unit-modules unit-examples unit-payments
 

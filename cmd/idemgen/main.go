@@ -100,7 +100,10 @@
 //
 // # version
 //
-// Prints the version of idemgen, from the Go build information.
+// Prints the version of idemgen, from the Go build information: the
+// module version (v0.1.0) when idemgen was built from a downloaded module,
+// or "(devel)" with the commit, its time and whether the tree was modified
+// when it was built from a checkout (CHANGELOG.md lists the releases).
 //
 // Messages start with "idemgen: ". Exit status is 1 on failure and 2 on bad
 // usage.
@@ -401,17 +404,4 @@ func ejectCmd(args []string, stderr io.Writer) error {
 		}
 	}
 	return nil
-}
-
-// version is what `idemgen version` prints: the version generated files
-// carry (generator.Version), and for a build from a checkout or through a
-// replace directive, where the module version Go reports
-// (v0.0.0-00010101000000-000000000000 or a pseudo-version) would say
-// otherwise, why it is (devel).
-func version() string {
-	v := generator.Version()
-	if v == "(devel)" {
-		return v + " (built from a checkout or through a replace directive; generated files say (devel))"
-	}
-	return v
 }

@@ -1,0 +1,40 @@
+// Package previous is a service's code written against runtime/idem before
+// four of its names moved (CHANGELOG.md, v0.1.0): it must keep compiling,
+// with deprecation warnings only, until the aliases are removed.
+package previous
+
+import (
+	"context"
+	"net/http"
+	"time"
+
+	"github.com/jackc/pgx/v5/pgxpool"
+
+	"github.com/idemgen/idemgen/runtime/idem"
+)
+
+// Setup migrates and starts a sweeper, as services did before.
+func Setup(ctx context.Context, pool *pgxpool.Pool, abandoned chan<- idem.Key) (*idem.Sweeper, error) {
+	if err := idem.Migrate(ctx, pool); err != nil {
+		return nil, err
+	}
+	sw := idem.NewSweeper(pool, idem.SweeperConfig{
+		Interval: time.Minute,
+		OnAbandoned: func(ctx context.Context, c idem.AbandonedClaim) {
+			abandoned <- c.Key
+		},
+		OnPass: func(ctx context.Context, r idem.SweepResult) { _ = r.Deleted },
+	})
+	go func() { _ = sw.Run(ctx) }()
+	return sw, nil
+}
+
+// Note is a request field that may be absent, null or a string.
+type Note struct {
+	Text idem.Nullable[string] `json:"text,omitzero"`
+}
+
+// Clear and Set make the two present states.
+func Clear() Note           { return Note{Text: idem.Null[string]()} }
+func Set(s string) Note     { return Note{Text: idem.NewNullable(s)} }
+func Refuse() *idem.Problem { return &idem.Problem{Status: http.StatusConflict, Title: "no"} }
