@@ -6,6 +6,7 @@
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
 #   make check-generated  fails when any generated file differs from what is committed
 #   make api-check        runtime/...'s API against the last release's (api/, CHANGELOG.md)
+#   make rules-check      promtool checks and unit-tests deploy/prometheus's rules
 
 SHELL := /bin/bash
 .SHELLFLAGS := -eu -o pipefail -c
@@ -17,7 +18,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db race-deps api-check fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps api-check rules-check fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -78,7 +79,8 @@ test:
 #      nothing (after check-generated, so that it never reads a file being
 #      rewritten): 24-72 s of fetching and loading that stage 1 used to
 #      wait for. After race-deps, api-check (its loads read the export
-#      data race-deps built);
+#      data race-deps built); after tidy-check, rules-check (promtool,
+#      installed from Debian's packages the first time);
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -96,7 +98,7 @@ TESTEXEC := -exec $(CURDIR)/scripts/testcpu.sh
 test-in-db: fmt-check
 	@$(SUBMAKE) download
 	@$(SUBMAKE) check-generated
-	@$(LANES) "$(SUBMAKE) race-deps api-check" "$(SUBMAKE) tidy-check"
+	@$(LANES) "$(SUBMAKE) race-deps api-check" "$(SUBMAKE) tidy-check rules-check"
 	@export TESTCPU_LOG=$$(mktemp); rc=0; \
 	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments" || rc=$$?; \
 	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
@@ -123,6 +125,12 @@ race-deps:
 # race-deps' export data.
 api-check:
 	cd tools/apicheck && $(GO) test -count=1 ./...
+
+# rules-check: promtool check rules and promtool test rules over
+# deploy/prometheus (scripts/promtool.sh). runtime/idemprom's TestRules
+# checks that the rules name idemprom's metrics.
+rules-check:
+	scripts/promtool.sh
 
 unit: unit-generator unit-modules unit-examples unit-payments
 
