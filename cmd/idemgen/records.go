@@ -32,11 +32,20 @@ const recordsUsage = `usage:
 	        [-status N -body-file F|-body S [-header 'Name: value']...] -reason WHY [-by WHO] [-force] [-json] KEY
 	idemgen records stats [-json]
 	idemgen records reseal [-batch N] [-plaintext] [-dry-run] [-json]
+	idemgen records conflicts -region R -peers P[,P...] [-queued] [-json]
+	idemgen records drain-compensations -region R -peers P[,P...] -exec CMD [-limit N] [-dry-run] [-json]
+	idemgen records prune-conflicts -region R -peers P[,P...] -older-than D [-json]
 
 The database is DATABASE_URL. With shards, DATABASE_URLS names one
 database per shard (separated by spaces): list, stats and reseal run on
-each in turn, get and resolve on the shard that holds the key. Sealed values are opened (and sealed) with
-the keys in IDEM_SEAL_KEYS, or in the file IDEM_SEAL_KEYS_FILE or -keys-file
+each in turn, get and resolve on the shard that holds the key. The region
+subcommands work on the conflicts a region's database recorded about keys
+two regions both hold (docs/scaling.md, "Regions"): drain-compensations
+runs CMD (sh -c) once per QUEUED compensation, the conflict as JSON on its
+standard input and in IDEM_CONFLICT_* variables, and marks it DONE when CMD
+exits 0; CMD must be safe to run twice for one conflict.
+
+Sealed values are opened (and sealed) with the keys in IDEM_SEAL_KEYS, or in the file IDEM_SEAL_KEYS_FILE or -keys-file
 (ID:BASE64, the current key first; see runtime/idemseal).
 
 Exit status: 0 done; 1 failed (database, keys); 2 bad usage;
@@ -78,6 +87,8 @@ func records(args []string, stdout, stderr io.Writer) error {
 	cmds := map[string]func(*recordsCmd, []string) error{
 		"get": (*recordsCmd).get, "list": (*recordsCmd).list, "resolve": (*recordsCmd).resolve,
 		"stats": (*recordsCmd).stats, "reseal": (*recordsCmd).reseal,
+		"conflicts": (*recordsCmd).conflicts, "drain-compensations": (*recordsCmd).drainCompensations,
+		"prune-conflicts": (*recordsCmd).pruneConflicts,
 	}
 	f, ok := cmds[args[0]]
 	if !ok {
