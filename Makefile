@@ -225,7 +225,9 @@ demo:
 	$(PG) run $(MAKE) --no-print-directory demo-in-db
 
 # demo-in-db builds the payments example, starts it on a free port against
-# DATABASE_URL, and runs the scripted client; it fails when an expectation does.
+# DATABASE_URL, and runs the scripted client; it fails when an expectation
+# does. It prints one line per guarantee shown; V=1 (make demo V=1) adds
+# every request and response after them (a failed section's always).
 demo-in-db:
 	@test -n "$${DATABASE_URL:-}" || { echo "demo: DATABASE_URL is not set (use make demo)"; exit 1; }
-	cd examples/payments && $(GO) run ./cmd/democlient
+	cd examples/payments && $(GO) run ./cmd/democlient $(if $(V),-v)

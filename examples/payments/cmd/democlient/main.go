@@ -14,6 +14,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -40,8 +41,9 @@ import (
 
 func main() {
 	bin := flag.String("service", "", "service binary (default: build ./cmd/payments)")
+	verbose := flag.Bool("v", false, "print every request and response after the summary")
 	flag.Parse()
-	if err := run(*bin); err != nil {
+	if err := run(*bin, *verbose); err != nil {
 		fmt.Fprintln(os.Stderr, "demo:", err)
 		os.Exit(1)
 	}
@@ -55,15 +57,19 @@ type demo struct {
 	js     jetstream.JetStream
 	failed []string
 	step   int
-	dbURL  string
-	svcURL string
-	k1     string // the first payment's key, shown by `idemgen records get`
+
+	verbose  bool
+	outMu    sync.Mutex // guards sections, step and failed
+	sections []*section
+	dbURL    string
+	svcURL   string
+	k1       string // the first payment's key, shown by `idemgen records get`
 
 	mu       sync.Mutex
 	outcomes map[events.Outcome]int // of the bookkeeper's deliveries
 }
 
-func run(bin string) error {
+func run(bin string, verbose bool) error {
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
 	dbURL := os.Getenv("DATABASE_URL")
@@ -138,7 +144,7 @@ func run(bin string) error {
 	defer db.Close(context.Background())
 
 	d := &demo{ctx: ctx, c: &harness.Client{URL: svc.URL, HTTP: &http.Client{Timeout: 30 * time.Second}}, gw: gw, db: db, js: js,
-		outcomes: map[events.Outcome]int{}, dbURL: dbURL, svcURL: svc.URL}
+		outcomes: map[events.Outcome]int{}, dbURL: dbURL, svcURL: svc.URL, verbose: verbose}
 	stopBookkeeper, err := d.startBookkeeper(dbURL)
 	if err != nil {
 		return err
@@ -149,12 +155,11 @@ func run(bin string) error {
 	d.operate()
 	d.conformance(svc.URL)
 
-	fmt.Println()
-	if err := svc.Stop(20 * time.Second); err != nil {
-		d.failed = append(d.failed, "graceful shutdown: "+err.Error())
-	} else {
-		fmt.Println("service stopped gracefully on SIGTERM")
+	stopped := svc.Stop(20 * time.Second)
+	if stopped != nil {
+		d.failed = append(d.failed, "graceful shutdown: "+stopped.Error())
 	}
+	d.report(os.Stdout, stopped)
 	if len(d.failed) > 0 {
 		fmt.Println("\nservice log:\n" + svc.Logs())
 		fmt.Printf("\nFAILED: %d expectation(s)\n", len(d.failed))
@@ -167,26 +172,94 @@ func run(bin string) error {
 	return nil
 }
 
-func (d *demo) title(s string) {
-	d.step++
-	line := fmt.Sprintf("── %d. %s ", d.step, s)
-	fmt.Printf("\n%s%s\n", line, strings.Repeat("─", max(0, 78-len([]rune(line)))))
+// A section is one guarantee the demo shows: its title, the exchanges
+// printed under it, and how its expectations went.
+type section struct {
+	title          string
+	out            bytes.Buffer
+	checks, failed int
 }
+
+// title starts the next section.
+func (d *demo) title(s string) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	d.step++
+	d.sections = append(d.sections, &section{title: fmt.Sprintf("%d. %s", d.step, s)})
+	line := fmt.Sprintf("── %d. %s ", d.step, s)
+	fmt.Fprintf(d.writer(), "\n%s%s\n", line, strings.Repeat("─", max(0, 78-len([]rune(line)))))
+}
+
+// writer is where the current section's transcript goes (outMu held).
+func (d *demo) writer() io.Writer {
+	if len(d.sections) == 0 {
+		return os.Stdout
+	}
+	return &d.sections[len(d.sections)-1].out
+}
+
+func (d *demo) printf(format string, args ...any) {
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	fmt.Fprintf(d.writer(), format, args...)
+}
+
+func (d *demo) println(s string) { d.printf("%s\n", s) }
+func (d *demo) print(s string)   { d.printf("%s", s) }
 
 func (d *demo) expect(ok bool, format string, args ...any) {
 	msg := fmt.Sprintf(format, args...)
-	if ok {
-		fmt.Println("  ✓ " + msg)
-		return
+	mark := "✓"
+	if !ok {
+		mark = "✗"
 	}
-	fmt.Println("  ✗ " + msg)
-	d.failed = append(d.failed, fmt.Sprintf("step %d: %s", d.step, msg))
+	d.println("  " + mark + " " + msg)
+	d.outMu.Lock()
+	defer d.outMu.Unlock()
+	if len(d.sections) > 0 {
+		sec := d.sections[len(d.sections)-1]
+		sec.checks++
+		if !ok {
+			sec.failed++
+		}
+	}
+	if !ok {
+		d.failed = append(d.failed, fmt.Sprintf("step %d: %s", d.step, msg))
+	}
+}
+
+// report prints the summary, one line per section, then the transcripts:
+// every section's with -v, else those of the sections that failed.
+func (d *demo) report(w io.Writer, stopped error) {
+	checks := 0
+	fmt.Fprintln(w, "\nWhat the demo showed (each line a guarantee, checked against the service, its database and the gateway):")
+	for _, sec := range d.sections {
+		mark := "✓"
+		if sec.failed > 0 {
+			mark = "✗"
+		}
+		checks += sec.checks
+		fmt.Fprintf(w, "  %s %s\n", mark, sec.title)
+	}
+	if stopped != nil {
+		fmt.Fprintf(w, "  ✗ graceful shutdown: %v\n", stopped)
+	} else {
+		fmt.Fprintln(w, "  ✓ the service stopped gracefully on SIGTERM")
+	}
+	for _, sec := range d.sections {
+		if d.verbose || sec.failed > 0 {
+			fmt.Fprint(w, sec.out.String())
+		}
+	}
+	if !d.verbose {
+		fmt.Fprintf(w, "\n%d checks in %d sections; every request and response: make demo V=1 (go run ./cmd/democlient -v)\n", checks, len(d.sections))
+	}
 }
 
 func (d *demo) send(method, path, key string, body any) *harness.Exchange {
 	ex, err := d.c.Do(d.ctx, method, path, key, body)
 	if ex != nil {
-		fmt.Print(ex.Format())
+		d.print(ex.Format())
 	}
 	if err != nil {
 		d.expect(false, "%s %s: %v", method, path, err)
@@ -248,7 +321,7 @@ func (d *demo) script() {
 	d.title("20 concurrent duplicates while the gateway is slow: one payment")
 	k2 := harness.NewKey()
 	d.gw.Set(gateway.Switches{Latency: 400 * time.Millisecond})
-	fmt.Printf("  > 20 × POST /payments, Idempotency-Key: %s, the same body, at once\n", k2)
+	d.printf("  > 20 × POST /payments, Idempotency-Key: %s, the same body, at once\n", k2)
 	var (
 		mu    sync.Mutex
 		tally = map[string]int{}
@@ -284,10 +357,10 @@ func (d *demo) script() {
 	}
 	sort.Strings(outcomes)
 	for _, k := range outcomes {
-		fmt.Printf("  < %2d × %s\n", tally[k], k)
+		d.printf("  < %2d × %s\n", tally[k], k)
 	}
 	n := d.ledgerCount(k2)
-	fmt.Printf("  ledger: SELECT count(*) FROM payments WHERE idempotency_key = '%s' → %d\n", k2, n)
+	d.printf("  ledger: SELECT count(*) FROM payments WHERE idempotency_key = '%s' → %d\n", k2, n)
 	d.expect(fresh == 1, "exactly one request executed")
 	d.expect(n == 1, "exactly one payment in the ledger")
 	d.expect(d.gw.Calls(k2) == 1, "the gateway was called once")
@@ -300,7 +373,7 @@ func (d *demo) script() {
 	charged, ok, _ := d.gw.Lookup(d.ctx, k3)
 	d.expect(ok, "the gateway holds a charge for the key (%s)", charged.ID)
 	d.expect(d.ledgerCount(k3) == 0, "ledger: no payment yet (the handler's writes rolled back)")
-	fmt.Println("  … the client retries with the same key")
+	d.println("  … the client retries with the same key")
 	retry := d.send("POST", "/payments", k3, newPayment(7500))
 	var p3 payment
 	_ = retry.Decode(&p3)
@@ -324,60 +397,60 @@ func (d *demo) script() {
 		return
 	}
 	captured := int64(1000)
-	fmt.Printf("  > client.CapturePayment(ctx, {PaymentID: %s, amount 1000})\n", p1.ID)
+	d.printf("  > client.CapturePayment(ctx, {PaymentID: %s, amount 1000})\n", p1.ID)
 	capture, err := client.CapturePayment(d.ctx, api.CapturePaymentRequest{PaymentID: p1.ID, Body: api.Capture{Amount: &captured}})
-	showResult(capture, err)
+	showResult(d, capture, err)
 	_, ok = resultOf[api.CapturePayment200Response](capture, err)
 	d.expect(ok, "api.CapturePayment200Response: 1000 of 1999 captured (atomic mode)")
 	kr, _ := idemclient.NewKey("uuid")
 	refundReq := api.CreateRefundRequest{PaymentID: p1.ID, Body: api.NewRefund{Amount: 1500}}
-	fmt.Printf("  > client.CreateRefund(ctx, {amount 1500}, idemclient.WithIdempotencyKey(%s))\n", kr)
+	d.printf("  > client.CreateRefund(ctx, {amount 1500}, idemclient.WithIdempotencyKey(%s))\n", kr)
 	refund, err := client.CreateRefund(d.ctx, refundReq, idemclient.WithIdempotencyKey(kr))
-	showResult(refund, err)
+	showResult(d, refund, err)
 	r1, ok := resultOf[api.CreateRefund422Response](refund, err)
 	d.expect(ok && !refund.Replayed, "api.CreateRefund422Response: insufficient funds (%s), a declared response, not an error", r1.Body.Code)
-	fmt.Println("  > the same call again, with the same key (a retry after a restart, say)")
+	d.println("  > the same call again, with the same key (a retry after a restart, say)")
 	refundAgain, err := client.CreateRefund(d.ctx, refundReq, idemclient.WithIdempotencyKey(kr))
-	showResult(refundAgain, err)
+	showResult(d, refundAgain, err)
 	r2, ok := resultOf[api.CreateRefund422Response](refundAgain, err)
 	d.expect(ok && refundAgain.Replayed && r2 == r1, "the same 422, Replayed (replayStatuses: [422])")
 	reason := "damaged"
-	fmt.Println("  > client.CreateRefund(ctx, {amount 400, reason damaged})   (a new intent: the client mints its key)")
+	d.println("  > client.CreateRefund(ctx, {amount 400, reason damaged})   (a new intent: the client mints its key)")
 	within, err := client.CreateRefund(d.ctx, api.CreateRefundRequest{PaymentID: p1.ID, Body: api.NewRefund{Amount: 400, Reason: &reason}})
-	showResult(within, err)
+	showResult(d, within, err)
 	_, ok = resultOf[api.CreateRefund201Response](within, err)
 	d.expect(ok && within.Key != "" && within.Key != kr, "api.CreateRefund201Response: a refund within the captured amount, under a key of its own")
 
 	d.title("A POST that opted out (x-idempotent: false) needs no key")
-	fmt.Println("  > client.QuotePayment(ctx, {amount 1999 EUR})")
+	d.println("  > client.QuotePayment(ctx, {amount 1999 EUR})")
 	quote, err := client.QuotePayment(d.ctx, api.QuotePaymentRequest{Body: api.QuoteRequest{Amount: 1999, Currency: "EUR"}})
-	showResult(quote, err)
+	showResult(d, quote, err)
 	_, ok = resultOf[api.QuotePayment200Response](quote, err)
 	d.expect(ok && quote.Key == "" && quote.Header.Get("Idempotency-Key") == "",
 		"api.QuotePayment200Response, sent without a key, no idempotency headers (and retried only WithRetryUnsafe)")
 
-	d.title("Totals")
+	d.title("Totals: one ledger payment per gateway charge, the sums agree")
 	var payments, amount int64
 	if err := d.db.QueryRow(d.ctx, `SELECT count(*), coalesce(sum(amount), 0) FROM payments`).Scan(&payments, &amount); err != nil {
 		d.expect(false, "ledger query: %v", err)
 	}
 	gs := d.gw.Stats()
-	fmt.Printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
-	fmt.Printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
+	d.printf("  ledger:  %d payments, %d EUR cents\n", payments, amount)
+	d.printf("  gateway: %d charges, %d EUR cents, after %d charge calls\n", gs.Charges, gs.Amount, gs.Calls)
 	d.expect(payments == int64(gs.Charges) && amount == gs.Amount, "one payment per charge, the sums agree")
 }
 
 // showResult prints what a call of the generated client ended with.
-func showResult[T any](res *idemclient.Result[T], err error) {
+func showResult[T any](d *demo, res *idemclient.Result[T], err error) {
 	if err != nil {
-		fmt.Printf("  < error: %v\n", err)
+		d.printf("  < error: %v\n", err)
 		return
 	}
 	key := res.Key
 	if key == "" {
 		key = "none"
 	}
-	fmt.Printf("  < %d %T (key %s, %d attempt(s), replayed: %v)\n", res.Status, res.Response, key, res.Attempts, res.Replayed)
+	d.printf("  < %d %T (key %s, %d attempt(s), replayed: %v)\n", res.Status, res.Response, key, res.Attempts, res.Replayed)
 }
 
 // resultOf is the call's response as the declared type R.
@@ -403,13 +476,13 @@ func (d *demo) generatedClient() {
 	defer d.gw.Set(gateway.Switches{})
 	desc := "demo order"
 	req := api.CreatePaymentRequest{Body: api.NewPayment{Amount: 4200, Currency: "EUR", Description: &desc}}
-	fmt.Println("  > client.CreatePayment(ctx, 4200 EUR)   (the gateway will charge, then time out)")
+	d.println("  > client.CreatePayment(ctx, 4200 EUR)   (the gateway will charge, then time out)")
 	observe := idemclient.WithAttemptObserver(func(a idemclient.Attempt) {
 		next := "final"
 		if a.Retry {
 			next = fmt.Sprintf("retrying in %s", a.Wait.Round(time.Millisecond))
 		}
-		fmt.Printf("  < attempt %d, Idempotency-Key %s: %d (%s)\n", a.N, a.Key, a.Status, next)
+		d.printf("  < attempt %d, Idempotency-Key %s: %d (%s)\n", a.N, a.Key, a.Status, next)
 	})
 	res, err := client.CreatePayment(d.ctx, req, observe)
 	if err != nil {
@@ -427,7 +500,7 @@ func (d *demo) generatedClient() {
 	d.expect(st == 1 && p.Body.ChargeID != "", "the gateway charged once (%s)", p.Body.ChargeID)
 	d.expect(d.ledgerCount(res.Key) == 1, "ledger: 1 payment for the key")
 
-	fmt.Println("  > the same key with another amount (idemclient.WithIdempotencyKey)")
+	d.println("  > the same key with another amount (idemclient.WithIdempotencyKey)")
 	req.Body.Amount = 4300
 	_, err = client.CreatePayment(d.ctx, req, idemclient.WithIdempotencyKey(res.Key), observe)
 	var e *idemclient.Error
@@ -439,11 +512,11 @@ func (d *demo) generatedClient() {
 // check of the contract, driven by openapi.yaml.
 func (d *demo) conformance(url string) {
 	d.title("idemgen conformance: the running service against the contract")
-	fmt.Printf("  $ go tool idemgen conformance -spec openapi.yaml -url %s\n", url)
+	d.printf("  $ go tool idemgen conformance -spec openapi.yaml -url %s\n", url)
 	cmd := exec.CommandContext(d.ctx, "go", "tool", "idemgen", "conformance", "-spec", "openapi.yaml", "-url", url)
 	out, err := cmd.CombinedOutput()
 	for _, line := range strings.Split(strings.TrimRight(string(out), "\n"), "\n") {
-		fmt.Println("  " + line)
+		d.println("  " + line)
 	}
 	d.expect(err == nil, "every check passed (exit status 0)")
 }
@@ -521,7 +594,7 @@ func (d *demo) events() {
 	}
 	var ev cloudevents.Event
 	_ = ev.UnmarshalJSON(raw.Data)
-	fmt.Printf("  … publishing event %s (%s, subject %s) again, as a broker or a relay might\n", ev.ID(), ev.Type(), ev.Subject())
+	d.printf("  … publishing event %s (%s, subject %s) again, as a broker or a relay might\n", ev.ID(), ev.Type(), ev.Subject())
 	before := d.outcome(events.Duplicate)
 	m := nats.NewMsg(raw.Subject)
 	m.Data = raw.Data

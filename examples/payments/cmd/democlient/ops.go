@@ -4,7 +4,6 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/base64"
-	"fmt"
 	"io"
 	"net/http"
 	"os"
@@ -32,14 +31,14 @@ func (d *demo) operate() {
 	}
 	raw, _ := io.ReadAll(resp.Body)
 	resp.Body.Close()
-	fmt.Printf("  > GET /metrics (the idempotency lines)\n")
+	d.printf("  > GET /metrics (the idempotency lines)\n")
 	var executed, replayed, conflicts bool
 	for _, line := range strings.Split(string(raw), "\n") {
 		if !strings.HasPrefix(line, "idem_requests_total") && !strings.HasPrefix(line, "idem_outbox_") &&
 			!strings.HasPrefix(line, "idem_conflicts_total") && !strings.HasPrefix(line, "idem_new_keys_total") {
 			continue
 		}
-		fmt.Printf("  < %s\n", line)
+		d.printf("  < %s\n", line)
 		executed = executed || strings.HasPrefix(line, `idem_requests_total{operation="createPayment",outcome="executed"}`)
 		replayed = replayed || strings.HasPrefix(line, `idem_requests_total{operation="createPayment",outcome="replayed"}`)
 		conflicts = conflicts || strings.HasPrefix(line, `idem_conflicts_total{operation="createPayment"} `)
@@ -47,14 +46,14 @@ func (d *demo) operate() {
 	d.expect(resp.StatusCode == 200 && executed && replayed && conflicts,
 		"requests counted by operation and outcome, the conflicts on createPayment too")
 
-	fmt.Printf("\n  $ idemgen records get %s\n", d.k1)
+	d.printf("\n  $ idemgen records get %s\n", d.k1)
 	var out bytes.Buffer
 	cmd := exec.CommandContext(d.ctx, "go", "tool", "idemgen", "records", "get", d.k1)
 	cmd.Env = append(os.Environ(), "DATABASE_URL="+d.dbURL)
 	cmd.Stdout, cmd.Stderr = &out, &out
 	err = cmd.Run()
 	for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
-		fmt.Println("    " + line)
+		d.println("    " + line)
 	}
 	d.expect(err == nil && strings.Contains(out.String(), "COMPLETED") && strings.Contains(out.String(), "201,") &&
 		strings.Contains(out.String(), "sealed with key demo"),
