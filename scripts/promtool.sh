@@ -27,7 +27,7 @@ install_debian() {
 		created_policy=1
 	fi
 	$sudo env DEBIAN_FRONTEND=noninteractive apt-get update -q >&2
-	$sudo env DEBIAN_FRONTEND=noninteractive apt-get install -y -q --no-install-recommends prometheus >&2
+	$sudo env DEBIAN_FRONTEND=noninteractive apt-get -o DPkg::Lock::Timeout=300 install -y -q --no-install-recommends prometheus >&2
 	[ -n "$created_policy" ] && $sudo rm -f "$policy"
 	return 0
 }
