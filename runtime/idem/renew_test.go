@@ -26,7 +26,9 @@ import (
 func TestRenewerResumesAfterBackoff(t *testing.T) {
 	t.Parallel()
 	p := testPolicy(idem.ModeLease)
-	p.Lease = time.Second
+	// Long enough that a renewal delayed by a busy machine still comes
+	// before the lease runs out (the engine would then cancel the handler).
+	p.Lease = 5 * time.Second
 	db := pgtest.New(t, pgtest.Options{Migrations: businessSchema})
 	var refuse atomic.Bool
 	pool := poolOn(t, db, func(c *pgxpool.Config) {
@@ -59,22 +61,37 @@ func TestRenewerResumesAfterBackoff(t *testing.T) {
 		c.Release()
 	}
 	running := make(chan string, 2)
+	// The handler answers once its lease has been renewed (the record's
+	// lease_expires_at moved past where its claim set it), read in its own
+	// transaction, which sees each renewal once committed. A renewer stuck
+	// after its backoff never renews: after many renewal periods (each a
+	// third of the lease; the backoff is at most 1 s) it answers "lapsed".
 	e.handle("hold", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
 		k, _ := idem.KeyFromContext(ctx)
-		running <- k.Value
-		select {
-		case <-time.After(3 * p.Lease):
-		case <-ctx.Done():
-			return nil, context.Cause(ctx)
+		lease := func() (at time.Time, err error) {
+			err = tx.QueryRow(ctx, "SELECT lease_expires_at FROM idem_records WHERE idempotency_key = $1", k.Value).Scan(&at)
+			return at, err
 		}
-		var live bool
-		if err := tx.QueryRow(ctx, "SELECT lease_expires_at > clock_timestamp() FROM idem_records WHERE idempotency_key = $1", k.Value).Scan(&live); err != nil {
+		claimed, err := lease()
+		if err != nil {
 			return nil, err
 		}
-		if !live {
-			return &idem.Response{Status: 201, Body: []byte("lapsed")}, nil
+		running <- k.Value
+		for range 600 { // 30 s of 50 ms polls: a hang, not a slow machine
+			select {
+			case <-time.After(50 * time.Millisecond):
+			case <-ctx.Done():
+				return nil, context.Cause(ctx)
+			}
+			at, err := lease()
+			if err != nil {
+				return nil, err
+			}
+			if at.After(claimed) {
+				return &idem.Response{Status: 201, Body: []byte("renewed")}, nil
+			}
 		}
-		return &idem.Response{Status: 201, Body: []byte("renewed")}, nil
+		return &idem.Response{Status: 201, Body: []byte("lapsed")}, nil
 	})
 	refuse.Store(true)
 	first := e.async(newKey(), payReq{Amount: 1, Behave: "hold"}) // its renewals fail
