@@ -1,6 +1,7 @@
 # idemgen — build, generate, test, bench, demo.
 #
 #   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency)
+#   make test-loaded      make test beside two busy loops, one per core (a busy machine)
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
 #   make bench            benchmarks (see BENCHMARKS.md)
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
