@@ -42,15 +42,23 @@ type txMethod struct {
 	Webhook   string // the webhook's name (WebhookReceiver)
 }
 
-// what names the operation for messages.
+// what names the operation for the outbound rule's messages.
 func (m txMethod) what() string {
 	switch {
 	case m.Webhook != "":
-		return "webhook " + m.Webhook
+		return "the receiver of webhook " + m.Webhook
 	case m.Mode != "":
-		return m.Operation + " (" + m.Mode + " mode)"
+		return m.Operation + ", an " + m.Mode + " operation"
 	}
 	return m.Operation
+}
+
+// record names what the handed tx stores besides the handler's writes.
+func (m txMethod) record() string {
+	if m.Webhook != "" {
+		return "the delivery of webhook " + m.Webhook + " in the inbox"
+	}
+	return m.Operation + "'s idempotency record"
 }
 
 // serverFact lists a package's tx-taking interface methods.

@@ -140,7 +140,7 @@ func (c *checker) isStatement(call *ast.CallExpr) ast.Expr {
 
 // handedMsg says why a statement outside tx is wrong.
 func handedMsg(fr *frame) string {
-	return fmt.Sprintf("the transaction that stores %s's idempotency record: what it writes commits even when the request fails, and the retry writes it again", fr.h.m.what())
+	return fmt.Sprintf("the transaction that also stores %s: what it writes commits even when the request fails, and the retry writes it again", fr.h.m.record())
 }
 
 // checkStatement: rule pool, a statement through a handle that is not tx.
@@ -264,7 +264,7 @@ func (c *checker) checkOutbound(fr *frame, call *ast.CallExpr) {
 	what := types.ExprString(call.Fun)
 	var msg string
 	if fr.h.m.Webhook != "" {
-		msg = fmt.Sprintf("%s: %s calls out of the process in the receiver of %s: it runs again when the transaction rolls back after it returned (the sender retries the delivery); send it through the outbox in tx (events.Enqueue) instead",
+		msg = fmt.Sprintf("%s: %s calls out of the process in %s: it runs again when the transaction rolls back after it returned (the sender retries the delivery); send it through the outbox in tx (events.Enqueue) instead",
 			fr.chain(), what, fr.h.m.what())
 	} else {
 		msg = fmt.Sprintf("%s: %s calls out of the process in %s: it runs again when the client hangs up or the transaction rolls back after it returned (the retry runs the handler anew); use x-idempotent mode: lease with a recovery hook (idem.Config.Recover), or send the call a key derived from the request's idempotency key",

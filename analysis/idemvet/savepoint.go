@@ -358,8 +358,8 @@ func (w *walker) checkPath(ch *stmtChain, where ast.Node, blk *ast.BlockStmt, ne
 	}
 	c := w.c
 	c.report("savepoint", ch.node, fmt.Sprintf(
-		"%s: the error of %s is handled (%s) and %s at %s, but PostgreSQL has aborted the transaction (SQLSTATE 25P02): storing %s's idempotency record fails and the client gets a 500; run the statement in a savepoint (sp, err := tx.Begin(ctx); on its error sp.Rollback(ctx), else sp.Commit(ctx))",
-		w.fr.chain(), ch.desc, c.line(where.Pos()), how, c.line(end.Pos()), w.fr.h.m.what()))
+		"%s: the error of %s is handled (%s) and %s at %s, but PostgreSQL has aborted the transaction (SQLSTATE 25P02): storing %s fails, a 500; run the statement in a savepoint (sp, err := tx.Begin(ctx); on its error sp.Rollback(ctx), else sp.Commit(ctx))",
+		w.fr.chain(), ch.desc, c.line(where.Pos()), how, c.line(end.Pos()), w.fr.h.m.record()))
 }
 
 // nonErrorReturn finds a return without an error in blk, leaving out

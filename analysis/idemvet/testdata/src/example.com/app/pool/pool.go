@@ -21,7 +21,7 @@ type deps struct {
 type poolExec struct{ deps }
 
 func (s *poolExec) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBookingRequest) (api.CreateBookingResponse, error) {
-	if _, err := s.db.Exec(ctx, "INSERT INTO bookings (room) VALUES ($1)", req.Room); err != nil { // want `CreateBooking: s.db.Exec runs outside tx, the transaction that stores createBooking \(atomic mode\)'s idempotency record: what it writes commits even when the request fails, and the retry writes it again; use tx`
+	if _, err := s.db.Exec(ctx, "INSERT INTO bookings (room) VALUES ($1)", req.Room); err != nil { // want `CreateBooking: s.db.Exec runs outside tx, the transaction that also stores createBooking's idempotency record: what it writes commits even when the request fails, and the retry writes it again; use tx`
 		return nil, err
 	}
 	var id int64
@@ -32,7 +32,7 @@ func (s *poolExec) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateB
 }
 
 func (s *poolExec) ChargeCard(ctx context.Context, tx pgx.Tx, req api.CreateBookingRequest) (api.CreateBookingResponse, error) {
-	_, err := s.db.Exec(ctx, "INSERT INTO charges DEFAULT VALUES") // want `ChargeCard: s.db.Exec runs outside tx, the transaction that stores chargeCard \(lease mode\)'s`
+	_, err := s.db.Exec(ctx, "INSERT INTO charges DEFAULT VALUES") // want `ChargeCard: s.db.Exec runs outside tx, the transaction that also stores chargeCard's idempotency record`
 	return nil, err
 }
 

@@ -16,7 +16,7 @@ import (
 type conflict struct{}
 
 func (conflict) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBookingRequest) (api.CreateBookingResponse, error) {
-	_, err := tx.Exec(ctx, "INSERT INTO bookings (room) VALUES ($1)", req.Room) // want `CreateBooking: the error of tx.Exec is handled \(savepoint.go:21\) and returns without an error at savepoint.go:22, but PostgreSQL has aborted the transaction \(SQLSTATE 25P02\): storing createBooking \(atomic mode\)'s idempotency record fails and the client gets a 500; run the statement in a savepoint`
+	_, err := tx.Exec(ctx, "INSERT INTO bookings (room) VALUES ($1)", req.Room) // want `CreateBooking: the error of tx.Exec is handled \(savepoint.go:21\) and returns without an error at savepoint.go:22, but PostgreSQL has aborted the transaction \(SQLSTATE 25P02\): storing createBooking's idempotency record fails, a 500; run the statement in a savepoint`
 	var pgErr *pgconn.PgError
 	if errors.As(err, &pgErr) && pgErr.Code == "23505" {
 		return api.CreateBooking409Response{}, nil
