@@ -47,8 +47,10 @@ func (m txMethod) what() string {
 	switch {
 	case m.Webhook != "":
 		return "the receiver of webhook " + m.Webhook
+	case m.Mode == "atomic":
+		return m.Operation + ", an atomic operation"
 	case m.Mode != "":
-		return m.Operation + ", an " + m.Mode + " operation"
+		return m.Operation + ", a " + m.Mode + " operation"
 	}
 	return m.Operation
 }
@@ -244,8 +246,8 @@ func parseDirective(doc *ast.CommentGroup) (txMethod, bool) {
 }
 
 func hasTxParam(pass *analysis.Pass, field *ast.Field) bool {
-	sig, ok := pass.TypesInfo.TypeOf(field.Type).(*types.Signature)
-	return ok && txIndex(sig) >= 0
+	fn, ok := pass.TypesInfo.Defs[field.Names[0]].(*types.Func)
+	return ok && txIndex(fn.Signature()) >= 0
 }
 
 // txIndex is the index of sig's pgx.Tx parameter, or -1.

@@ -42,3 +42,10 @@ func setFlag(t *testing.T, name, value string) {
 	}
 	t.Cleanup(func() { idemvet.Analyzer.Flags.Set(name, "") })
 }
+
+// TestWithoutMarkers: a Server generated before the //idemgen:tx lines is
+// still found by its pgx.Tx parameters, in a file idemgen generated; its
+// mode is unknown, so only the outbound rule is left out.
+func TestWithoutMarkers(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), idemvet.Analyzer, "example.com/legacy/svc")
+}
