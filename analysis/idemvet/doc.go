@@ -61,6 +61,7 @@
 //	           variable a statement with one of them set) is accepted
 //
 // Run it as `idemgen vet ./...`, or as `go vet -vettool=$(which idemgen)
-// ./...`, or import Analyzer into another driver (golangci-lint's module
-// plugins, a multichecker).
+// ./...` (where the flags are -idemvet.outbound and -idemvet.keyed), or
+// import Analyzer into another driver (golangci-lint's module plugins, a
+// multichecker).
 package idemvet
