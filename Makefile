@@ -1,6 +1,6 @@
 # idemgen — build, generate, test, bench, demo.
 #
-#   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency)
+#   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency) + idemgen vet
 #   make test-loaded      make test beside two busy loops, one per core (a busy machine)
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
 #   make bench            benchmarks (see BENCHMARKS.md)
@@ -19,7 +19,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check tidy-check vet vet-handlers unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -94,7 +94,8 @@ test-loaded:
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
 #      and examples/payments (its e2e tests mostly wait on servers and a
-#      cluster they start, leaving a core to the others).
+#      cluster they start, leaving a core to the others), then vet-handlers
+#      (that lane ends first).
 # At the end it prints every test binary's own run (wall and CPU seconds,
 # compiling excluded; scripts/testcpu.sh), most CPU first.
 #
@@ -109,7 +110,7 @@ test-in-db: fmt-check
 	@$(SUBMAKE) check-generated
 	@$(LANES) "$(SUBMAKE) race-deps api-check" "$(SUBMAKE) tidy-check rules-check"
 	@export TESTCPU_LOG=$$(mktemp); rc=0; \
-	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments" || rc=$$?; \
+	$(LANES) "$(SUBMAKE) unit-generator" "$(SUBMAKE) unit-modules" "$(SUBMAKE) unit-examples" "$(SUBMAKE) unit-payments vet-handlers" || rc=$$?; \
 	echo "test binaries, most CPU first (their run alone; scripts/testcpu.sh):"; sort -k5,5 -rn "$$TESTCPU_LOG"; rm -f "$$TESTCPU_LOG"; exit $$rc
 
 # race-deps compiles, under -race, every package of the root module and its
@@ -141,7 +142,14 @@ api-check:
 rules-check:
 	scripts/promtool.sh
 
-unit: unit-generator unit-modules unit-examples unit-payments
+unit: unit-generator unit-modules unit-examples unit-payments vet-handlers
+
+# vet-handlers runs idemgen vet (docs/vet.md) over every module with a
+# generated server; a finding fails it.
+VET_MODULES := bench examples/minimal examples/payments examples/routers examples/stripe examples/tutorial
+vet-handlers:
+	$(GO) build -o bin/idemgen ./cmd/idemgen
+	@for m in $(VET_MODULES); do echo "idemgen vet ($$m)"; (cd $$m && $(CURDIR)/bin/idemgen vet ./...); done
 
 unit-env:
 	@test -n "$${DATABASE_URL:-}" || { echo "unit: DATABASE_URL is not set (use make test)"; exit 1; }

@@ -18,13 +18,16 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of ../openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateAtomic serves createAtomic (POST /atomic): The business write, idempotent in atomic mode.
+	//idemgen:tx mode=atomic operation=createAtomic
 	CreateAtomic(ctx context.Context, tx pgx.Tx, req CreateAtomicRequest) (CreateAtomicResponse, error)
 	// CreateBaseline serves createBaseline (POST /baseline): The business write with no idempotency layer.
 	CreateBaseline(ctx context.Context, req CreateBaselineRequest) (CreateBaselineResponse, error)
 	// CreateLease serves createLease (POST /lease): The business write, idempotent in lease mode.
+	//idemgen:tx mode=lease operation=createLease
 	CreateLease(ctx context.Context, tx pgx.Tx, req CreateLeaseRequest) (CreateLeaseResponse, error)
 }
 

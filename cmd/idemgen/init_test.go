@@ -13,19 +13,7 @@ import (
 // next, and no file overwritten by a second run. TestQuickstart runs the
 // new project's test.
 func TestInit(t *testing.T) {
-	repo, err := filepath.Abs("../..")
-	if err != nil {
-		t.Fatal(err)
-	}
-	dir := t.TempDir()
-	write(t, filepath.Join(dir, "go.mod"), "module example.com/rooms\n\ngo 1.26.0\n\n"+
-		"require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\n"+
-		"replace github.com/idemgen/idemgen => "+repo+"\n\n"+
-		"tool github.com/idemgen/idemgen/cmd/idemgen\n")
-	code, stdout, stderr := runCmd(t, "init", "-dir", dir)
-	if code != 0 {
-		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
-	}
+	dir, stdout := initProject(t)
 	for _, want := range []string{"openapi.yaml", "main.go", "service.go", "main_test.go", "migrations/0001_bookings.up.sql", "go mod tidy", "scripts/pg.sh"} {
 		if !strings.Contains(stdout, want) {
 			t.Errorf("init's output lacks %q:\n%s", want, stdout)
@@ -45,6 +33,27 @@ func TestInit(t *testing.T) {
 	if code, _, stderr := runCmd(t, "init", "-dir", dir); code != 1 || !strings.Contains(stderr, "already exist") || !strings.Contains(stderr, "main.go") {
 		t.Errorf("second init: exit %d, %s; want 1 naming the files that exist", code, stderr)
 	}
+}
+
+// initProject runs `idemgen init` in a new module example.com/rooms that
+// has idemgen (this checkout) as a tool, and returns its directory and
+// what init printed.
+func initProject(t *testing.T) (dir, stdout string) {
+	t.Helper()
+	repo, err := filepath.Abs("../..")
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir = t.TempDir()
+	write(t, filepath.Join(dir, "go.mod"), "module example.com/rooms\n\ngo 1.26.0\n\n"+
+		"require github.com/idemgen/idemgen v0.0.0-00010101000000-000000000000\n\n"+
+		"replace github.com/idemgen/idemgen => "+repo+"\n\n"+
+		"tool github.com/idemgen/idemgen/cmd/idemgen\n")
+	code, stdout, stderr := runCmd(t, "init", "-dir", dir)
+	if code != 0 {
+		t.Fatalf("init: exit %d\n%s%s", code, stdout, stderr)
+	}
+	return dir, stdout
 }
 
 // TestInitNeedsModule: without go.mod (or -module) init says what to do

@@ -10,6 +10,7 @@
 //	idemgen lint [-require] SPEC
 //	idemgen init [-dir .] [-module PATH] [-force]
 //	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
+//	idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]
 //	idemgen templates eject [-all] DIR [TEMPLATE...]
 //	idemgen records get|list|resolve|stats|reseal ...
 //	idemgen version
@@ -80,6 +81,19 @@
 // version writes. See docs/migrations.md for applying them with a version
 // table of their own.
 //
+// # vet
+//
+// `idemgen vet [packages]` (default ./...) checks the handlers that
+// implement a generated Server or WebhookReceiver (analysis/idemvet): a
+// statement through anything but the tx the engine handed them (a pool,
+// database/sql, a sqlc Queries built on one), a call out of the process
+// in an atomic operation (net/http, gRPC, net/smtp, and what -outbound
+// lists), a statement's error handled without a savepoint. Findings are
+// printed one a line as file:line:col: message (-json: go vet's JSON);
+// exit status 1 when there is one. Run as `go vet
+// -vettool=$(which idemgen)`, idemgen is the same analyzer under go vet
+// (go vet's -fix applies the suggested fixes). See docs/vet.md.
+//
 // # templates eject
 //
 // `idemgen templates eject [-all] DIR [TEMPLATE...]` writes slots.tmpl into
@@ -124,6 +138,9 @@ import (
 )
 
 func main() {
+	if vetTool(os.Args[1:]) {
+		runVetTool() // go vet -vettool=$(which idemgen)
+	}
 	if len(os.Args) > 1 && os.Args[1] == "generate" {
 		tuneGC()
 	}
@@ -152,6 +169,7 @@ var synopses = map[string]string{
 	"lint":       "idemgen lint [-require] SPEC",
 	"init":       "idemgen init [-dir .] [-module PATH] [-force]",
 	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]",
+	"vet":        "idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]",
 	"eject":      "idemgen templates eject [-all] DIR [TEMPLATE...]",
 }
 
@@ -181,6 +199,7 @@ const usage = `usage:
 	idemgen init [-dir .] [-module PATH] [-force]
 	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
+	idemgen vet [-outbound LIST] [-keyed LIST] [-json] [packages]
 	idemgen templates eject [-all] DIR [TEMPLATE...]
 	idemgen records get|list|resolve|stats|reseal ...   (idemgen records help)
 	idemgen version
@@ -242,6 +261,8 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		return records(args[1:], stdout, stderr)
 	case "conformance":
 		return conformanceCmd(args[1:], stdout, stderr)
+	case "vet":
+		return vetCmd(args[1:], stdout, stderr)
 	case "templates":
 		if len(args) < 2 || args[1] != "eject" {
 			return usageError{msg: "want: templates eject [-all] DIR [TEMPLATE...]"}

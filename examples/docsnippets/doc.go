@@ -14,4 +14,8 @@
 //	<!-- go: excerpt PATH -->   lines of the file PATH, in order; a line "..."
 //	                            stands for lines left out
 //	<!-- go: skip REASON -->    not compiled, for REASON (which is required)
+//
+// Package pitfalls holds the handlers docs/pitfalls.md excerpts, each
+// mistake beside its fix; TestPitfalls checks that idemgen vet reports
+// the mistakes and nothing else.
 package docsnippets

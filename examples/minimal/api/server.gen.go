@@ -18,9 +18,11 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateBooking serves createBooking (POST /bookings)
+	//idemgen:tx mode=atomic operation=createBooking
 	CreateBooking(ctx context.Context, tx pgx.Tx, req CreateBookingRequest) (CreateBookingResponse, error)
 	// GetBooking serves getBooking (GET /bookings/{bookingId})
 	GetBooking(ctx context.Context, req GetBookingRequest) (GetBookingResponse, error)

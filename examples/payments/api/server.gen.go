@@ -18,19 +18,23 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// ListPayments serves listPayments (GET /payments): List payments, newest first
 	ListPayments(ctx context.Context, req ListPaymentsRequest) (ListPaymentsResponse, error)
 	// CreatePayment serves createPayment (POST /payments): Create a payment and charge it at the gateway
+	//idemgen:tx mode=lease operation=createPayment
 	CreatePayment(ctx context.Context, tx pgx.Tx, req CreatePaymentRequest) (CreatePaymentResponse, error)
 	// QuotePayment serves quotePayment (POST /payments/quote): Quote the fee of a payment (nothing is stored)
 	QuotePayment(ctx context.Context, req QuotePaymentRequest) (QuotePaymentResponse, error)
 	// GetPayment serves getPayment (GET /payments/{paymentId}): Get a payment
 	GetPayment(ctx context.Context, req GetPaymentRequest) (GetPaymentResponse, error)
 	// CapturePayment serves capturePayment (PATCH /payments/{paymentId}): Capture an authorized payment
+	//idemgen:tx mode=atomic operation=capturePayment
 	CapturePayment(ctx context.Context, tx pgx.Tx, req CapturePaymentRequest) (CapturePaymentResponse, error)
 	// CreateRefund serves createRefund (POST /payments/{paymentId}/refunds): Refund part or all of a captured payment
+	//idemgen:tx mode=atomic operation=createRefund
 	CreateRefund(ctx context.Context, tx pgx.Tx, req CreateRefundRequest) (CreateRefundResponse, error)
 }
 

@@ -19,19 +19,24 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// PostCustomers serves PostCustomers (POST /v1/customers): <p>Creates a new customer object.</p>
+	//idemgen:tx mode=atomic operation=PostCustomers
 	PostCustomers(ctx context.Context, tx pgx.Tx, req PostCustomersRequest) (PostCustomersResponse, error)
 	// GetCustomersCustomer serves GetCustomersCustomer (GET /v1/customers/{customer}): <p>Retrieves a Customer object.</p>
 	GetCustomersCustomer(ctx context.Context, req GetCustomersCustomerRequest) (GetCustomersCustomerResponse, error)
 	// PostPaymentIntents serves PostPaymentIntents (POST /v1/payment_intents): <p>Creates a PaymentIntent object.</p>
+	//idemgen:tx mode=atomic operation=PostPaymentIntents
 	PostPaymentIntents(ctx context.Context, tx pgx.Tx, req PostPaymentIntentsRequest) (PostPaymentIntentsResponse, error)
 	// GetPaymentIntentsIntent serves GetPaymentIntentsIntent (GET /v1/payment_intents/{intent}): <p>Retrieves the details of a PaymentIntent that has previously been created. </p>
 	GetPaymentIntentsIntent(ctx context.Context, req GetPaymentIntentsIntentRequest) (GetPaymentIntentsIntentResponse, error)
 	// PostPaymentIntentsIntentConfirm serves PostPaymentIntentsIntentConfirm (POST /v1/payment_intents/{intent}/confirm): <p>Confirm that your customer intends to pay with current or provided
+	//idemgen:tx mode=atomic operation=PostPaymentIntentsIntentConfirm
 	PostPaymentIntentsIntentConfirm(ctx context.Context, tx pgx.Tx, req PostPaymentIntentsIntentConfirmRequest) (PostPaymentIntentsIntentConfirmResponse, error)
 	// PostRefunds serves PostRefunds (POST /v1/refunds): <p>Create a refund.</p>
+	//idemgen:tx mode=atomic operation=PostRefunds
 	PostRefunds(ctx context.Context, tx pgx.Tx, req PostRefundsRequest) (PostRefundsResponse, error)
 }
 

@@ -19,13 +19,17 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateOrder serves createOrder (POST /accounts/{account}/orders)
+	//idemgen:tx mode=atomic operation=createOrder
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
 	// CreateUpload serves createUpload (POST /accounts/{account}/uploads)
+	//idemgen:tx mode=atomic operation=createUpload
 	CreateUpload(ctx context.Context, tx pgx.Tx, req CreateUploadRequest) (CreateUploadResponse, error)
 	// UpdateNote serves updateNote (PATCH /notes/{id})
+	//idemgen:tx mode=atomic operation=updateNote
 	UpdateNote(ctx context.Context, tx pgx.Tx, req UpdateNoteRequest) (UpdateNoteResponse, error)
 	// ListOrders serves listOrders (GET /orders)
 	ListOrders(ctx context.Context, req ListOrdersRequest) (ListOrdersResponse, error)

@@ -19,9 +19,11 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateNote serves createNote (POST /notes)
+	//idemgen:tx mode=atomic operation=createNote
 	CreateNote(ctx context.Context, tx pgx.Tx, req CreateNoteRequest) (CreateNoteResponse, error)
 }
 

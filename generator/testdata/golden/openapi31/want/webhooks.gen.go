@@ -44,6 +44,7 @@ func SendNoteCreated(ctx context.Context, tx pgx.Tx, payload Note, opts ...event
 // does. An error answers 500 and records nothing, so the sender retries.
 type WebhookReceiver interface {
 	// NoteCreated receives webhook note.created
+	//idemgen:tx mode=inbox webhook=note.created
 	NoteCreated(ctx context.Context, tx pgx.Tx, payload Note) error
 }
 

@@ -18,11 +18,13 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// FindPets serves findPets (GET /pets): Returns all pets from the system that the user has access to
 	FindPets(ctx context.Context, req FindPetsRequest) (FindPetsResponse, error)
 	// AddPet serves addPet (POST /pets): Creates a new pet in the store. Duplicates are allowed
+	//idemgen:tx mode=atomic operation=addPet
 	AddPet(ctx context.Context, tx pgx.Tx, req AddPetRequest) (AddPetResponse, error)
 	// DeletePet serves deletePet (DELETE /pets/{id}): deletes a single pet based on the ID supplied
 	DeletePet(ctx context.Context, req DeletePetRequest) (DeletePetResponse, error)

@@ -19,23 +19,28 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// ListPayments serves listPayments (GET /payments): List payments.
 	ListPayments(ctx context.Context, req ListPaymentsRequest) (ListPaymentsResponse, error)
 	// CreatePayment serves createPayment (POST /payments): Create a payment.
+	//idemgen:tx mode=atomic operation=createPayment
 	CreatePayment(ctx context.Context, tx pgx.Tx, req CreatePaymentRequest) (CreatePaymentResponse, error)
 	// DeletePayment serves deletePayment (DELETE /payments/{id})
 	DeletePayment(ctx context.Context, req DeletePaymentRequest) (DeletePaymentResponse, error)
 	// GetPayment serves getPayment (GET /payments/{id})
 	GetPayment(ctx context.Context, req GetPaymentRequest) (GetPaymentResponse, error)
 	// UpdatePayment serves updatePayment (PATCH /payments/{id})
+	//idemgen:tx mode=lease operation=updatePayment
 	UpdatePayment(ctx context.Context, tx pgx.Tx, req UpdatePaymentRequest) (UpdatePaymentResponse, error)
 	// ReplacePayment serves replacePayment (PUT /payments/{id})
+	//idemgen:tx mode=atomic operation=replacePayment
 	ReplacePayment(ctx context.Context, tx pgx.Tx, req ReplacePaymentRequest) (ReplacePaymentResponse, error)
 	// CapturePayment serves capturePayment (POST /payments/{id}/capture)
 	CapturePayment(ctx context.Context, req CapturePaymentRequest) (CapturePaymentResponse, error)
 	// UploadReceipt serves uploadReceipt (PUT /payments/{id}/receipt)
+	//idemgen:tx mode=atomic operation=uploadReceipt
 	UploadReceipt(ctx context.Context, tx pgx.Tx, req UploadReceiptRequest) (UploadReceiptResponse, error)
 }
 

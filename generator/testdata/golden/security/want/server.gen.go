@@ -19,31 +19,43 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// AndOr serves andOr (POST /and-or)
+	//idemgen:tx mode=atomic operation=andOr
 	AndOr(ctx context.Context, tx pgx.Tx, req AndOrRequest) (AndOrResponse, error)
 	// Basic serves basic (POST /basic)
+	//idemgen:tx mode=atomic operation=basic
 	Basic(ctx context.Context, tx pgx.Tx, req BasicRequest) (BasicResponse, error)
 	// CookieKey serves cookieKey (POST /cookie-key)
+	//idemgen:tx mode=atomic operation=cookieKey
 	CookieKey(ctx context.Context, tx pgx.Tx, req CookieKeyRequest) (CookieKeyResponse, error)
 	// HeaderKey serves headerKey (POST /header-key)
+	//idemgen:tx mode=atomic operation=headerKey
 	HeaderKey(ctx context.Context, tx pgx.Tx, req HeaderKeyRequest) (HeaderKeyResponse, error)
 	// Oidc serves oidc (POST /oidc)
+	//idemgen:tx mode=atomic operation=oidc
 	Oidc(ctx context.Context, tx pgx.Tx, req OidcRequest) (OidcResponse, error)
 	// Optional serves optional (POST /optional)
+	//idemgen:tx mode=atomic operation=optional
 	Optional(ctx context.Context, tx pgx.Tx, req OptionalRequest) (OptionalResponse, error)
 	// ListOrders serves listOrders (GET /orders)
 	ListOrders(ctx context.Context, req ListOrdersRequest) (ListOrdersResponse, error)
 	// CreateOrder serves createOrder (POST /orders)
+	//idemgen:tx mode=atomic operation=createOrder
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
 	// Public serves public (POST /public)
+	//idemgen:tx mode=atomic operation=public
 	Public(ctx context.Context, tx pgx.Tx, req PublicRequest) (PublicResponse, error)
 	// QueryKey serves queryKey (POST /query-key)
+	//idemgen:tx mode=atomic operation=queryKey
 	QueryKey(ctx context.Context, tx pgx.Tx, req QueryKeyRequest) (QueryKeyResponse, error)
 	// Scoped serves scoped (POST /scoped)
+	//idemgen:tx mode=atomic operation=scoped
 	Scoped(ctx context.Context, tx pgx.Tx, req ScopedRequest) (ScopedResponse, error)
 	// UndefinedScheme serves undefinedScheme (POST /undefined)
+	//idemgen:tx mode=atomic operation=undefinedScheme
 	UndefinedScheme(ctx context.Context, tx pgx.Tx, req UndefinedSchemeRequest) (UndefinedSchemeResponse, error)
 }
 

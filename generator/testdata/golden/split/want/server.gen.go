@@ -20,11 +20,13 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// ListPets serves listPets (GET /pets)
 	ListPets(ctx context.Context, req ListPetsRequest) (ListPetsResponse, error)
 	// CreatePet serves createPet (POST /pets)
+	//idemgen:tx mode=atomic operation=createPet
 	CreatePet(ctx context.Context, tx pgx.Tx, req CreatePetRequest) (CreatePetResponse, error)
 	// DeletePet serves deletePet (DELETE /pets/{id})
 	DeletePet(ctx context.Context, req DeletePetRequest) (DeletePetResponse, error)

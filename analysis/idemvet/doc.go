@@ -1,0 +1,67 @@
+// Package idemvet is the analyzer behind `idemgen vet`: it checks the
+// handlers of an idemgen-generated server against the three rules the
+// engine cannot enforce at run time.
+//
+// An idempotent operation's method receives the transaction that will also
+// store the operation's idempotency record:
+//
+//	CreateBooking(ctx context.Context, tx pgx.Tx, req CreateBookingRequest) (CreateBookingResponse, error)
+//
+// The generated Server interface marks each such method with a line
+//
+//	//idemgen:tx mode=atomic operation=createBooking
+//
+// (mode=lease for lease mode; a WebhookReceiver's methods say
+// mode=inbox webhook=NAME). The analyzer reads those lines in the
+// generated package, exports them as a package fact, and in every package
+// checks the methods that implement them (same name and signature) for:
+//
+//   - pool: a database statement through anything but tx: a
+//     *pgxpool.Pool, *pgxpool.Conn, *pgx.Conn, *sql.DB, *sql.Conn or
+//     *sql.Tx, an interface with Exec and Query methods (sqlc's DBTX), or
+//     a sqlc Queries built on one (New(pool), a struct field). What it
+//     writes commits even when the request fails, and the retry writes it
+//     again. Values derived from tx are fine: tx.Begin (a savepoint),
+//     tx.Conn(), New(tx), q.WithTx(tx), a struct literal holding tx, a
+//     helper's parameter given tx. Where a mechanical fix exists (the
+//     receiver replaced with tx, .WithTx(tx) added, New's argument
+//     replaced) the diagnostic carries it.
+//   - outbound: in an atomic operation (and a webhook receiver), a call
+//     out of the process: net/http's Get, Head, Post, PostForm and the
+//     same methods of *http.Client and Do, an http.RoundTripper, gRPC's
+//     ClientConn.Invoke and NewStream and every method of a generated
+//     gRPC client (a method whose last parameter is ...grpc.CallOption),
+//     net/smtp.SendMail, and what the -outbound flag adds. When the client
+//     hangs up or the transaction rolls back after the call returned, the
+//     retry runs the handler, and the call, again. Lease mode with a
+//     recovery hook is the fix; a call whose arguments carry a value made
+//     by a function of the -keyed list (a downstream idempotency key
+//     derived from the request's) is accepted.
+//   - savepoint: a statement on tx whose error the handler inspects
+//     (err != nil, errors.As to *pgconn.PgError, a Code comparison,
+//     errors.Is with anything but pgx.ErrNoRows or sql.ErrNoRows) and then
+//     answers without an error, or carries on. PostgreSQL has aborted the
+//     transaction (SQLSTATE 25P02): storing the idempotency record fails
+//     and the client gets a 500. A statement in a savepoint (tx.Begin with
+//     a Rollback of it, pgx.BeginFunc, or SAVEPOINT and ROLLBACK TO
+//     statements in the same function) is fine.
+//
+// Calls into functions and methods of the same package are followed (to a
+// bounded depth, each recursion once), with their parameters bound to the
+// caller's arguments; a finding inside one names the chain from the
+// handler. Calls into other packages are not followed: list an SDK's
+// client methods with -outbound.
+//
+// Flags (comma-separated lists of pkgpath.Func, pkgpath.Type.Method or
+// pkgpath.Type for every method of the type):
+//
+//	-outbound  more functions that call out of the process
+//	-keyed     functions that derive a downstream idempotency key: an
+//	           outbound call whose arguments carry what one returned (or a
+//	           variable a statement with one of them set) is accepted
+//
+// Run it as `idemgen vet ./...`, or as `go vet -vettool=$(which idemgen)
+// ./...` (where the flags are -idemvet.outbound and -idemvet.keyed), or
+// import Analyzer into another driver (golangci-lint's module plugins, a
+// multichecker).
+package idemvet
