@@ -18,13 +18,16 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateOrder serves createOrder (POST /orders): Place an order, reserving its stock.
+	//idemgen:tx mode=atomic operation=createOrder
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
 	// GetOrder serves getOrder (GET /orders/{orderId})
 	GetOrder(ctx context.Context, req GetOrderRequest) (GetOrderResponse, error)
 	// CreateShipment serves createShipment (POST /orders/{orderId}/shipments): Book the order's shipment with the carrier.
+	//idemgen:tx mode=lease operation=createShipment
 	CreateShipment(ctx context.Context, tx pgx.Tx, req CreateShipmentRequest) (CreateShipmentResponse, error)
 }
 
