@@ -203,7 +203,8 @@ type Engine struct {
 	ops      sync.Map // *Operation -> *opState (check)
 	headers  sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN  atomic.Int32
-	shards   sync.Map // DB -> *Engine (see onShard)
+	shards   sync.Map   // DB -> *Engine (see onShard)
+	cacheID  cacheIdent // what cache entries are bound to (cacheentry.go)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -276,6 +277,9 @@ func New(db DB, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	if err := e.checkSchema(); err != nil {
+		return nil, err
+	}
+	if err := e.prepareCache(); err != nil {
 		return nil, err
 	}
 	return e, nil
