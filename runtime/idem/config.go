@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -214,6 +215,9 @@ type Engine struct {
 // ErrSchemaMissing that says to run schema.Migrate (a database that cannot be
 // asked, because it is down, is logged and let through).
 func New(db DB, cfg Config) (*Engine, error) {
+	if err := checkNotTypedNil(db, cfg); err != nil {
+		return nil, err
+	}
 	if db == nil && cfg.Shard == nil {
 		return nil, errors.New("idem: nil DB (and no Config.Shard)")
 	}
@@ -283,6 +287,48 @@ func New(db DB, cfg Config) (*Engine, error) {
 		return nil, err
 	}
 	return e, nil
+}
+
+// checkNotTypedNil refuses an interface argument or Config field that holds
+// a nil pointer (a `var c *idemredis.Cache` never set): it is not nil to
+// the engine, which would call its methods on every request and panic
+// there. Nil (the interface itself) is what means "none".
+func checkNotTypedNil(db DB, cfg Config) error {
+	fields := []struct {
+		name, instead string
+		v             any
+	}{
+		{"the DB given to New", "pass a pool (or nil with Config.Shard)", db},
+		{"Config.Cache", "leave the field nil for no cache", cfg.Cache},
+		{"Config.Sealer", "leave the field nil to store responses unsealed", cfg.Sealer},
+	}
+	for _, f := range fields {
+		if typedNil(f.v) {
+			return fmt.Errorf("idem: %s is a nil %T: %s", f.name, f.v, f.instead)
+		}
+	}
+	for i, o := range cfg.Observers {
+		switch {
+		case o == nil:
+			return fmt.Errorf("idem: Config.Observers[%d] is nil: leave it out of the list", i)
+		case typedNil(o):
+			return fmt.Errorf("idem: Config.Observers[%d] is a nil %T: leave it out of the list", i, o)
+		}
+	}
+	return nil
+}
+
+// typedNil reports whether v holds a nil pointer, map, slice, func or
+// channel (an interface holding one is not nil).
+func typedNil(v any) bool {
+	if v == nil {
+		return false
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Register validates operations before they serve requests. Serve validates
