@@ -34,13 +34,24 @@ var payments = fstest.MapFS{
 
 // service makes one payment per execution, in the engine's transaction;
 // its id is new each time, so every execution answers with a body of its
-// own.
-type service struct{ runs atomic.Int64 }
+// own. With a gate, executions wait for it to close once they have
+// written.
+type service struct {
+	runs    atomic.Int64
+	entered atomic.Int64
+	gate    chan struct{}
+}
 
 var _ cacheapi.Server = (*service)(nil)
 
 func (s *service) pay(ctx context.Context, tx pgx.Tx, amount int64) (cacheapi.Payment, error) {
 	s.runs.Add(1)
+	defer func() {
+		if s.gate != nil {
+			s.entered.Add(1)
+			<-s.gate
+		}
+	}()
 	k, _ := idem.KeyFromContext(ctx)
 	p := cacheapi.Payment{Amount: amount}
 	err := tx.QueryRow(ctx, `INSERT INTO payments (tenant, operation, idem_key, amount) VALUES ($1, $2, $3, $4) RETURNING id`,
@@ -224,7 +235,13 @@ func (s *stack) cacheKey(op, tenant, key string) string {
 // tests count fallbacks).
 func newCache(t *testing.T, url string) *idemredis.Cache {
 	t.Helper()
-	c, err := idemredis.New(url, idemredis.Options{Timeout: 2 * time.Second})
+	return newCacheWith(t, url, idemredis.Options{Timeout: 2 * time.Second})
+}
+
+// newCacheWith is an idemredis cache on url with opts, connected.
+func newCacheWith(t *testing.T, url string, opts idemredis.Options) *idemredis.Cache {
+	t.Helper()
+	c, err := idemredis.New(url, opts)
 	if err != nil {
 		t.Fatal(err)
 	}
