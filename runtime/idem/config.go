@@ -152,8 +152,10 @@ type Config struct {
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
 	// its outcome. PostgreSQL stays the authority: the cache only holds
-	// outcomes PostgreSQL committed (sealed as stored), and whatever it
-	// does, requests are answered as without it (see Cache).
+	// outcomes PostgreSQL committed (sealed as stored), each bound to its
+	// record and database and authenticated with the database's
+	// idem_cache_secret (migration 0006), and whatever it does or holds,
+	// requests are answered as without it (see Cache, docs/security.md).
 	// runtime/idemredis implements it with Redis; nil: no cache.
 	Cache Cache
 	// CacheTTL is how long a committed outcome stays cached, never longer
@@ -213,7 +215,10 @@ type Engine struct {
 // start-up, not on a request. It also asks db whether idemgen's migrations
 // are applied: a database without them is an error wrapping
 // ErrSchemaMissing that says to run schema.Migrate (a database that cannot be
-// asked, because it is down, is logged and let through).
+// asked, because it is down, is logged and let through). With a Cache it
+// reads the database's cache secret (a database that cannot be asked goes
+// without the cache until a request can read it). A nil pointer in an
+// interface (Cache, Sealer, an Observer, db) is an error naming the field.
 func New(db DB, cfg Config) (*Engine, error) {
 	if err := checkNotTypedNil(db, cfg); err != nil {
 		return nil, err

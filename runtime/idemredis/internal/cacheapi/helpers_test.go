@@ -143,14 +143,21 @@ func newDB(t *testing.T, own bool) *pgtest.DB {
 // newStack starts the service on db, tenants from X-Tenant.
 func newStack(t *testing.T, db *pgtest.DB, cache idem.Cache, sealer idem.Sealer) *stack {
 	t.Helper()
+	return newStackOn(t, db, db, cache, sealer, slog.New(slog.DiscardHandler))
+}
+
+// newStackOn starts the service with its engine on edb, a pool on db's
+// schema, logging to log.
+func newStackOn(t *testing.T, db *pgtest.DB, edb idem.DB, cache idem.Cache, sealer idem.Sealer, log *slog.Logger) *stack {
+	t.Helper()
 	s := &stack{t: t, db: db, svc: &service{}, watch: &watch{}}
-	eng, err := idem.New(db, idem.Config{
+	eng, err := idem.New(edb, idem.Config{
 		Operations: cacheapi.IdempotentOperations,
 		Scope:      func(r *http.Request) (string, error) { return r.Header.Get("X-Tenant"), nil },
 		Cache:      cache,
 		Sealer:     sealer,
 		Observers:  []idem.Observer{s.watch},
-		Logger:     slog.New(slog.DiscardHandler),
+		Logger:     log,
 	})
 	if err != nil {
 		t.Fatal(err)
@@ -294,4 +301,22 @@ func paymentID(t *testing.T, body string) int64 {
 		t.Fatalf("body %q: %v", body, err)
 	}
 	return p.ID
+}
+
+// logBuffer is a log's output, safe for the engine's goroutines.
+type logBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (l *logBuffer) Write(p []byte) (int, error) {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.Write(p)
+}
+
+func (l *logBuffer) String() string {
+	l.mu.Lock()
+	defer l.mu.Unlock()
+	return l.buf.String()
 }
