@@ -1,17 +1,11 @@
 package idem
 
 import (
-	"bytes"
 	"context"
 	"crypto/rand"
-	"encoding/base64"
-	"encoding/binary"
 	"errors"
+	"fmt"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Cache is an optional fast path in front of PostgreSQL (Config.Cache):
@@ -28,6 +22,17 @@ import (
 // losing entries, answering slowly — the engine then serves from
 // PostgreSQL: no request runs twice, is answered with another's response,
 // or fails because of the cache. Every method must honour ctx's deadline.
+//
+// Nor can the cache lie. Each entry names its database and its record
+// (tenant, operation, key) and carries an HMAC-SHA256 under a key derived
+// from a secret the database holds (migration 0006, idem_cache_secret):
+// an entry copied from another key or another database, edited, forged or
+// corrupted is not an answer but a miss (Outcome.Cache is CacheInvalid,
+// and a CacheObserver is told). Keys begin with a namespace derived from
+// the same secret, so services on different databases sharing one cache
+// never use one key. What the cache can still do is withhold outcomes and
+// delay duplicates (its markers are not authenticated): deny service, not
+// forge it. See docs/security.md.
 //
 // Values are opaque to the cache; the engine tells its markers from stored
 // outcomes by their encoding.
@@ -60,15 +65,21 @@ const (
 	// CacheMiss: nothing usable was cached; PostgreSQL served the request
 	// (a first execution, usually).
 	CacheMiss CacheResult = "miss"
-	// CacheFallback: the cache failed (an error, a time-out, a value it
-	// should not hold); PostgreSQL served the request as it would without
-	// a cache.
+	// CacheFallback: the cache failed (an error, a time-out), or the
+	// database's identity, which entries are bound to, could not be read
+	// yet; PostgreSQL served the request as it would without a cache.
 	CacheFallback CacheResult = "fallback"
+	// CacheInvalid: the cache held an entry under the request's key that
+	// is not the key's committed outcome in this database (written for
+	// another database or key, altered, forged: ErrCacheEntryRejected);
+	// PostgreSQL served the request as after a miss.
+	CacheInvalid CacheResult = "invalid"
 )
 
 // CacheObserver, when an Observer implements it, is told of every cache
-// call that failed, including the writes made after a response was sent
-// (the engine went on without the cache each time).
+// call that failed, including the writes made after a response was sent,
+// and of every entry rejected (err wraps ErrCacheEntryRejected): the
+// engine went on without the cache each time.
 type CacheObserver interface {
 	CacheError(ctx context.Context, op *Operation, err error)
 }
@@ -76,7 +87,7 @@ type CacheObserver interface {
 // How the engine's cache values start.
 const (
 	cachedMarker   = 'M' // an in-flight marker: 'M' and 8 random bytes
-	cachedResponse = 'R' // a committed outcome (encodeCached)
+	cachedResponse = 'R' // a committed outcome (cacheIdentity.seal)
 )
 
 // markerTTL bounds an in-flight marker: a request whose holder died leaves
@@ -103,81 +114,6 @@ type cached struct {
 	leftAt      time.Time     // when left was measured (this process's clock)
 }
 
-// encodeCached is a cache value: 'R', version 1, the state, the
-// fingerprint, completion time (Unix microseconds), status, schema version
-// and headers (uvarint-prefixed), and the body.
-func encodeCached(c *cached) []byte {
-	b := make([]byte, 0, 64+len(c.schema)+len(c.headers)+len(c.body))
-	b = append(b, cachedResponse, 1)
-	if c.state == StateFailedReplayable {
-		b = append(b, 'F')
-	} else {
-		b = append(b, 'C')
-	}
-	b = append(b, c.fingerprint...)
-	b = binary.BigEndian.AppendUint64(b, uint64(c.completedAt.UnixMicro()))
-	b = binary.AppendUvarint(b, uint64(c.status))
-	b = binary.AppendUvarint(b, uint64(len(c.schema)))
-	b = append(b, c.schema...)
-	b = binary.AppendUvarint(b, uint64(len(c.headers)))
-	b = append(b, c.headers...)
-	return append(b, c.body...)
-}
-
-var errBadCached = errors.New("idem: cache: a value the engine did not write")
-
-// decodeCached is encodeCached's inverse, as the record row replay and
-// classify read.
-func decodeCached(v []byte, fp []byte) (store.GetRecordRow, error) {
-	var rec store.GetRecordRow
-	if len(v) < 3+32+8 || v[0] != cachedResponse || v[1] != 1 {
-		return rec, errBadCached
-	}
-	switch v[2] {
-	case 'C':
-		rec.State = string(StateCompleted)
-	case 'F':
-		rec.State = string(StateFailedReplayable)
-	default:
-		return rec, errBadCached
-	}
-	rec.SameKey, rec.SameRequest = true, bytes.Equal(v[3:35], fp)
-	rec.CompletedAt = pgtype.Timestamptz{Time: time.UnixMicro(int64(binary.BigEndian.Uint64(v[35:43]))).UTC(), Valid: true}
-	rest := v[43:]
-	status, n := binary.Uvarint(rest)
-	if n <= 0 || status > 999 {
-		return rec, errBadCached
-	}
-	rec.ResponseStatus, rest = int32(status), rest[n:]
-	field := func() ([]byte, bool) {
-		l, n := binary.Uvarint(rest)
-		if n <= 0 || uint64(len(rest)-n) < l {
-			return nil, false
-		}
-		f := rest[n : n+int(l)]
-		rest = rest[n+int(l):]
-		return f, true
-	}
-	schema, ok1 := field()
-	headers, ok2 := field()
-	if !ok1 || !ok2 {
-		return rec, errBadCached
-	}
-	rec.SchemaVersion, rec.ResponseHeaders, rec.ResponseBody = string(schema), headers, rest
-	if !rec.SameRequest {
-		// A conflict: the stored response is not to be read.
-		rec.ResponseStatus, rec.ResponseHeaders, rec.ResponseBody = 0, nil, nil
-	}
-	return rec, nil
-}
-
-// cacheKey is the key of rq's record in the cache: all of SHA-256(tenant
-// NUL operation NUL key), so that no two keys share an entry.
-func cacheKey(k Key) string {
-	sum := k.sum()
-	return base64.RawURLEncoding.EncodeToString(sum[:])
-}
-
 // cacheLookup asks the cache about rq before PostgreSQL. answered: the
 // request was served from it. Otherwise rq.skipRead says whether the
 // cache had nothing at all (the mode may skip the replay read: a first
@@ -185,7 +121,13 @@ func cacheKey(k Key) string {
 func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 	c := e.cfg.Cache
 	ctx := rq.r.Context()
-	rq.cacheKey = cacheKey(rq.key)
+	id, err := e.cacheIdentity(ctx)
+	if err != nil {
+		e.cacheFailed(ctx, rq, err)
+		return false, nil
+	}
+	sum, key := id.record(rq.key)
+	rq.cacheKey = key
 	marker := make([]byte, 9)
 	marker[0] = cachedMarker
 	_, _ = rand.Read(marker[1:])
@@ -212,20 +154,32 @@ func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 			return false, nil
 		}
 	}
-	rec, err := decodeCached(v, rq.fp)
-	if err != nil {
-		e.cacheFailed(ctx, rq, err)
+	rec, err := id.open(v, &sum, rq.fp)
+	switch {
+	case errors.Is(err, errEntryOld):
+		rq.cache = CacheMiss // written before an upgrade: replaced after this request
+		return false, nil
+	case err != nil:
+		e.cacheInvalid(ctx, rq, err)
 		return false, nil
 	}
 	switch act, aerr := e.classify(rq, &rec); act {
 	case actReplay:
+		err := e.replay(rq, &rec)
+		if err != nil && !errors.Is(err, ErrSchemaChanged) {
+			// An authentic entry the engine cannot replay now (a sealed
+			// response whose key left the Sealer's ring): replay wrote
+			// nothing, PostgreSQL decides.
+			e.cacheInvalid(ctx, rq, fmt.Errorf("%w: %w", ErrCacheEntryRejected, err))
+			return false, nil
+		}
 		rq.cache = CacheHit
-		return true, e.replay(rq, &rec)
+		return true, err
 	case actError:
 		rq.cache = CacheHit
 		return true, aerr
 	}
-	e.cacheFailed(ctx, rq, errBadCached)
+	e.cacheInvalid(ctx, rq, errEntryFormat)
 	return false, nil
 }
 
@@ -271,6 +225,14 @@ func (e *Engine) cacheFailed(ctx context.Context, rq *request, err error) {
 	e.reportCacheError(ctx, rq.op, err)
 }
 
+// cacheInvalid notes an entry that is not the key's outcome (err wraps
+// ErrCacheEntryRejected): the request goes on as after a miss, and
+// cacheAfter replaces the entry with PostgreSQL's answer.
+func (e *Engine) cacheInvalid(ctx context.Context, rq *request, err error) {
+	rq.cache = CacheInvalid
+	e.reportCacheError(ctx, rq.op, err)
+}
+
 func (e *Engine) reportCacheError(ctx context.Context, op *Operation, err error) {
 	for _, o := range e.cfg.Observers {
 		if co, ok := o.(CacheObserver); ok {
@@ -288,19 +250,21 @@ func (e *Engine) cacheAfter(rq *request) {
 	if rq.cache == CacheHit {
 		out = nil // it came from the cache
 	}
-	if out == nil && marker == nil {
-		return
+	id := e.cacheID.id.Load()
+	if key == "" || id == nil || (out == nil && marker == nil) {
+		return // the cache was not asked
 	}
 	ttl := e.cfg.CacheTTL
 	if out != nil {
 		ttl = min(ttl, out.left-time.Since(out.leftAt)-cacheMargin)
 	}
-	ctx := context.WithoutCancel(rq.r.Context())
+	ctx, k := context.WithoutCancel(rq.r.Context()), rq.key
 	go func() {
 		var err error
 		switch {
 		case out != nil && ttl > 0:
-			err = e.cfg.Cache.Set(ctx, key, encodeCached(out), ttl)
+			sum, _ := id.record(k)
+			err = e.cfg.Cache.Set(ctx, key, id.seal(out, &sum), ttl)
 		case marker != nil:
 			err = e.cfg.Cache.Release(ctx, key, marker)
 		}

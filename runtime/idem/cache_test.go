@@ -219,7 +219,7 @@ func TestCacheStaleMarker(t *testing.T) {
 	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Cache: cache})
 	key := newKey()
 	// The marker of a request that died, under the record's cache key.
-	stale := prefix + recordSum("", "createPayment", key)
+	stale := prefix + e.cacheKey("", key)
 	srv.Do("SET", stale, "Mdeadbeef", "PX", "60000")
 	r := e.post(key, payReq{Amount: 2})
 	if r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" || e.runs.Load() != 1 {
@@ -265,10 +265,14 @@ func TestCacheStampede(t *testing.T) {
 	}
 }
 
-// recordSum is the cache key of a record: base64url(SHA-256(tenant NUL
-// operation NUL key)), as the engine writes it.
-func recordSum(tenant, op, key string) string {
-	return idem.CacheKeyOf(idem.Key{Tenant: tenant, Operation: op, Value: key})
+// cacheKey is the key of a record of e's operation in e's cache.
+func (e *env) cacheKey(tenant, key string) string {
+	e.t.Helper()
+	k, err := e.eng.CacheKey(context.Background(), idem.Key{Tenant: tenant, Operation: e.op.ID, Value: key})
+	if err != nil {
+		e.t.Fatal(err)
+	}
+	return k
 }
 
 // TestCacheFaults: Redis stopped, flushed, paused or killed and restarted

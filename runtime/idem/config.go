@@ -6,6 +6,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"reflect"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -151,8 +152,10 @@ type Config struct {
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
 	// its outcome. PostgreSQL stays the authority: the cache only holds
-	// outcomes PostgreSQL committed (sealed as stored), and whatever it
-	// does, requests are answered as without it (see Cache).
+	// outcomes PostgreSQL committed (sealed as stored), each bound to its
+	// record and database and authenticated with the database's
+	// idem_cache_secret (migration 0006), and whatever it does or holds,
+	// requests are answered as without it (see Cache, docs/security.md).
 	// runtime/idemredis implements it with Redis; nil: no cache.
 	Cache Cache
 	// CacheTTL is how long a committed outcome stays cached, never longer
@@ -203,7 +206,8 @@ type Engine struct {
 	ops      sync.Map // *Operation -> *opState (check)
 	headers  sync.Map // stored headers JSON -> decoded (see storedHeaders)
 	headerN  atomic.Int32
-	shards   sync.Map // DB -> *Engine (see onShard)
+	shards   sync.Map   // DB -> *Engine (see onShard)
+	cacheID  cacheIdent // what cache entries are bound to (cacheentry.go)
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -211,8 +215,14 @@ type Engine struct {
 // start-up, not on a request. It also asks db whether idemgen's migrations
 // are applied: a database without them is an error wrapping
 // ErrSchemaMissing that says to run schema.Migrate (a database that cannot be
-// asked, because it is down, is logged and let through).
+// asked, because it is down, is logged and let through). With a Cache it
+// reads the database's cache secret (a database that cannot be asked goes
+// without the cache until a request can read it). A nil pointer in an
+// interface (Cache, Sealer, an Observer, db) is an error naming the field.
 func New(db DB, cfg Config) (*Engine, error) {
+	if err := checkNotTypedNil(db, cfg); err != nil {
+		return nil, err
+	}
 	if db == nil && cfg.Shard == nil {
 		return nil, errors.New("idem: nil DB (and no Config.Shard)")
 	}
@@ -278,7 +288,52 @@ func New(db DB, cfg Config) (*Engine, error) {
 	if err := e.checkSchema(); err != nil {
 		return nil, err
 	}
+	if err := e.prepareCache(); err != nil {
+		return nil, err
+	}
 	return e, nil
+}
+
+// checkNotTypedNil refuses an interface argument or Config field that holds
+// a nil pointer (a `var c *idemredis.Cache` never set): it is not nil to
+// the engine, which would call its methods on every request and panic
+// there. Nil (the interface itself) is what means "none".
+func checkNotTypedNil(db DB, cfg Config) error {
+	fields := []struct {
+		name, instead string
+		v             any
+	}{
+		{"the DB given to New", "pass a pool (or nil with Config.Shard)", db},
+		{"Config.Cache", "leave the field nil for no cache", cfg.Cache},
+		{"Config.Sealer", "leave the field nil to store responses unsealed", cfg.Sealer},
+	}
+	for _, f := range fields {
+		if typedNil(f.v) {
+			return fmt.Errorf("idem: %s is a nil %T: %s", f.name, f.v, f.instead)
+		}
+	}
+	for i, o := range cfg.Observers {
+		switch {
+		case o == nil:
+			return fmt.Errorf("idem: Config.Observers[%d] is nil: leave it out of the list", i)
+		case typedNil(o):
+			return fmt.Errorf("idem: Config.Observers[%d] is a nil %T: leave it out of the list", i, o)
+		}
+	}
+	return nil
+}
+
+// typedNil reports whether v holds a nil pointer, map, slice, func or
+// channel (an interface holding one is not nil).
+func typedNil(v any) bool {
+	if v == nil {
+		return false
+	}
+	switch rv := reflect.ValueOf(v); rv.Kind() {
+	case reflect.Pointer, reflect.Map, reflect.Slice, reflect.Func, reflect.Chan, reflect.Interface:
+		return rv.IsNil()
+	}
+	return false
 }
 
 // Register validates operations before they serve requests. Serve validates

@@ -1,8 +1,5 @@
 package idem
 
-// CacheKeyOf is cacheKey, for the tests of package idem_test.
-var CacheKeyOf = cacheKey
-
 // PinInsertFirst fixes how e serves op's atomic requests, before any
 // request: insert first (true) or read first (false), whatever the guess
 // would say (guess.go).

@@ -23,6 +23,9 @@ const schemaCheckTimeout = 5 * time.Second
 // request. A database it cannot ask (down, no permission to read the
 // catalog) is logged and let through: the requests will say more.
 func (e *Engine) checkSchema() error {
+	if e.db == nil {
+		return nil // Config.Shard chooses every database, on first use
+	}
 	ctx, cancel := context.WithTimeout(context.Background(), schemaCheckTimeout)
 	defer cancel()
 	var hasTable, hasRecords bool

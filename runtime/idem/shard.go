@@ -23,7 +23,7 @@ func (e *Engine) onShard(ctx context.Context, tenant string) (*Engine, error) {
 		}
 		return nil, fmt.Errorf("idem: choose the database of tenant %q: %w", tenant, err)
 	}
-	if db == nil {
+	if db == nil || typedNil(db) {
 		return nil, fmt.Errorf("idem: Config.Shard chose no database for tenant %q", tenant)
 	}
 	if t := reflect.TypeOf(db); !t.Comparable() {

@@ -16,11 +16,31 @@
 // from PostgreSQL, answering exactly what it would have answered without
 // Redis.
 //
+// Nor can Redis lie to the engine. Every entry names its database and
+// its record (tenant, operation, key) and carries an HMAC-SHA256 under a
+// key derived from a secret the database holds (migration 0006): an entry
+// copied from another key, tenant or database, edited, truncated or
+// written by anyone else is a miss, counted as idem.CacheInvalid, never a
+// replay, a 409 or a 500. What a Redis in the wrong hands can do is deny
+// service: drop or withhold outcomes (the requests go to PostgreSQL) and
+// hold duplicates back for their wait with markers. FLUSHALL is always
+// safe. See docs/security.md.
+//
+// Every key the engine uses is Options.Prefix ("idem:"), the namespace of
+// its database (16 characters derived from the same secret), ':' and the
+// record's hash: services on different databases sharing one Redis with
+// the default options never touch each other's keys, and
+// `SCAN 0 MATCH idem:<namespace>:*` lists one database's entries
+// (Engine.CacheKey names one record's).
+//
 // What this package adds to the client is what keeps a sick Redis from
 // slowing every request: each call is bounded by Options.Timeout, and
 // after Options.Failures calls in a row have failed, calls fail at once
 // (ErrUnavailable) for Options.Cooldown before Redis is tried again. The
-// engine counts those as fallbacks (idem.Outcome.Cache).
+// engine counts those as fallbacks (idem.Outcome.Cache). The first
+// failure is logged once, at Warn, to Options.Logger, and the first
+// success after it at Info: a wrong URL or a dead Redis does not go
+// unseen, and a Redis that comes and goes does not fill the log.
 //
 // Why rueidis rather than go-redis: it pipelines the commands of
 // concurrent requests onto shared connections by itself. On two cores,
@@ -36,6 +56,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"log/slog"
 	"sync"
 	"sync/atomic"
 	"time"
@@ -48,7 +69,10 @@ import (
 // Options tune a Cache. The zero value is usable.
 type Options struct {
 	// Prefix is put before every key the engine uses; "idem:" by default.
-	// Services sharing one Redis keep apart with their own prefixes.
+	// Services on different databases need none of their own to keep
+	// apart (the engine's keys begin with their database's namespace); a
+	// prefix serves to fence the engine's keys off from others' (Redis ACL
+	// key patterns, a shared instance's conventions).
 	Prefix string
 	// Timeout bounds each call (the caller's deadline, if earlier, wins);
 	// 25 ms by default. A call that times out is a fallback to PostgreSQL,
@@ -60,6 +84,12 @@ type Options struct {
 	// Cooldown is how long calls fail at once after Failures failures; 1 s
 	// by default. The first call after it tries Redis again.
 	Cooldown time.Duration
+	// Logger gets one warning when calls start to fail (Redis unreachable,
+	// refusing, timing out) and one line when they succeed again; give it
+	// the engine's (idem.Config.Logger). A Redis that fails again within a
+	// minute of the last warning is not reported again before that minute
+	// is up. Nil means slog.Default().
+	Logger *slog.Logger
 }
 
 // ErrUnavailable is returned while calls fail at once (Options.Failures
@@ -79,6 +109,7 @@ type Cache struct {
 
 	failures  atomic.Int32
 	openUntil atomic.Int64 // unix nanoseconds; calls fail at once before it
+	health    health
 }
 
 var _ idem.Cache = (*Cache)(nil)
@@ -120,7 +151,12 @@ func newCache(opts Options, dial func() (rueidis.Client, error)) *Cache {
 	if opts.Cooldown <= 0 {
 		opts.Cooldown = time.Second
 	}
-	return &Cache{opts: opts, dial: dial}
+	if opts.Logger == nil {
+		opts.Logger = slog.Default()
+	}
+	c := &Cache{opts: opts, dial: dial}
+	c.health.log, c.health.every = opts.Logger, warnEvery
+	return c
 }
 
 // Close closes the connections New made.
@@ -180,6 +216,7 @@ func (c *Cache) call(ctx context.Context, f func(ctx context.Context, cl rueidis
 		// After the cool-down one call tries Redis; the others keep
 		// failing at once until it succeeds.
 		if now < until || !c.openUntil.CompareAndSwap(until, now+int64(c.opts.Cooldown)) {
+			c.health.skipped.Add(1)
 			return ErrUnavailable
 		}
 	}
@@ -190,14 +227,24 @@ func (c *Cache) call(ctx context.Context, f func(ctx context.Context, cl rueidis
 		cancel()
 	}
 	if err != nil {
-		if ctx.Err() == nil && int(c.failures.Add(1)) >= c.opts.Failures {
-			c.openUntil.Store(time.Now().Add(c.opts.Cooldown).UnixNano())
+		if ctx.Err() == nil {
+			if int(c.failures.Add(1)) >= c.opts.Failures {
+				c.openUntil.Store(time.Now().Add(c.opts.Cooldown).UnixNano())
+			}
+			// The first calls fail while the first connection is made:
+			// not a fault, unless making it failed.
+			if err != errConnecting {
+				c.health.failed(err)
+			}
 		}
 		return fmt.Errorf("idemredis: %w", err)
 	}
 	if c.failures.Load() != 0 || c.openUntil.Load() != 0 {
 		c.failures.Store(0)
 		c.openUntil.Store(0)
+	}
+	if c.health.down.Load() {
+		c.health.recovered()
 	}
 	return nil
 }

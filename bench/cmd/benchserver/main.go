@@ -62,6 +62,7 @@ var invocations = map[string]*atomic.Int64{
 // cacheResults counts the Redis engine's requests by what the cache did.
 var cacheResults = map[idem.CacheResult]*atomic.Int64{
 	idem.CacheHit: new(atomic.Int64), idem.CacheMiss: new(atomic.Int64), idem.CacheFallback: new(atomic.Int64),
+	idem.CacheInvalid: new(atomic.Int64),
 }
 
 type service struct{ pool *pgxpool.Pool }

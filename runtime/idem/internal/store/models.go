@@ -8,6 +8,12 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+type IdemCacheSecret struct {
+	One       bool
+	Secret    []byte
+	CreatedAt pgtype.Timestamptz
+}
+
 type IdemInbox struct {
 	Consumer    string
 	EventKey    string

@@ -1,0 +1,1 @@
+DROP TABLE IF EXISTS idem_cache_secret;
