@@ -18,11 +18,14 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateCharge serves createCharge (POST /charges)
+	//idemgen:tx mode=lease operation=createCharge
 	CreateCharge(ctx context.Context, tx pgx.Tx, req CreateChargeRequest) (CreateChargeResponse, error)
 	// CreatePayment serves createPayment (POST /payments)
+	//idemgen:tx mode=atomic operation=createPayment
 	CreatePayment(ctx context.Context, tx pgx.Tx, req CreatePaymentRequest) (CreatePaymentResponse, error)
 }
 
