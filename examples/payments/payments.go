@@ -10,6 +10,8 @@
 //	cmd/payments/     the service binary (and the outbox relay)
 //	cmd/bookkeeper/   the event consumer binary
 //	cmd/democlient/   the scripted client behind `make demo`
+//	shop/             a second service, whose orders pay through this one's
+//	                  generated client with derived keys (cmd/shop/ runs it)
 //	e2e/              end-to-end tests over real HTTP and real PostgreSQL
 package payments
 

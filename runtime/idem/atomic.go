@@ -176,7 +176,7 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 		return store.GetRecordRow{}, false, fmt.Errorf("idem: begin: %w", err)
 	}
 	rs := &runState{e: e, key: key}
-	hctx := context.WithValue(ContextWithKey(ctx, key), runCtx{}, rs)
+	hctx := e.handlerContext(ctx, key, rs)
 	if rq.handoff != nil && !rq.skipRead {
 		// It read that the key has no outcome: its waiters in this process
 		// are duplicates in flight.

@@ -161,6 +161,12 @@ type Config struct {
 	// CacheTTL is how long a committed outcome stays cached, never longer
 	// than its record lives; zero means DefaultCacheTTL.
 	CacheTTL time.Duration
+	// DownstreamSecret keys the idempotency keys a handler derives for the
+	// calls it makes to other idempotent APIs (runtime/downstream; the
+	// generated client derives them by itself): at least 16 random bytes,
+	// the same in every replica, unchanged while requests may be retried.
+	// Nil derives under a public key (see package downstream).
+	DownstreamSecret []byte
 	// Hooks observe the engine.
 	Hooks Hooks
 	// Observers see each request and its phases from inside the engine
@@ -268,6 +274,10 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.CacheTTL == 0 {
 		cfg.CacheTTL = DefaultCacheTTL
+	}
+	var err error
+	if cfg.DownstreamSecret, err = downstreamSecret(cfg.DownstreamSecret); err != nil {
+		return nil, err
 	}
 	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
 		flights: newFlights(), handoffs: &handoffs{}}

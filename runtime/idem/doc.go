@@ -66,8 +66,12 @@
 // its handler ran), after the operation's RecoverFunc (Config.Recover)
 // decides — NotExecuted, Completed or Unknown — from the last point the
 // handler saved (SaveRecoveryPoint, RecoveryPointFrom). KeyFromContext
-// gives a handler the request's key, to pass on to a system that
-// deduplicates by key.
+// gives a handler the request's key. A handler that calls another
+// idempotent API sends it a key derived from the request's record and the
+// call site (package runtime/downstream, keyed by Config.DownstreamSecret;
+// the generated client does it by itself): every attempt and takeover
+// repeats the call under the same key, so an atomic-mode handler may call
+// an idempotent downstream (docs/downstream.md).
 //
 // Every error the engine answers with is an RFC 9457 problem+json, mapped
 // in one place (ProblemFor, WriteProblem) with the code and reason of the

@@ -144,7 +144,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 	// retry would find the effect ambiguous). Only a lost lease cancels it.
 	// Nor may it hold the key for ever: its context ends at the maximum
 	// hold, when the renewals stop (see Config.MaxHold).
-	hctx, endHold := context.WithDeadlineCause(context.WithValue(ContextWithKey(context.WithoutCancel(ctx), key), runCtx{}, rs),
+	hctx, endHold := context.WithDeadlineCause(e.handlerContext(context.WithoutCancel(ctx), key, rs),
 		rs.holdUntil, ErrHoldExpired)
 	defer endHold()
 	held := hctx // its Err is set by the deadline only

@@ -4,8 +4,12 @@
 // a typed error.
 //
 // An idempotent operation gets one key per call: the caller's
-// (WithIdempotencyKey, or the key parameter the spec declares) or a fresh
-// one (a UUIDv7, or a UUIDv4 where the operation's keyFormat is uuidv4).
+// (WithIdempotencyKey, or the key parameter the spec declares); else, when
+// the context carries an idempotent request (a handler of an idemgen
+// service calling another service), one derived from that request and the
+// call site (the operation's ID, or WithKeySite), the same on every attempt
+// of the request (package runtime/downstream); else a fresh one (a UUIDv7,
+// or a UUIDv4 where the operation's keyFormat is uuidv4).
 // Every attempt of the call sends that key and the same body bytes, so the
 // server runs the call at most once and replays its outcome to the others.
 //
@@ -167,6 +171,7 @@ type CallOption func(*call)
 
 type call struct {
 	key      string
+	site     string // WithKeySite
 	unsafe   bool
 	attempts int
 	timeout  time.Duration
@@ -175,7 +180,7 @@ type call struct {
 	region   string // where the next attempt goes (WithRegions)
 }
 
-// WithIdempotencyKey sends key instead of a fresh one: use it to carry one
+// WithIdempotencyKey sends key instead of a derived or fresh one: use it to carry one
 // intent across processes (store the key with the intent, pass it again
 // after a restart). It must satisfy the operation's keyFormat.
 func WithIdempotencyKey(key string) CallOption { return func(c *call) { c.key = key } }
@@ -254,7 +259,10 @@ type Response struct {
 	Header    http.Header
 	Body      []byte
 	Key       string
-	Attempts  int
+	// KeySite is the call site the key was derived for (WithKeySite);
+	// "" when it was given or minted.
+	KeySite  string
+	Attempts int
 }
 
 // Result is a call's declared response and what happened on the way.
@@ -267,6 +275,10 @@ type Result[T any] struct {
 	// Key is the idempotency key every attempt carried ("" for an
 	// operation that is not idempotent).
 	Key string
+	// KeySite is the call site Key was derived for, in a call made inside
+	// an idempotent request (WithKeySite; the operation's ID by default);
+	// "" when the key was given or minted for the call.
+	KeySite string
 	// Attempts is how many requests the call sent.
 	Attempts int
 	// Replayed is set when the server answered with the stored outcome of an

@@ -40,6 +40,13 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 	if key == "" {
 		key = req.Key
 	}
+	var site string
+	if op.Idempotent && key == "" {
+		var err error
+		if key, site, err = derivedKey(ctx, op, cl.site); err != nil {
+			return nil, err
+		}
+	}
 	if op.Idempotent && key == "" {
 		var err error
 		if key, err = c.newKey(op.KeyFormat); err != nil {
@@ -85,12 +92,12 @@ func Do[T any](ctx context.Context, c *Client, op *Operation, req *Request, deco
 			if err != nil {
 				return nil, &TransportError{Operation: op.ID, Key: key, Attempts: n, Err: err, Unsafe: !safe}
 			}
-			resp.Attempts = n
+			resp.Attempts, resp.KeySite = n, site
 			out, derr := decode(resp)
 			if derr != nil {
 				return nil, derr
 			}
-			return &Result[T]{Response: out, Status: resp.Status, Header: resp.Header, Key: key, Attempts: n,
+			return &Result[T]{Response: out, Status: resp.Status, Header: resp.Header, Key: key, KeySite: site, Attempts: n,
 				Replayed: resp.Header.Get("Idempotent-Replayed") == "true", HomeRegion: resp.Header.Get(HomeRegionHeader)}, nil
 		}
 		t := time.NewTimer(wait)

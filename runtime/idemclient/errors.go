@@ -49,7 +49,10 @@ type Error struct {
 	Body       []byte
 	RetryAfter time.Duration // from Retry-After; 0 when absent
 	Key        string        // the idempotency key the call carried
-	Attempts   int
+	// KeySite is the call site Key was derived for inside an idempotent
+	// request (Result.KeySite); "" when it was given or minted.
+	KeySite  string
+	Attempts int
 }
 
 func (e *Error) Error() string {
@@ -61,6 +64,9 @@ func (e *Error) Error() string {
 		}
 		if p.Detail != "" {
 			b.WriteString(": " + p.Detail)
+		}
+		if e.KeySite != "" && p.Reason == ReasonConflict {
+			b.WriteString(derivedConflict(e.KeySite))
 		}
 	}
 	if e.Attempts > 1 {
@@ -88,7 +94,7 @@ func (e *Error) Reason() string {
 // Error returns the *Error for r, a response the operation does not
 // declare: the end of every generated decoder.
 func (r *Response) Error() error {
-	e := &Error{Operation: r.Operation, Status: r.Status, Header: r.Header, Body: r.Body, Key: r.Key, Attempts: r.Attempts,
+	e := &Error{Operation: r.Operation, Status: r.Status, Header: r.Header, Body: r.Body, Key: r.Key, KeySite: r.KeySite, Attempts: r.Attempts,
 		Problem: problemOf(r)}
 	if ra, ok := ParseRetryAfter(r.Header); ok {
 		e.RetryAfter = ra

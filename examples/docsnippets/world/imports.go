@@ -13,6 +13,7 @@ import (
 	_ "net/http"
 	_ "net/http/httptest"
 	_ "os"
+	_ "strings"
 	_ "testing"
 	_ "time"
 
@@ -28,6 +29,7 @@ import (
 	_ "github.com/idemgen/idemgen/examples/payments/api"
 	_ "github.com/idemgen/idemgen/examples/payments/gateway"
 	_ "github.com/idemgen/idemgen/examples/payments/service"
+	_ "github.com/idemgen/idemgen/runtime/downstream"
 	_ "github.com/idemgen/idemgen/runtime/events"
 	_ "github.com/idemgen/idemgen/runtime/idem"
 	_ "github.com/idemgen/idemgen/runtime/idem/admin"

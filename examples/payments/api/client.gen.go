@@ -59,7 +59,9 @@ func readListPaymentsResponse(r *idemclient.Response) (ListPaymentsResponse, err
 // CreatePayment calls createPayment (POST /payments): Create a payment and charge it at the gateway
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's, or one minted for the call.
+// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createPayment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreatePayment(ctx context.Context, req CreatePaymentRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreatePaymentResponse], error) {
 	r := idemclient.NewRequest("/payments")
 	if req.IdempotencyKey != nil {
@@ -163,7 +165,9 @@ func readGetPaymentResponse(r *idemclient.Response) (GetPaymentResponse, error) 
 // CapturePayment calls capturePayment (PATCH /payments/{paymentId}): Capture an authorized payment
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's, or one minted for the call.
+// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "capturePayment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CapturePayment(ctx context.Context, req CapturePaymentRequest, opts ...idemclient.CallOption) (*idemclient.Result[CapturePaymentResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.PaymentID))
 	if req.IdempotencyKey != nil {
@@ -207,7 +211,9 @@ func readCapturePaymentResponse(r *idemclient.Response) (CapturePaymentResponse,
 // CreateRefund calls createRefund (POST /payments/{paymentId}/refunds): Refund part or all of a captured payment
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's, or one minted for the call.
+// req.IdempotencyKey when set, idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createRefund" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreateRefund(ctx context.Context, req CreateRefundRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateRefundResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.PaymentID) + "/refunds")
 	if req.IdempotencyKey != nil {

@@ -19,8 +19,9 @@ import (
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
-// service runs the payments binary against one schema and one gateway, and
-// restarts it on the same address.
+// serviceProc runs a binary of the example (the payments service, against
+// one schema and one gateway; the shop) and restarts it on the same
+// address.
 type serviceProc struct {
 	t      *testing.T
 	bin    string
@@ -34,13 +35,20 @@ type serviceProc struct {
 
 func startService(t *testing.T, dbURL, gatewayURL string, env ...string) *serviceProc {
 	t.Helper()
+	return startBinary(t, harness.ServicePackage, append([]string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}, env...)...)
+}
+
+// startBinary builds the binary of the example's package pkg and runs it
+// with env, as startService runs the payments service.
+func startBinary(t *testing.T, pkg string, env ...string) *serviceProc {
+	t.Helper()
 	ctx, cancel := context.WithTimeout(context.Background(), 3*time.Minute)
 	defer cancel()
-	bin, err := harness.Build(ctx, t.TempDir(), raceEnabled)
+	bin, err := harness.BuildPackage(ctx, t.TempDir(), pkg, raceEnabled)
 	if err != nil {
 		t.Fatal(err)
 	}
-	s := &serviceProc{t: t, bin: bin, env: append([]string{"DATABASE_URL=" + dbURL, "GATEWAY_URL=" + gatewayURL}, env...)}
+	s := &serviceProc{t: t, bin: bin, env: env}
 	// The port FreeAddr found free may be taken before the service binds
 	// it (by another test's outgoing connection: the tests run side by
 	// side); the first start tries another port then. Restarts keep the

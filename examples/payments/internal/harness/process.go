@@ -11,6 +11,7 @@ import (
 	"net/http"
 	"os"
 	"os/exec"
+	"path"
 	"path/filepath"
 	"sync"
 	"syscall"
@@ -20,20 +21,30 @@ import (
 // ServicePackage is the import path of the service binary.
 const ServicePackage = "github.com/idemgen/idemgen/examples/payments/cmd/payments"
 
+// ShopPackage is the import path of the shop's binary, the service that
+// calls the payments service (examples/payments/shop).
+const ShopPackage = "github.com/idemgen/idemgen/examples/payments/cmd/shop"
+
 // Build compiles the service binary into dir and returns its path. It runs
 // `go build` from the current directory, which must be inside the example
 // module. race adds -race.
 func Build(ctx context.Context, dir string, race bool) (string, error) {
-	bin := filepath.Join(dir, "payments")
+	return BuildPackage(ctx, dir, ServicePackage, race)
+}
+
+// BuildPackage is Build of the binary of the package pkg of the example
+// module (ServicePackage, ShopPackage).
+func BuildPackage(ctx context.Context, dir, pkg string, race bool) (string, error) {
+	bin := filepath.Join(dir, path.Base(pkg))
 	args := []string{"build", "-o", bin}
 	if race {
 		args = append(args, "-race")
 	}
-	args = append(args, ServicePackage)
+	args = append(args, pkg)
 	cmd := exec.CommandContext(ctx, "go", args...)
 	out, err := cmd.CombinedOutput()
 	if err != nil {
-		return "", fmt.Errorf("go build %s: %w\n%s", ServicePackage, err, out)
+		return "", fmt.Errorf("go build %s: %w\n%s", pkg, err, out)
 	}
 	return bin, nil
 }

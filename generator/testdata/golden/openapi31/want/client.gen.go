@@ -38,7 +38,9 @@ func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
 // CreateNote calls createNote (POST /notes/)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuidv4),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createNote" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreateNote(ctx context.Context, req CreateNoteRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateNoteResponse], error) {
 	r := idemclient.NewRequest("/notes/")
 	if err := r.JSON("application/json", req.Body); err != nil {

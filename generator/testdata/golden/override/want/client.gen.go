@@ -68,7 +68,9 @@ func readFindPetsResponse(r *idemclient.Response) (FindPetsResponse, error) {
 // AddPet calls addPet (POST /pets): Creates a new pet in the store. Duplicates are allowed
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "addPet" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) AddPet(ctx context.Context, req AddPetRequest, opts ...idemclient.CallOption) (*idemclient.Result[AddPetResponse], error) {
 	r := idemclient.NewRequest("/pets")
 	if err := r.JSON("application/json", req.Body); err != nil {

@@ -64,7 +64,9 @@ func readListPaymentsResponse(r *idemclient.Response) (ListPaymentsResponse, err
 // CreatePayment calls createPayment (POST /payments): Create a payment.
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createPayment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreatePayment(ctx context.Context, req CreatePaymentRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreatePaymentResponse], error) {
 	r := idemclient.NewRequest("/payments")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -146,7 +148,9 @@ func readGetPaymentResponse(r *idemclient.Response) (GetPaymentResponse, error) 
 // UpdatePayment calls updatePayment (PATCH /payments/{id})
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuidv7),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "updatePayment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) UpdatePayment(ctx context.Context, req UpdatePaymentRequest, opts ...idemclient.CallOption) (*idemclient.Result[UpdatePaymentResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.ID))
 	if req.Body != nil {
@@ -180,7 +184,9 @@ func readUpdatePaymentResponse(r *idemclient.Response) (UpdatePaymentResponse, e
 // ReplacePayment calls replacePayment (PUT /payments/{id})
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "replacePayment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) ReplacePayment(ctx context.Context, req ReplacePaymentRequest, opts ...idemclient.CallOption) (*idemclient.Result[ReplacePaymentResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.ID))
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -229,7 +235,9 @@ func readCapturePaymentResponse(r *idemclient.Response) (CapturePaymentResponse,
 // UploadReceipt calls uploadReceipt (PUT /payments/{id}/receipt)
 //
 // It is idempotent: every attempt carries one X-Request-Key (opaque),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "uploadReceipt" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) UploadReceipt(ctx context.Context, req UploadReceiptRequest, opts ...idemclient.CallOption) (*idemclient.Result[UploadReceiptResponse], error) {
 	r := idemclient.NewRequest("/payments/" + idemclient.PathParam(req.ID) + "/receipt")
 	if err := r.Encode("application/octet-stream", req.Body); err != nil {

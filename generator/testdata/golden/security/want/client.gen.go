@@ -35,7 +35,9 @@ func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
 // AndOr calls andOr (POST /and-or)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "andOr" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) AndOr(ctx context.Context, req AndOrRequest, opts ...idemclient.CallOption) (*idemclient.Result[AndOrResponse], error) {
 	r := idemclient.NewRequest("/and-or")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -64,7 +66,9 @@ func readAndOrResponse(r *idemclient.Response) (AndOrResponse, error) {
 // Basic calls basic (POST /basic)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "basic" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) Basic(ctx context.Context, req BasicRequest, opts ...idemclient.CallOption) (*idemclient.Result[BasicResponse], error) {
 	r := idemclient.NewRequest("/basic")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -93,7 +97,9 @@ func readBasicResponse(r *idemclient.Response) (BasicResponse, error) {
 // CookieKey calls cookieKey (POST /cookie-key)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "cookieKey" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CookieKey(ctx context.Context, req CookieKeyRequest, opts ...idemclient.CallOption) (*idemclient.Result[CookieKeyResponse], error) {
 	r := idemclient.NewRequest("/cookie-key")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -122,7 +128,9 @@ func readCookieKeyResponse(r *idemclient.Response) (CookieKeyResponse, error) {
 // HeaderKey calls headerKey (POST /header-key)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "headerKey" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) HeaderKey(ctx context.Context, req HeaderKeyRequest, opts ...idemclient.CallOption) (*idemclient.Result[HeaderKeyResponse], error) {
 	r := idemclient.NewRequest("/header-key")
 	idemclient.Header(r, "X-API-Key", req.XAPIKey)
@@ -152,7 +160,9 @@ func readHeaderKeyResponse(r *idemclient.Response) (HeaderKeyResponse, error) {
 // Oidc calls oidc (POST /oidc)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "oidc" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) Oidc(ctx context.Context, req OidcRequest, opts ...idemclient.CallOption) (*idemclient.Result[OidcResponse], error) {
 	r := idemclient.NewRequest("/oidc")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -181,7 +191,9 @@ func readOidcResponse(r *idemclient.Response) (OidcResponse, error) {
 // Optional calls optional (POST /optional)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "optional" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) Optional(ctx context.Context, req OptionalRequest, opts ...idemclient.CallOption) (*idemclient.Result[OptionalResponse], error) {
 	r := idemclient.NewRequest("/optional")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -233,7 +245,9 @@ func readListOrdersResponse(r *idemclient.Response) (ListOrdersResponse, error) 
 // CreateOrder calls createOrder (POST /orders)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createOrder" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreateOrder(ctx context.Context, req CreateOrderRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateOrderResponse], error) {
 	r := idemclient.NewRequest("/orders")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -262,7 +276,9 @@ func readCreateOrderResponse(r *idemclient.Response) (CreateOrderResponse, error
 // Public calls public (POST /public)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "public" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) Public(ctx context.Context, req PublicRequest, opts ...idemclient.CallOption) (*idemclient.Result[PublicResponse], error) {
 	r := idemclient.NewRequest("/public")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -291,7 +307,9 @@ func readPublicResponse(r *idemclient.Response) (PublicResponse, error) {
 // QueryKey calls queryKey (POST /query-key)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "queryKey" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) QueryKey(ctx context.Context, req QueryKeyRequest, opts ...idemclient.CallOption) (*idemclient.Result[QueryKeyResponse], error) {
 	r := idemclient.NewRequest("/query-key")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -320,7 +338,9 @@ func readQueryKeyResponse(r *idemclient.Response) (QueryKeyResponse, error) {
 // Scoped calls scoped (POST /scoped)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "scoped" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) Scoped(ctx context.Context, req ScopedRequest, opts ...idemclient.CallOption) (*idemclient.Result[ScopedResponse], error) {
 	r := idemclient.NewRequest("/scoped")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -349,7 +369,9 @@ func readScopedResponse(r *idemclient.Response) (ScopedResponse, error) {
 // UndefinedScheme calls undefinedScheme (POST /undefined)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "undefinedScheme" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) UndefinedScheme(ctx context.Context, req UndefinedSchemeRequest, opts ...idemclient.CallOption) (*idemclient.Result[UndefinedSchemeResponse], error) {
 	r := idemclient.NewRequest("/undefined")
 	if err := r.JSON("application/json", req.Body); err != nil {

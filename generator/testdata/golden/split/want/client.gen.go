@@ -60,7 +60,9 @@ func readListPetsResponse(r *idemclient.Response) (ListPetsResponse, error) {
 // CreatePet calls createPet (POST /pets)
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createPet" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreatePet(ctx context.Context, req CreatePetRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreatePetResponse], error) {
 	r := idemclient.NewRequest("/pets")
 	if err := r.JSON("application/json", req.Body); err != nil {
