@@ -35,7 +35,9 @@ func NewClient(baseURL string, opts ...idemclient.Option) (*Client, error) {
 // CreateOrder calls createOrder (POST /orders): Place an order, reserving its stock.
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createOrder" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreateOrder(ctx context.Context, req CreateOrderRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateOrderResponse], error) {
 	r := idemclient.NewRequest("/orders")
 	if err := r.JSON("application/json", req.Body); err != nil {
@@ -99,7 +101,9 @@ func readGetOrderResponse(r *idemclient.Response) (GetOrderResponse, error) {
 // CreateShipment calls createShipment (POST /orders/{orderId}/shipments): Book the order's shipment with the carrier.
 //
 // It is idempotent: every attempt carries one Idempotency-Key (uuid),
-// idemclient.WithIdempotencyKey's, or one minted for the call.
+// idemclient.WithIdempotencyKey's; else, inside an
+// idempotent request (a handler's ctx), one derived from it for call site
+// "createShipment" (or idemclient.WithKeySite's); else one minted for the call.
 func (c *Client) CreateShipment(ctx context.Context, req CreateShipmentRequest, opts ...idemclient.CallOption) (*idemclient.Result[CreateShipmentResponse], error) {
 	r := idemclient.NewRequest("/orders/" + idemclient.PathParam(req.OrderID) + "/shipments")
 	if err := r.JSON("application/json", req.Body); err != nil {

@@ -18,9 +18,11 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 
 // Server is implemented by the service: one method per operation of openapi.yaml.
 // Idempotent operations receive the transaction that also stores their
-// idempotency record; every write they make must use it.
+// idempotency record; every write they make must use it. Their
+// //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateOrder serves createOrder (POST /orders): Place an order and pay for it
+	//idemgen:tx mode=atomic operation=createOrder
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
 }
 
