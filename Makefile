@@ -19,7 +19,7 @@ REDIS := scripts/redis.sh
 # golden modules under testdata are built by the generator's own tests.
 MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
 
-.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check tidy-check vet vet-handlers unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check mutants-check tidy-check vet vet-handlers unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -51,6 +51,11 @@ fmt-check:
 	@out=$$(gofmt -l $$(git ls-files '*.go' | grep -v '/testdata/' ) 2>&1); \
 	if [ -n "$$out" ]; then echo "gofmt would change:"; echo "$$out"; exit 1; fi
 
+# mutants-check fails when a mutant of scripts/mutants.sh no longer applies
+# to the code it breaks (only that: the suites run by hand, docs/testing.md).
+mutants-check:
+	@scripts/mutants.sh -check
+
 # tidy-check fails when a go.mod or go.sum is not what `go mod tidy` makes
 # of it (a direct dependency marked indirect, a missing or stale sum).
 tidy-check:
@@ -77,7 +82,7 @@ test-loaded:
 # test-in-db runs what is independent side by side (scripts/lanes.sh; each
 # lane's output is printed as one block with its wall and CPU seconds), in
 # four stages, each waiting for the one before:
-#   1. fmt-check, then every module's dependencies downloaded (sqlc is
+#   1. fmt-check and mutants-check, then every module's dependencies downloaded (sqlc is
 #      built only when check-generated needs to run it: see generate);
 #   2. check-generated, alone: it rewrites files the tests compile;
 #   3. race-deps: the root module's packages and tests compiled under -race
@@ -105,7 +110,7 @@ test-loaded:
 LANES := scripts/lanes.sh
 SUBMAKE := $(MAKE) --no-print-directory
 TESTEXEC := -exec $(CURDIR)/scripts/testcpu.sh
-test-in-db: fmt-check
+test-in-db: fmt-check mutants-check
 	@$(SUBMAKE) download
 	@$(SUBMAKE) check-generated
 	@$(LANES) "$(SUBMAKE) race-deps api-check" "$(SUBMAKE) tidy-check rules-check"
