@@ -22,9 +22,9 @@
 # then end at their timeout (10 and 15 minutes, long enough for a loaded
 # machine), which counts as caught.
 #
-# SUITES lists what runs per mutant: "idem" (go test ./runtime/idem/...)
-# and "e2e" (the payments example's end-to-end tests, real processes); both
-# by default, in that order. FIRST=1 skips the suites after the first that
+# SUITES lists what runs per mutant: "idem" (go test ./runtime/idem/...
+# ./runtime/idemredis/...) and "e2e" (the payments example's end-to-end
+# tests, real processes); both by default, in that order. FIRST=1 skips the suites after the first that
 # catches a mutant. Needs DATABASE_URL and REDIS_URL (scripts/pg.sh run
 # scripts/redis.sh run sets them). Exit status 1 when a mutant survives.
 set -euo pipefail
@@ -38,7 +38,7 @@ MUTANTS=(
 	"a|queries/records.sql|a lease claim is never taken over while its lease holds|s/\(r\.state = 'IN_PROGRESS' AND r\.lease_expires_at <= now\(\)\)/(r.state = 'IN_PROGRESS' AND true)/"
 	"b|queries/records.sql|a fenced-out holder changes nothing (every fenced statement: outcomes, retryable, unknown, recovery points)|s/AND fence = \@fence AND state = 'IN_PROGRESS'/AND (fence = \@fence OR true) AND state = 'IN_PROGRESS'/g"
 	"c|queries/records.sql|atomic mode: a duplicate's record insert fails, so its business writes never commit|s/(-- name: InsertOutcome :one\n(?:.*\n)*?)RETURNING completed_at;/\1ON CONFLICT (id) DO NOTHING\nRETURNING completed_at;/"
-	"d|queries/records.sql|the replay read checks the fingerprint (same key, other payload is a conflict, not a replay)|s/\(s\.fingerprint = \@fingerprint::bytea\) AS same_request/(s.fingerprint = \@fingerprint::bytea OR true) AS same_request/"
+	"d|queries/records.sql|the replay read checks the fingerprint (same key, other payload is a conflict, not a replay)|s/\(s\.fingerprint = \@fingerprint::bytea\) AS same_request/(s.fingerprint = \@fingerprint::bytea OR true)::boolean AS same_request/"
 	"e|queries/records.sql|lease renewals renew the live claims|s/  AND r\.fence = v\.fence AND r\.state = 'IN_PROGRESS'/  AND false/"
 	"f|queries/records.sql|an outcome the recovery hook cannot tell is kept as UNKNOWN|s/(-- name: MarkUnknown :execrows\n(?:.*\n)*?    state = )'UNKNOWN'/\1'EXPIRED'/"
 	"g|queries/records.sql|the sweeper makes abandoned claims UNKNOWN, never deletable EXPIRED|s/(UPDATE idem_records r SET state = )'UNKNOWN'(, lease_expires_at = NULL)/\1'EXPIRED'\2/"
@@ -48,7 +48,7 @@ MUTANTS=(
 	"k|queries/records.sql|a retry of a FAILED_RETRYABLE record whose handler ran recovers first|s/OR \(r\.state = 'FAILED_RETRYABLE' AND r\.taken_over AND/OR (r.state = 'FAILED_RETRYABLE' AND false AND/"
 	"l|queries/records.sql|atomic mode: a re-run never replaces a record a duplicate completed meanwhile|s/SELECT \(1 \/ count\(\*\)\)::integer AS stored, coalesce/SELECT (1 \/ greatest(count(*), 1))::integer AS stored, coalesce/"
 	"m|queries/records.sql|the sweeper spares a claim whose key has not expired|s/\(d\.state = 'IN_PROGRESS' AND d\.expires_at <= now\(\) AND/(d.state = 'IN_PROGRESS' AND true AND/; s/r\.state = 'IN_PROGRESS' AND r\.expires_at <= now\(\) AND coalesce/r.state = 'IN_PROGRESS' AND true AND coalesce/"
-	"t|runtime/idem/cache.go|a tenant's cache entries are its own (the cache key covers the tenant)|s/(func cacheKey\(k Key\) string \{\n)/\1\tk.Tenant = \"\"\n/"
+	"t|runtime/idem/cacheentry.go|a tenant's cache entries are its own (an entry is bound to its tenant, and so is its key)|s/(func \(id \*cacheIdentity\) record\(k Key\) \(sum \[sha256\.Size\]byte, key string\) \{\n)/\1\tk.Tenant = \"\"\n/"
 )
 
 # The files mutants change, each kept as it was.
@@ -99,7 +99,7 @@ fi
 # run_suite runs one suite into $log; it fails when the suite does.
 run_suite() {
 	case $1 in
-	idem) go test -count=1 -timeout 10m ./runtime/idem/... >"$log" 2>&1 ;;
+	idem) go test -count=1 -timeout 10m ./runtime/idem/... ./runtime/idemredis/... >"$log" 2>&1 ;;
 	e2e) (cd examples/payments && go test -count=1 -timeout 15m ./e2e/) >"$log" 2>&1 ;;
 	*) echo "mutants: unknown suite $1" >&2; exit 2 ;;
 	esac
