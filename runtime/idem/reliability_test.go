@@ -476,6 +476,62 @@ func TestAtomicDuplicatesAcrossProcesses(t *testing.T) {
 	}
 }
 
+// TestAtomicRetriesOfAFailedKeyAcrossProcesses: a key's first attempt
+// fails (its record is FAILED_RETRYABLE), then two processes retry it at
+// once, many times over. Each retry that runs the handler replaces the
+// record in its own transaction; only the first to commit may, and a retry
+// that finds the record completed meanwhile must roll its writes back and
+// replay, so one payment is committed per key.
+func TestAtomicRetriesOfAFailedKeyAcrossProcesses(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeAtomic)
+	p.InFlight = idem.InFlightWait
+	p.Wait = 20 * time.Second
+	quiet := idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}}
+	a := newEnv(t, p, quiet)
+	b := newEnvOn(t, a.db, p, quiet)
+	var failing sync.Map // keys whose next attempt fails
+	for _, e := range []*env{a, b} {
+		e.handle("retried", func(ctx context.Context, _ pgx.Tx) (*idem.Response, error) {
+			k, _ := idem.KeyFromContext(ctx)
+			if _, fail := failing.LoadAndDelete(k.Value); fail {
+				return nil, errors.New("the first attempt fails")
+			}
+			time.Sleep(20 * time.Millisecond) // let the retries overlap
+			return &idem.Response{Status: 201, Body: []byte("paid")}, nil
+		})
+	}
+	const keys, perProcess = 10, 10
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for range keys {
+		key := newKey()
+		failing.Store(key, true)
+		if r := a.post(key, payReq{Amount: 3, Behave: "retried"}); r.Status != 500 || a.state(key) != idem.StateFailedRetryable {
+			t.Fatalf("first attempt: %d %s, record %s; want 500 and FAILED_RETRYABLE", r.Status, r.Body, a.state(key))
+		}
+		for i := range 2 * perProcess {
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r := e.post(key, payReq{Amount: 3, Behave: "retried"}); r.Status != 201 || string(r.Body) != "paid" {
+					bad.Add(1)
+					t.Errorf("retry: %d %s", r.Status, r.Body)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := a.payments(); n != keys || bad.Load() > 0 {
+		t.Fatalf("%d payments committed for %d keys (%d bad answers)", n, keys, bad.Load())
+	}
+	t.Logf("%d failed keys × %d retries: %d handler runs, %d committed", keys, 2*perProcess, a.runs.Load()+b.runs.Load(), keys)
+}
+
 // TestAtomicLoserOfBusinessConflictReplays: the business table has its own
 // unique constraint on the key. A duplicate in another process blocks on
 // the first's row, then fails on that constraint; its client gets the
