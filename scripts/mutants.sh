@@ -25,8 +25,9 @@
 # SUITES lists what runs per mutant: "idem" (go test ./runtime/idem/...
 # ./runtime/idemredis/...) and "e2e" (the payments example's end-to-end
 # tests, real processes); both by default, in that order. FIRST=1 skips
-# the suites after the first that catches a mutant. Needs DATABASE_URL and REDIS_URL (scripts/pg.sh run
-# scripts/redis.sh run sets them). Exit status 1 when a mutant survives.
+# the suites after the first that catches a mutant. Needs DATABASE_URL and
+# REDIS_URL (scripts/pg.sh run scripts/redis.sh run sets them). Exit
+# status 1 when a mutant survives.
 set -euo pipefail
 cd "$(dirname "$0")/.."
 SUITES=${SUITES:-"idem e2e"}
