@@ -292,10 +292,16 @@ func violationsDetail(vs []idemproblem.Violation) string {
 	return fmt.Sprintf("%d problems with the request, listed in errors", len(vs))
 }
 
-// databaseUnavailable reports whether err says PostgreSQL could not be
-// reached or went away: a failed connect, a broken or closed connection (a
-// pooled one that died with its server, say), or the server shutting down,
-// starting or in recovery (SQLSTATE class 08, 57P01..57P03).
+// databaseUnavailable reports whether err says PostgreSQL cannot take the
+// request's writes now, whatever statement it came from: it could not be
+// reached or went away (a failed connect, a broken or closed connection, a
+// pooled one that died with its server, say: SQLSTATE class 08), it is
+// shutting down, crashed or still starting (57P01 admin_shutdown, 57P02
+// crash_shutdown, 57P03 cannot_connect_now), or it takes no writes
+// (25006 read_only_sql_transaction: a hot standby, a primary being demoted
+// or not yet promoted in a failover, default_transaction_read_only set).
+// None of them says anything about the request: a retry of it, on the
+// primary a new connection finds, runs or replays as if nothing happened.
 func databaseUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	var pg *pgconn.PgError
@@ -304,10 +310,24 @@ func databaseUnavailable(err error) bool {
 	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &pg):
-		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
+		return unavailableCode(pg.Code)
 	}
 	return false
 }
+
+// unavailableCode reports whether a PostgreSQL error code is one of
+// databaseUnavailable's.
+func unavailableCode(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03", sqlstateReadOnly:
+		return true
+	}
+	return strings.HasPrefix(code, "08")
+}
+
+// sqlstateReadOnly is read_only_sql_transaction: a write on a server that
+// takes none now.
+const sqlstateReadOnly = "25006"
 
 // WriteProblem writes err as RFC 9457 application/problem+json, mapped by
 // ProblemFor with the default profile, for code that has no Engine (a
