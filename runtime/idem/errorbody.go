@@ -85,10 +85,17 @@ func (timeoutError) Temporary() bool { return true }
 // profile's body. Generated code calls it for what it refuses outside Serve:
 // a request that does not decode or authenticate, an error of a Server
 // method, an unimplemented operation. An error that maps to a 5xx is
-// reported to Hooks.OnError (with a nil operation), else logged, since the
-// client does not see its text. A nil Engine writes the profile's body.
+// reported to Hooks.OnError and logged, since the client does not see its
+// text: with w the writer Engine.Plain returned, the hook gets the
+// operation and the request's own log line carries the error; otherwise
+// the operation is nil and the error has a line of its own when there is
+// no hook. A nil Engine writes the profile's body.
 func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Profile, err error) {
 	p, _ := e.writeError(w, r, profile, err)
+	sw, plain := w.(*statusWriter)
+	if plain && sw.err == nil {
+		sw.err = err // for Plain's done: the outcome, the log line
+	}
 	if !hiddenCause(err, p.Status) {
 		return
 	}
@@ -98,7 +105,13 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 	}
 	switch {
 	case e != nil && e.cfg.Hooks.OnError != nil:
-		e.cfg.Hooks.OnError(ctx, nil, err)
+		var op *Operation
+		if plain {
+			op = sw.rq.op
+		}
+		e.cfg.Hooks.OnError(ctx, op, err)
+	case plain && e != nil:
+		// Plain's done logs it on the request's line.
 	case e != nil:
 		e.logger().ErrorContext(ctx, "idem: request failed", "error", err)
 	default:
