@@ -67,7 +67,11 @@ const (
 	CodeTooManyRequests = "ERR429_TOO_MANY_REQUESTS"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
 	CodeNotImplemented  = "ERR501_NOT_IMPLEMENTED"
-	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
+	// CodeClientClosed (and ReasonClientClosed) are logged and counted,
+	// never read: the answer to a request whose client went away (499, as
+	// nginx logs it). See ErrClientGone.
+	CodeClientClosed = "ERR499_CLIENT_CLOSED_REQUEST"
+	CodeUnavailable  = "ERR503_SERVICE_UNAVAILABLE"
 
 	ReasonKeyRequired      = "IDEMPOTENCY_KEY_REQUIRED"
 	ReasonKeyMalformed     = "IDEMPOTENCY_KEY_MALFORMED"
@@ -87,6 +91,7 @@ const (
 	ReasonInternal         = "INTERNAL_ERROR"
 	ReasonNotImplemented   = "NOT_IMPLEMENTED"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
+	ReasonClientClosed     = "CLIENT_CLOSED_REQUEST"
 	problemContentType     = idemproblem.ContentType
 	defaultRetryAfterDelay = time.Second
 )
@@ -174,7 +179,7 @@ func ProblemFor(err error, profile Profile) *idemproblem.Problem {
 		p.Status, p.Title, p.Code = st, http.StatusText(st), statusCodes[st]
 	}
 	switch p.Reason {
-	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal:
+	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal, ReasonClientClosed:
 		p.Retryable = true
 	case ReasonBodyUnreadable:
 		p.Retryable = p.Status == http.StatusRequestTimeout
@@ -210,6 +215,11 @@ func problemOf(err error, mk func(status int, code, reason, detail string) *idem
 	var pe *PanicError
 	var uo *unknownOutcomeError
 	switch {
+	// First: their causes (a cancelled statement's, say) may match below.
+	case errors.Is(err, ErrClientGone):
+		return mk(499, CodeClientClosed, ReasonClientClosed, "the client closed the connection before the response")
+	case errors.Is(err, ErrHandlerTxFailed):
+		return mk(500, CodeInternal, ReasonInternal, "the response could not be stored: a statement of the service's transaction failed before it answered")
 	case errors.Is(err, ErrKeyRequired):
 		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
 	case errors.Is(err, ErrKeyMalformed):

@@ -165,7 +165,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 		rq.outcome.Status = status
 		rq.outcome.Err = err
 		if rq.outcome.Result == "" {
-			if p.Status >= 500 {
+			if p.Status >= 500 || errors.Is(err, ErrClientGone) {
 				rq.outcome.Result = ResultFailed
 			} else {
 				rq.outcome.Result = ResultRejected
@@ -343,6 +343,7 @@ func (e *Engine) serveWithoutKey(rq *request, h Handler) error {
 		return fmt.Errorf("idem: begin: %w", err)
 	}
 	resp, herr := callHandler(ctx, h, tx)
+	herr = hangUp(ctx, herr, false)
 	if outcomeOf(rq.op, resp, herr) != outcomeKept {
 		rollback(ctx, tx)
 		if herr != nil {
