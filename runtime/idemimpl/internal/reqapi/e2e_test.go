@@ -279,7 +279,15 @@ func TestUntypedIntegersPast2to53(t *testing.T) {
 	// Another spelling of the same integer is the same request.
 	wantCreated(t, s.order(t, "spelt with an exponent", "/accounts/acme/orders", k, "application/json", body("9.007199254740993e15")), true,
 		`"n":9007199254740993`)
-	s.noneLeft(t, 1, 1)
+	// Past int64 too (issue 35 item 8): two integers that round to one
+	// float64 are two requests, and the handler gets every digit.
+	big := key()
+	wantCreated(t, s.order(t, "2^64+1", "/accounts/acme/orders", big, "application/json", body("18446744073709551617")), false,
+		`"n":18446744073709551617`, `"extra":18446744073709551617`)
+	wantConflict(t, s.order(t, "2^64", "/accounts/acme/orders", big, "application/json", body("18446744073709551616")))
+	wantCreated(t, s.order(t, "2^64+1 with an exponent", "/accounts/acme/orders", big, "application/json", body("1.8446744073709551617e19")), true,
+		`"n":18446744073709551617`)
+	s.noneLeft(t, 2, 2)
 }
 
 // TestHeaderAndCookieParameters is issue 11 case 3: every declared header
