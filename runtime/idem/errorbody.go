@@ -157,6 +157,9 @@ func (p Profile) ReadError(status int, header http.Header, body []byte) (*idempr
 // problem and the status sent.
 func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Profile, err error) (*idemproblem.Problem, int) {
 	p := ProblemFor(err, profile)
+	if errors.Is(err, ErrContentEncoding) && p.Status == http.StatusUnsupportedMediaType {
+		w.Header().Set("Accept-Encoding", "identity") // the codings a request body may have
+	}
 	var resp *Response
 	if e != nil && e.cfg.Errors != nil {
 		resp = e.cfg.Errors(r, p)

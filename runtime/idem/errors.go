@@ -43,6 +43,14 @@ var (
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	// ErrContentEncoding is wrapped, with ErrUnsupportedMediaType, by the
+	// error for a request body in a content coding (Content-Encoding: gzip,
+	// br, ...) that the operation does not declare: 415 with
+	// Accept-Encoding: identity (RFC 9110, section 15.5.16). idemgen's
+	// decoders take bodies as sent; an operation that declares a
+	// Content-Encoding header parameter gets them in any coding, to decode
+	// itself.
+	ErrContentEncoding = errors.New("the request body has a content coding")
 	// ErrResponseTooLarge is wrapped by the error for a response larger than
 	// Config.MaxStoredResponseBytes, which cannot be stored for replay.
 	ErrResponseTooLarge = errors.New("response too large to store for replay")

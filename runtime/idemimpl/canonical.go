@@ -393,6 +393,12 @@ const (
 type Body struct {
 	Required bool
 	Media    []Media // in order of preference
+	// ContentEncoding: the operation declares a Content-Encoding header
+	// parameter, so a body in any content coding is taken as sent (as its
+	// media type says: bytes, usually), for the handler to decode. Without
+	// it, a body whose Content-Encoding is not identity is refused with 415
+	// (idem.ErrContentEncoding), never read as if it were not encoded.
+	ContentEncoding bool
 }
 
 // Body decodes the request body: it picks the declared media type the
@@ -407,6 +413,9 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		if b.Required {
 			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
 		}
+		return
+	}
+	if q.err = q.coding(b); q.err != nil {
 		return
 	}
 	m, media, err := pickMedia(b, ct)
@@ -486,6 +495,23 @@ func (q *Request) syntax(err error) {
 func (q *Request) setBody(v Value, media string) {
 	q.body = &v
 	q.media = media
+}
+
+// coding refuses a body in a content coding that b does not accept (see
+// Body.ContentEncoding): only identity, or none, is decoded.
+func (q *Request) coding(b *Body) error {
+	if b.ContentEncoding {
+		return nil
+	}
+	for _, line := range q.r.Header.Values("Content-Encoding") {
+		for _, c := range strings.Split(line, ",") {
+			if c = strings.TrimSpace(c); c != "" && !strings.EqualFold(c, "identity") {
+				return fmt.Errorf("%w: %w: Content-Encoding %s; send the body without a content coding (identity)",
+					idem.ErrUnsupportedMediaType, idem.ErrContentEncoding, strconv.Quote(c))
+			}
+		}
+	}
+	return nil
 }
 
 // pickMedia matches a Content-Type against the declared media types:
