@@ -1,17 +1,21 @@
 package reqapi_test
 
 import (
+	"bufio"
 	"bytes"
 	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -530,4 +534,29 @@ func TestContentEncoding(t *testing.T) {
 	wantCreated(t, s.order(t, "gzip document again", "/accounts/acme/documents", doc, "text/plain", gz("hello"), "Content-Encoding", "gzip"), true)
 	wantConflict(t, s.order(t, "the same text in identity", "/accounts/acme/documents", doc, "text/plain", "hello"))
 	s.noneLeft(t, 2, 1)
+}
+
+// TestUploadOverTheLimitBeforeItIsSent: an upload (read as a stream,
+// idem.Engine.ServeStream) whose Content-Length is over
+// idem.Config.MaxStreamedBodyBytes is 413 before its body is read: a
+// client that sent Expect: 100-continue is not told to send it.
+func TestUploadOverTheLimitBeforeItIsSent(t *testing.T) {
+	s := newStack(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // fails a server that waits for the body, instead of hanging
+	fmt.Fprintf(conn, "POST /accounts/acme/uploads HTTP/1.1\r\nHost: x\r\nIdempotency-Key: %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=b\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", key(), idem.DefaultMaxStreamedBodyBytes+1)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("%d before the body, want 413", resp.StatusCode)
+	}
+	s.noneLeft(t, 0, 0)
 }
