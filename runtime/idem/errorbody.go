@@ -84,13 +84,18 @@ func (timeoutError) Temporary() bool { return true }
 // profile: mapped by ProblemFor, rendered by Config.Errors or in the
 // profile's body. Generated code calls it for what it refuses outside Serve:
 // a request that does not decode or authenticate, an error of a Server
-// method, an unimplemented operation. An error that maps to a 5xx is
+// method, an unimplemented operation. An error of a request whose client
+// has gone away (its context cancelled) is ErrClientGone's (499). An
+// error that maps to a 5xx is
 // reported to Hooks.OnError and logged, since the client does not see its
 // text: with w the writer Engine.Plain returned, the hook gets the
 // operation and the request's own log line carries the error; otherwise
 // the operation is nil and the error has a line of its own when there is
 // no hook. A nil Engine writes the profile's body.
 func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Profile, err error) {
+	if r != nil {
+		err = hangUp(r.Context(), err, false) // a Server method cut off by its client's going away
+	}
 	p, _ := e.writeError(w, r, profile, err)
 	sw, plain := w.(*statusWriter)
 	if plain && sw.err == nil {

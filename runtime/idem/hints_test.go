@@ -8,6 +8,7 @@ import (
 	"fmt"
 	"log/slog"
 	"net/http"
+	"net/http/httptest"
 	"strings"
 	"sync"
 	"sync/atomic"
@@ -230,5 +231,51 @@ func TestClientHangUpIsNotATimeout(t *testing.T) {
 	}
 	if r := e.post(key, `{"amount":1,"behave":"hangup"}`); r.Status != 201 || calls.Load() != 2 {
 		t.Errorf("retry: %d after %d handler calls, want 201 from a second run", r.Status, calls.Load())
+	}
+}
+
+// TestPlainHangUp: a GET (through Engine.Plain) whose Server method fails
+// because its client hung up is reported as a hang-up too: outcome failed,
+// status 499, ErrClientGone on the request's log line.
+func TestPlainHangUp(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	outcomes := make(chan idem.Outcome, 1)
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Logger: logs.logger(),
+		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) { outcomes <- o }}})
+	started := make(chan struct{})
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /things", func(w http.ResponseWriter, r *http.Request) {
+		w, r, done := e.eng.Plain(w, r, "listThings")
+		defer done()
+		close(started)
+		<-r.Context().Done()
+		_, err := e.db.Exec(r.Context(), "SELECT 1")
+		e.eng.WriteError(w, r, idem.ProfileDefault, fmt.Errorf("list things: %w", err))
+	})
+	srv := httptest.NewServer(mux)
+	defer srv.Close()
+	ctx, cancel := context.WithCancel(context.Background())
+	req, _ := http.NewRequestWithContext(ctx, "GET", srv.URL+"/things", nil)
+	go func() {
+		<-started
+		cancel()
+	}()
+	if resp, err := http.DefaultClient.Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("answered (%d) although the client hung up", resp.StatusCode)
+	}
+	var o idem.Outcome
+	select {
+	case o = <-outcomes:
+	case <-time.After(30 * time.Second):
+		t.Fatal("no outcome for the GET whose client hung up")
+	}
+	if o.Status != 499 || o.Label() != "failed" || !errors.Is(o.Err, idem.ErrClientGone) {
+		t.Errorf("outcome %d %s (%v), want 499 failed wrapping ErrClientGone", o.Status, o.Label(), o.Err)
+	}
+	lines := logs.lines(t, "idem: request")
+	if len(lines) != 1 || !strings.Contains(fmt.Sprint(lines[0]["error"]), "the client closed the connection") {
+		t.Errorf("log lines %v; want the request's line saying the client hung up", lines)
 	}
 }

@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -45,7 +46,7 @@ func (e *Engine) Plain(w http.ResponseWriter, r *http.Request, operationID strin
 		}
 		rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status, Err: sw.err}
 		rq.bytes = sw.bytes // report copies it to the outcome
-		if status >= 500 {
+		if status >= 500 || errors.Is(sw.err, ErrClientGone) {
 			rq.outcome.Result = ResultFailed
 		}
 		ctx := rq.r.Context()
