@@ -36,12 +36,18 @@ import (
 // synchronous standby, HAProxy and PgBouncer in transaction mode in front)
 // and, under clients that retry every key until it succeeds (backing off
 // exponentially, with jitter, after attempts that got no answer), kills the
-// primary with SIGKILL, switches over, and kills the synchronous standby.
-// Two instances of the service share the cluster and the gateway: one
+// primary with SIGKILL, switches over, kills the synchronous standby, and
+// makes the primary read-only for a second (default_transaction_read_only,
+// what a node that restarted in place as a standby answers through
+// HAProxy).
+// Three instances of the service share the cluster and the gateway: one
 // connects through a multi-host connection string
-// (target_session_attrs=read-write), the other through PgBouncer (with
-// pgx's statement cache off: PgBouncer 1.18 keeps no prepared statements
-// across transactions). Neither is restarted.
+// (target_session_attrs=read-write), one through HAProxy's one address
+// without PgBouncer (and without target_session_attrs: for a moment around
+// a promotion, or while a node restarts in place, its connections reach a
+// server that takes no writes, SQLSTATE 25006), the third through
+// PgBouncer (with pgx's statement cache off: PgBouncer 1.18 keeps no
+// prepared statements across transactions). None is restarted.
 //
 // Afterwards, on the primary that is left: no key executed twice (a
 // lease-mode createPayment reached the gateway's charge once, unless an
@@ -49,7 +55,8 @@ import (
 // refund), no acknowledged 2xx lost (every 201 a client got has its record
 // and its business row), every key answered 201 with one resource, and no
 // answer outside the contract (201, 409 in progress or lease lost, 503
-// database unavailable or outcome unknown, or a client-side timeout). The
+// database unavailable or outcome unknown, or a client-side timeout: a 500
+// fails it). The
 // log reports, per fault and instance, the seconds from the fault to the
 // first 201 for a key first sent after it (an older key can be answered
 // from a commit that beat the fault, even from another request's outcome in
@@ -106,6 +113,7 @@ func TestFailover(t *testing.T) {
 	gw.Set(gateway.Switches{Latency: 60 * time.Millisecond})
 	services := []*haService{
 		{name: "multi-host", pool: direct},
+		{name: "haproxy", pool: haPool(t, ha.ProxyURL)},
 		{name: "pgbouncer", pool: haPool(t, ha.BouncerURL+"&default_query_exec_mode=cache_describe", harness.BouncerConfig)},
 	}
 	for _, s := range services {
@@ -149,6 +157,37 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	rejoin := func(ctx context.Context) error { return ha.Rejoin(ctx, killed) }
+	// The primary takes no writes for haReadOnlyFor (what a node that
+	// restarted in place as a standby, or the old primary before it steps
+	// down, answers through HAProxy for a moment, made deterministic):
+	// every write fails with SQLSTATE 25006, new connections of the
+	// multi-host DSN find no host that takes writes.
+	readOnlyDone := make(chan error, 1)
+	readOnly := func(ctx context.Context) (time.Time, error) {
+		conn, err := pgx.Connect(ctx, ha.URL) // the primary, before it turns read-only
+		if err != nil {
+			return time.Now(), err
+		}
+		set := func(ctx context.Context, v string) error {
+			if _, err := conn.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = "+v); err != nil {
+				return err
+			}
+			_, err := conn.Exec(ctx, "SELECT pg_reload_conf()")
+			return err
+		}
+		if err := set(ctx, "on"); err != nil {
+			conn.Close(ctx)
+			return time.Now(), err
+		}
+		at := time.Now()
+		go func() {
+			time.Sleep(haReadOnlyFor)
+			err := set(context.WithoutCancel(ctx), "off")
+			conn.Close(context.WithoutCancel(ctx))
+			readOnlyDone <- err
+		}()
+		return at, nil
+	}
 	phases := []haPhase{
 		{name: "kill -9 of the primary", fault: kill("leader"), after: rejoin},
 		{name: "switchover", fault: func(ctx context.Context) (time.Time, error) {
@@ -157,6 +196,7 @@ func TestFailover(t *testing.T) {
 			return at, err
 		}},
 		{name: "loss of the synchronous standby", fault: kill("sync"), after: rejoin},
+		{name: "read-only primary", fault: readOnly, after: func(context.Context) error { return <-readOnlyDone }},
 	}
 	var report []haResult
 	for _, ph := range phases {
@@ -294,14 +334,15 @@ func bouncerAdminURL(url string) string {
 }
 
 const (
-	haLoadFor    = 3 * time.Second         // new keys are started this long
-	haLoadAfter  = 2 * time.Second         // and at least this long after the fault struck
-	haFaultAt    = time.Second             // after the load starts
-	haEvery      = 40 * time.Millisecond   // a new key per operation and instance
-	haAttemptTO  = 3 * time.Second         // one attempt's HTTP timeout
-	haKeyTO      = 100 * time.Second       // a key's clients give up after this
-	haMaxWait    = 1000 * time.Millisecond // longest Retry-After honoured
-	haMaxBackoff = 3 * time.Second         // longest wait after an unanswered attempt
+	haLoadFor     = 3 * time.Second         // new keys are started this long
+	haLoadAfter   = 2 * time.Second         // and at least this long after the fault struck
+	haFaultAt     = time.Second             // after the load starts
+	haEvery       = 40 * time.Millisecond   // a new key per operation and instance
+	haAttemptTO   = 3 * time.Second         // one attempt's HTTP timeout
+	haKeyTO       = 100 * time.Second       // a key's clients give up after this
+	haMaxWait     = 1000 * time.Millisecond // longest Retry-After honoured
+	haMaxBackoff  = 3 * time.Second         // longest wait after an unanswered attempt
+	haReadOnlyFor = time.Second             // the read-only primary phase's fault lasts this long
 )
 
 // run starts keys on every instance for haLoadFor, and for haLoadAfter past

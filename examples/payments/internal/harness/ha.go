@@ -57,7 +57,7 @@ func StartHA(ctx context.Context, dir string) (*HA, error) {
 			}
 		}
 	}
-	if h.URL == "" || h.BouncerURL == "" {
+	if h.URL == "" || h.ProxyURL == "" || h.BouncerURL == "" {
 		_ = h.Stop(context.Background())
 		return nil, fmt.Errorf("ha.sh start printed no connection strings: %q", out)
 	}
@@ -70,7 +70,7 @@ func StartHA(ctx context.Context, dir string) (*HA, error) {
 func HAFromEnv() *HA {
 	h := &HA{Dir: os.Getenv("HA_DIR"), URL: os.Getenv("HA_DATABASE_URL"), ProxyURL: os.Getenv("HA_PROXY_URL"),
 		BouncerURL: os.Getenv("HA_BOUNCER_URL"), script: haScript(), borrowed: true}
-	if h.Dir == "" || h.URL == "" || h.BouncerURL == "" {
+	if h.Dir == "" || h.URL == "" || h.ProxyURL == "" || h.BouncerURL == "" {
 		return nil
 	}
 	return h
