@@ -52,6 +52,20 @@ func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
+// nextOutcome is the next outcome Hooks.OnOutcome sent on ch, once the
+// engine has written (or tried to write) the response of a request whose
+// client hung up.
+func nextOutcome(t *testing.T, ch <-chan idem.Outcome) idem.Outcome {
+	t.Helper()
+	select {
+	case o := <-ch:
+		return o
+	case <-time.After(30 * time.Second):
+		t.Fatal("no outcome for the request whose client hung up")
+		return idem.Outcome{}
+	}
+}
+
 // TestHandledErrorWithoutSavepoint: a handler catches its statement's
 // unique violation and answers the declared 409 (a replayed status). The
 // statement aborted its transaction, so the 409 cannot be stored with it:
@@ -208,12 +222,7 @@ func TestClientHangUpIsNotATimeout(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("the request was answered (%d) although its client hung up", resp.StatusCode)
 	}
-	var o idem.Outcome
-	select {
-	case o = <-outcomes:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no outcome for the request whose client hung up")
-	}
+	o := nextOutcome(t, outcomes)
 	if o.Status != 499 || !errors.Is(o.Err, idem.ErrClientGone) || o.Label() != "failed_retryable" {
 		t.Errorf("outcome %d %s (%v), want 499 failed_retryable wrapping ErrClientGone", o.Status, o.Label(), o.Err)
 	}
@@ -265,12 +274,7 @@ func TestPlainHangUp(t *testing.T) {
 		resp.Body.Close()
 		t.Fatalf("answered (%d) although the client hung up", resp.StatusCode)
 	}
-	var o idem.Outcome
-	select {
-	case o = <-outcomes:
-	case <-time.After(30 * time.Second):
-		t.Fatal("no outcome for the GET whose client hung up")
-	}
+	o := nextOutcome(t, outcomes)
 	if o.Status != 499 || o.Label() != "failed" || !errors.Is(o.Err, idem.ErrClientGone) {
 		t.Errorf("outcome %d %s (%v), want 499 failed wrapping ErrClientGone", o.Status, o.Label(), o.Err)
 	}

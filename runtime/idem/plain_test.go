@@ -129,9 +129,9 @@ func TestPlainErrorLoggedWithOperation(t *testing.T) {
 	for _, hooked := range []bool{false, true} {
 		t.Run(map[bool]string{false: "logged", true: "hooked"}[hooked], func(t *testing.T) {
 			var mu sync.Mutex
-			var logs strings.Builder
+			logs := &logBuffer{}
 			var hookOps []string
-			cfg := idem.Config{Logger: slog.New(slog.NewJSONHandler(&lockedWriter{mu: &mu, w: &logs}, nil))}
+			cfg := idem.Config{Logger: logs.logger()}
 			if hooked {
 				cfg.Hooks.OnError = func(_ context.Context, op *idem.Operation, err error) {
 					mu.Lock()
@@ -162,15 +162,11 @@ func TestPlainErrorLoggedWithOperation(t *testing.T) {
 			}
 			mu.Lock()
 			defer mu.Unlock()
-			var lines []map[string]any
-			for _, l := range strings.Split(strings.TrimSpace(logs.String()), "\n") {
-				var m map[string]any
-				if err := json.Unmarshal([]byte(l), &m); err != nil {
-					t.Fatalf("log line %q: %v", l, err)
-				}
-				lines = append(lines, m)
+			if others := logs.lines(t, "idem: request failed"); len(others) != 0 {
+				t.Errorf("a line of its own for the error: %v", others)
 			}
-			if len(lines) != 1 || lines[0]["msg"] != "idem: request" || lines[0]["operation"] != "getThing" || lines[0]["status"] != float64(500) {
+			lines := logs.lines(t, "idem: request")
+			if len(lines) != 1 || lines[0]["operation"] != "getThing" || lines[0]["status"] != float64(500) {
 				t.Fatalf("log lines %v; want the request's one line, with the operation", lines)
 			}
 			if cause, _ := lines[0]["error"].(string); cause != "load thing: the secret cause" {
