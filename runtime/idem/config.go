@@ -173,10 +173,12 @@ type Config struct {
 	// Logger receives the engine's log lines: one per request, requests
 	// that are not idempotent included (Engine.Plain) — Info, Warn for a
 	// conflict, a lost lease or an unknown outcome, Error for an internal
-	// error or a 5xx — with the status and duration, and one per
-	// error the client does not see in full when Hooks.OnError is nil. Each
-	// names the operation, the outcome, the key's hash and the attempt;
-	// none holds a key, a body or a header value. Nil means slog.Default().
+	// error or a 5xx, with its cause — with the status and duration; one
+	// per error the client does not see in full that no request's line
+	// carries, when Hooks.OnError is nil; and the slow atomic handler hint
+	// once per operation (SlowAtomicHandler). Each names the operation,
+	// the outcome, the key's hash and the attempt; none holds a key, a
+	// body or a header value. Nil means slog.Default().
 	Logger *slog.Logger
 }
 
