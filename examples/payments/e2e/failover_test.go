@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -157,36 +156,14 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	rejoin := func(ctx context.Context) error { return ha.Rejoin(ctx, killed) }
-	// The primary takes no writes for haReadOnlyFor (what a node that
-	// restarted in place as a standby, or the old primary before it steps
-	// down, answers through HAProxy for a moment, made deterministic):
-	// every write fails with SQLSTATE 25006, new connections of the
-	// multi-host DSN find no host that takes writes.
-	readOnlyDone := make(chan error, 1)
+	// The primary takes no writes for haReadOnlyFor: every write fails
+	// with SQLSTATE 25006, new connections of the multi-host DSN find no
+	// host that takes writes.
+	var readOnlyDone <-chan error
 	readOnly := func(ctx context.Context) (time.Time, error) {
-		conn, err := pgx.Connect(ctx, ha.URL) // the primary, before it turns read-only
-		if err != nil {
-			return time.Now(), err
-		}
-		set := func(ctx context.Context, v string) error {
-			if _, err := conn.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = "+v); err != nil {
-				return err
-			}
-			_, err := conn.Exec(ctx, "SELECT pg_reload_conf()")
-			return err
-		}
-		if err := set(ctx, "on"); err != nil {
-			conn.Close(ctx)
-			return time.Now(), err
-		}
-		at := time.Now()
-		go func() {
-			time.Sleep(haReadOnlyFor)
-			err := set(context.WithoutCancel(ctx), "off")
-			conn.Close(context.WithoutCancel(ctx))
-			readOnlyDone <- err
-		}()
-		return at, nil
+		at, done, err := ha.ReadOnly(ctx, haReadOnlyFor)
+		readOnlyDone = done
+		return at, err
 	}
 	phases := []haPhase{
 		{name: "kill -9 of the primary", fault: kill("leader"), after: rejoin},
@@ -196,7 +173,12 @@ func TestFailover(t *testing.T) {
 			return at, err
 		}},
 		{name: "loss of the synchronous standby", fault: kill("sync"), after: rejoin},
-		{name: "read-only primary", fault: readOnly, after: func(context.Context) error { return <-readOnlyDone }},
+		{name: "read-only primary", fault: readOnly, after: func(context.Context) error {
+			if readOnlyDone == nil {
+				return nil // the fault failed, which the phase reported
+			}
+			return <-readOnlyDone
+		}},
 	}
 	var report []haResult
 	for _, ph := range phases {
@@ -317,20 +299,6 @@ type haLoad struct {
 	dir string
 	// logDir holds each instance's log, service-NAME.log.
 	logDir string
-}
-
-// bouncerAdminURL is DEBUG_BOUNCER_ADMIN, else the admin console (database
-// pgbouncer) of the PgBouncer at url.
-func bouncerAdminURL(url string) string {
-	if u := os.Getenv("DEBUG_BOUNCER_ADMIN"); u != "" {
-		return u
-	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return ""
-	}
-	u.Path = "/pgbouncer"
-	return u.String()
 }
 
 const (
@@ -516,28 +484,6 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 	return out
 }
 
-// dumpLeader logs what the primary's client backends are doing and waiting
-// for, the lock waits, and the synchronous standby it waits for.
-func (l *haLoad) dumpLeader(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, q := range []string{
-		`SELECT current_setting('synchronous_standby_names'), (SELECT string_agg(application_name||':'||sync_state, ',') FROM pg_stat_replication)`,
-		`SELECT state, coalesce(wait_event_type||':'||wait_event, ''), count(*), round(max(extract(epoch FROM now()-xact_start))::numeric, 1),
-			min(left(regexp_replace(query, '\s+', ' ', 'g'), 60))
-			FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY 1, 2 ORDER BY 3 DESC`,
-		`SELECT pid, locktype, mode, relation::regclass::text, pg_blocking_pids(pid)::text FROM pg_locks WHERE NOT granted`,
-	} {
-		rows, err := l.services[0].pool.Query(ctx, q)
-		if err != nil {
-			l.t.Logf("leader: %v", err)
-			continue
-		}
-		vals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
-		l.t.Logf("leader: %d rows: %v %v", len(vals), vals, err)
-	}
-}
-
 // classify names an answer and says how long to wait before the next
 // attempt; an answer outside the contract is noted.
 func (l *haLoad) classify(ex *harness.Exchange, err error) (string, time.Duration) {
@@ -660,14 +606,4 @@ func (l *haLoad) check(ctx context.Context, db *pgxpool.Pool, gw *gateway.Simula
 			t.Errorf("%d× an answer outside the contract:\n%s", n, u)
 		}
 	}
-}
-
-// tailFile returns the last n lines of the file at path, or why it cannot.
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // HA is a Patroni cluster on loopback started by the repository's
@@ -120,3 +123,38 @@ func (h *HA) Sync(ctx context.Context) (string, error) { return h.run(ctx, "sync
 
 // Status is one line per node: name, role, state, lag.
 func (h *HA) Status(ctx context.Context) (string, error) { return h.run(ctx, "status", h.Dir) }
+
+// ReadOnly makes the leader take no writes for d
+// (default_transaction_read_only, through ALTER SYSTEM and a reload): what
+// a node restarted in place as a standby, or the old primary before it
+// steps down, answers for a moment, made deterministic. Every write then
+// fails with SQLSTATE 25006, and a connection that asks for a read-write
+// server finds none. It returns when the leader turned read-only; done
+// reports turning it back, d later.
+func (h *HA) ReadOnly(ctx context.Context, d time.Duration) (struck time.Time, done <-chan error, err error) {
+	conn, err := pgx.Connect(ctx, h.URL) // the leader, while it still takes writes
+	if err != nil {
+		return time.Now(), nil, err
+	}
+	set := func(ctx context.Context, v string) error {
+		if _, err := conn.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = "+v); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, "SELECT pg_reload_conf()")
+		return err
+	}
+	if err := set(ctx, "on"); err != nil {
+		conn.Close(ctx)
+		return time.Now(), nil, err
+	}
+	struck = time.Now()
+	ch := make(chan error, 1)
+	go func() {
+		time.Sleep(d)
+		ctx := context.WithoutCancel(ctx)
+		err := set(ctx, "off")
+		conn.Close(ctx)
+		ch <- err
+	}()
+	return struck, ch, nil
+}
