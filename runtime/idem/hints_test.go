@@ -52,6 +52,16 @@ func (l *logBuffer) lines(t *testing.T, msg string) []map[string]any {
 	return out
 }
 
+// hangUpEnv is an atomic-mode service whose log lines and outcomes the
+// hang-up tests read.
+func hangUpEnv(t *testing.T) (*env, *logBuffer, <-chan idem.Outcome) {
+	logs := &logBuffer{}
+	outcomes := make(chan idem.Outcome, 10)
+	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Logger: logs.logger(),
+		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) { outcomes <- o }}})
+	return e, logs, outcomes
+}
+
 // nextOutcome is the next outcome Hooks.OnOutcome sent on ch, once the
 // engine has written (or tried to write) the response of a request whose
 // client hung up.
@@ -189,10 +199,7 @@ func TestSlowAtomicHandlerHint(t *testing.T) {
 // key stays FAILED_RETRYABLE: the retry runs the handler again.
 func TestClientHangUpIsNotATimeout(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
-	outcomes := make(chan idem.Outcome, 10)
-	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Logger: logs.logger(),
-		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) { outcomes <- o }}})
+	e, logs, outcomes := hangUpEnv(t)
 	started := make(chan struct{}, 1)
 	var calls atomic.Int32
 	e.handle("hangup", func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
@@ -248,10 +255,7 @@ func TestClientHangUpIsNotATimeout(t *testing.T) {
 // status 499, ErrClientGone on the request's log line.
 func TestPlainHangUp(t *testing.T) {
 	t.Parallel()
-	logs := &logBuffer{}
-	outcomes := make(chan idem.Outcome, 1)
-	e := newEnv(t, testPolicy(idem.ModeAtomic), idem.Config{Logger: logs.logger(),
-		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) { outcomes <- o }}})
+	e, logs, outcomes := hangUpEnv(t)
 	started := make(chan struct{})
 	mux := http.NewServeMux()
 	mux.HandleFunc("GET /things", func(w http.ResponseWriter, r *http.Request) {
