@@ -383,6 +383,11 @@ type Body struct {
 	// Stream: a media type is read as a stream (a binary body, or
 	// multipart/form-data whose file parts are spooled, not held in memory).
 	Stream bool
+	// ContentEncoding: the operation declares a Content-Encoding header
+	// parameter, so the body is taken in any content coding
+	// (idemimpl.Body.ContentEncoding); otherwise one other than identity
+	// is refused with 415.
+	ContentEncoding bool
 }
 
 // Streamed reports whether the operation's body is read as a stream

@@ -111,6 +111,13 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	b.security(o, op)
 	b.params(o, item, op, where)
 	b.body(o, op, where)
+	if o.Body != nil {
+		for _, p := range o.Params {
+			if p.In == "header" && strings.EqualFold(p.Name, "Content-Encoding") {
+				o.Body.ContentEncoding = true
+			}
+		}
+	}
 	b.checkExclusions(o, where)
 	return o
 }

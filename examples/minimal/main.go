@@ -81,7 +81,7 @@ func run(ctx context.Context) error {
 	mux.Handle("/", h)
 	mux.Handle("GET /metrics", promhttp.Handler())
 	mux.HandleFunc("GET /healthz", func(w http.ResponseWriter, r *http.Request) {})
-	srv := &http.Server{Addr: addr, Handler: mux, ReadHeaderTimeout: 5 * time.Second}
+	srv := newServer(addr, mux)
 	go func() {
 		<-ctx.Done()
 		_ = srv.Shutdown(context.WithoutCancel(ctx))
@@ -91,6 +91,22 @@ func run(ctx context.Context) error {
 		return err
 	}
 	return nil
+}
+
+// newServer serves h on addr within the bounds a server facing clients
+// needs (docs/operations.md, "The HTTP server"): without them one client
+// that sends its headers or its body slowly, or never, holds a connection
+// and a goroutine for as long as it likes.
+func newServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{
+		Addr:              addr,
+		Handler:           h,
+		ReadHeaderTimeout: 5 * time.Second,  // the request line and headers
+		ReadTimeout:       15 * time.Second, // the whole request, body included
+		WriteTimeout:      30 * time.Second, // from the end of the headers to the end of the response: longer than the slowest handler
+		IdleTimeout:       60 * time.Second, // a kept-alive connection between requests
+		MaxHeaderBytes:    32 << 10,         // the request line and headers, in bytes
+	}
 }
 
 // newHandler builds the idempotency engine over pool and the handler

@@ -1,13 +1,17 @@
 package main
 
 import (
+	"bufio"
 	"encoding/json"
+	"fmt"
 	"io"
 	"maps"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/prometheus/client_golang/prometheus"
 
@@ -111,4 +115,46 @@ func send(t *testing.T, method, url, key, body string) (*http.Response, string) 
 		t.Fatal(err)
 	}
 	return resp, strings.TrimSpace(string(b))
+}
+
+// TestServerBounds: the server run sets every bound a server facing
+// clients needs, and a client that announces a 100 MiB body and sends
+// nothing is answered 413 at once (the body is over the engine's limit),
+// over real HTTP, not left waiting for a body that never comes.
+func TestServerBounds(t *testing.T) {
+	db := pgtest.New(t, pgtest.Options{Migrations: migrations, MigrationsTable: "rooms_schema_migrations"})
+	h, err := newHandler(db.Pool, idemprom.New(idemprom.Options{}))
+	if err != nil {
+		t.Fatal(err)
+	}
+	cfg := newServer("", h)
+	for name, set := range map[string]bool{
+		"ReadHeaderTimeout": cfg.ReadHeaderTimeout > 0, "ReadTimeout": cfg.ReadTimeout > 0, "WriteTimeout": cfg.WriteTimeout > 0,
+		"IdleTimeout": cfg.IdleTimeout > 0, "MaxHeaderBytes": cfg.MaxHeaderBytes > 0,
+	} {
+		if !set {
+			t.Errorf("newServer leaves %s unset", name)
+		}
+	}
+	srv := httptest.NewUnstartedServer(h)
+	srv.Config = cfg
+	srv.Start()
+	defer srv.Close()
+
+	conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // fails the test rather than hang it
+	fmt.Fprintf(conn, "POST /bookings HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n"+
+		"Idempotency-Key: 0190f3c1-7a2b-7cde-8f01-000000000003\r\nContent-Length: %d\r\n\r\n", 100<<20)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("a request announcing 100 MiB and sending nothing: no answer: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != http.StatusRequestEntityTooLarge {
+		t.Fatalf("a request announcing 100 MiB and sending nothing: %d, want 413", resp.StatusCode)
+	}
 }

@@ -44,7 +44,9 @@ const (
 	KeyFormatUUIDv7 KeyFormat = "uuidv7" // RFC 9562 version 7
 	KeyFormatOpaque KeyFormat = "opaque" // 1..255 visible ASCII characters
 	// KeyFormatPrintable is Stripe's rule: 1..255 characters of any script,
-	// spaces included, none a control or format character (see ParseKey).
+	// spaces included but not only spaces, none a control, format or other
+	// default-ignorable (invisible) character (see ParseKey); keys compare
+	// byte for byte, unnormalised.
 	KeyFormatPrintable KeyFormat = "printable"
 )
 

@@ -182,7 +182,10 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 		// are duplicates in flight.
 		rq.handoff.executing.Store(true)
 	}
+	started := time.Now()
 	resp, herr := e.runHandler(hctx, rq, h, tx)
+	e.hintSlow(ctx, rq, time.Since(started))
+	herr = hangUp(ctx, herr, true)
 	x := &execution{rq: rq, tx: tx, rec: &atomicRun{e: e, st: st, since: key.Since, prev: prev}}
 	err = e.finish(ctx, bk, x, resp, herr)
 	if errors.Is(err, errLost) {

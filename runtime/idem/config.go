@@ -98,6 +98,13 @@ type Config struct {
 	// client gets 503 IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN and the next retry
 	// goes through the recovery hook.
 	MaxHold time.Duration
+	// SlowAtomicHandler is how long an atomic-mode handler may run before
+	// the engine logs, once per operation, that it runs long for a handler
+	// that holds a transaction (and its row locks) and that a failed
+	// attempt's retry runs again: one that calls another service belongs in
+	// mode: lease with a recovery hook. Zero means DefaultSlowAtomicHandler
+	// (2 s); negative turns the hint off.
+	SlowAtomicHandler time.Duration
 	// MaxStoredResponseBytes bounds the body of a response that is stored
 	// for replay (2xx and replayStatuses). A larger one is not stored and
 	// not sent: the handler's transaction rolls back, the key becomes
@@ -175,10 +182,12 @@ type Config struct {
 	// Logger receives the engine's log lines: one per request, requests
 	// that are not idempotent included (Engine.Plain) — Info, Warn for a
 	// conflict, a lost lease or an unknown outcome, Error for an internal
-	// error or a 5xx — with the status and duration, and one per
-	// error the client does not see in full when Hooks.OnError is nil. Each
-	// names the operation, the outcome, the key's hash and the attempt;
-	// none holds a key, a body or a header value. Nil means slog.Default().
+	// error or a 5xx, with its cause — with the status and duration; one
+	// per error the client does not see in full that no request's line
+	// carries, when Hooks.OnError is nil; and the slow atomic handler hint
+	// once per operation (SlowAtomicHandler). Each names the operation,
+	// the outcome, the key's hash and the attempt; none holds a key, a
+	// body or a header value. Nil means slog.Default().
 	Logger *slog.Logger
 }
 
@@ -262,6 +271,9 @@ func New(db DB, cfg Config) (*Engine, error) {
 	}
 	if cfg.MaxHold == 0 {
 		cfg.MaxHold = DefaultMaxHold
+	}
+	if cfg.SlowAtomicHandler == 0 {
+		cfg.SlowAtomicHandler = DefaultSlowAtomicHandler
 	}
 	if cfg.MaxStoredResponseBytes < 0 {
 		return nil, fmt.Errorf("idem: MaxStoredResponseBytes %d is negative", cfg.MaxStoredResponseBytes)
@@ -369,6 +381,9 @@ func (e *Engine) Register(ops ...*Operation) error {
 type opState struct {
 	err   error // the policy's validation error; nil: valid
 	guess readGuess
+	// slowHinted: an atomic handler of the operation ran past
+	// Config.SlowAtomicHandler, which was logged (hints.go).
+	slowHinted atomic.Bool
 }
 
 func newOpState(err error) *opState {

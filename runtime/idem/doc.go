@@ -96,7 +96,14 @@
 // or an unknown outcome, Error with the cause for a 5xx. Requests of
 // operations that are not idempotent (GETs, x-idempotent: false) are
 // reported the same way through Engine.Plain, which generated handlers
-// call first. Config.Observers see every request and its phases
+// call first. The handler mistakes the engine can see are said in words
+// there: a response answered after a statement of the handler's
+// transaction failed (ErrHandlerTxFailed: run a statement whose error is
+// handled in a savepoint, tx.Begin), a client that hung up while its
+// handler ran (ErrClientGone, 499, not a "timeout"), and, once per
+// operation, an atomic handler slower than Config.SlowAtomicHandler
+// ("idem: slow atomic handler", advising lease mode for one that calls
+// other systems). Config.Observers see every request and its phases
 // (runtime/idemprom for Prometheus metrics, runtime/idemotel for
 // OpenTelemetry traces); Config.Hooks get each Outcome, every replay and
 // conflict (OnAudit) and the errors a client sees only as a 500 (OnError).

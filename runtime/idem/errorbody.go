@@ -84,11 +84,23 @@ func (timeoutError) Temporary() bool { return true }
 // profile: mapped by ProblemFor, rendered by Config.Errors or in the
 // profile's body. Generated code calls it for what it refuses outside Serve:
 // a request that does not decode or authenticate, an error of a Server
-// method, an unimplemented operation. An error that maps to a 5xx is
-// reported to Hooks.OnError (with a nil operation), else logged, since the
-// client does not see its text. A nil Engine writes the profile's body.
+// method, an unimplemented operation. An error of a request whose client
+// has gone away (its context cancelled) is ErrClientGone's (499). An
+// error that maps to a 5xx is
+// reported to Hooks.OnError and logged, since the client does not see its
+// text: with w the writer Engine.Plain returned, the hook gets the
+// operation and the request's own log line carries the error; otherwise
+// the operation is nil and the error has a line of its own when there is
+// no hook. A nil Engine writes the profile's body.
 func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Profile, err error) {
+	if r != nil {
+		err = hangUp(r.Context(), err, false) // a Server method cut off by its client's going away
+	}
 	p, _ := e.writeError(w, r, profile, err)
+	sw, plain := w.(*statusWriter)
+	if plain && sw.err == nil {
+		sw.err = err // for Plain's done: the outcome, the log line
+	}
 	if !hiddenCause(err, p.Status) {
 		return
 	}
@@ -98,7 +110,13 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 	}
 	switch {
 	case e != nil && e.cfg.Hooks.OnError != nil:
-		e.cfg.Hooks.OnError(ctx, nil, err)
+		var op *Operation
+		if plain {
+			op = sw.rq.op
+		}
+		e.cfg.Hooks.OnError(ctx, op, err)
+	case plain && e != nil:
+		// Plain's done logs it on the request's line.
 	case e != nil:
 		e.logger().ErrorContext(ctx, "idem: request failed", "error", err)
 	default:
@@ -144,6 +162,9 @@ func (p Profile) ReadError(status int, header http.Header, body []byte) (*idempr
 // problem and the status sent.
 func (e *Engine) writeError(w http.ResponseWriter, r *http.Request, profile Profile, err error) (*idemproblem.Problem, int) {
 	p := ProblemFor(err, profile)
+	if errors.Is(err, ErrContentEncoding) && p.Status == http.StatusUnsupportedMediaType {
+		w.Header().Set("Accept-Encoding", "identity") // the codings a request body may have
+	}
 	var resp *Response
 	if e != nil && e.cfg.Errors != nil {
 		resp = e.cfg.Errors(r, p)

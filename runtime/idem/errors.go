@@ -43,6 +43,14 @@ var (
 	// ErrUnsupportedMediaType is wrapped by the error for a request body
 	// whose media type the operation does not declare: 415.
 	ErrUnsupportedMediaType = errors.New("unsupported media type")
+	// ErrContentEncoding is wrapped, with ErrUnsupportedMediaType, by the
+	// error for a request body in a content coding (Content-Encoding: gzip,
+	// br, ...) that the operation does not declare: 415 with
+	// Accept-Encoding: identity (RFC 9110, section 15.5.16). idemgen's
+	// decoders take bodies as sent; an operation that declares a
+	// Content-Encoding header parameter gets them in any coding, to decode
+	// itself.
+	ErrContentEncoding = errors.New("the request body has a content coding")
 	// ErrResponseTooLarge is wrapped by the error for a response larger than
 	// Config.MaxStoredResponseBytes, which cannot be stored for replay.
 	ErrResponseTooLarge = errors.New("response too large to store for replay")
@@ -67,7 +75,11 @@ const (
 	CodeTooManyRequests = "ERR429_TOO_MANY_REQUESTS"
 	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
 	CodeNotImplemented  = "ERR501_NOT_IMPLEMENTED"
-	CodeUnavailable     = "ERR503_SERVICE_UNAVAILABLE"
+	// CodeClientClosed (and ReasonClientClosed) are logged and counted,
+	// never read: the answer to a request whose client went away (499, as
+	// nginx logs it). See ErrClientGone.
+	CodeClientClosed = "ERR499_CLIENT_CLOSED_REQUEST"
+	CodeUnavailable  = "ERR503_SERVICE_UNAVAILABLE"
 
 	ReasonKeyRequired      = "IDEMPOTENCY_KEY_REQUIRED"
 	ReasonKeyMalformed     = "IDEMPOTENCY_KEY_MALFORMED"
@@ -87,6 +99,7 @@ const (
 	ReasonInternal         = "INTERNAL_ERROR"
 	ReasonNotImplemented   = "NOT_IMPLEMENTED"
 	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
+	ReasonClientClosed     = "CLIENT_CLOSED_REQUEST"
 	problemContentType     = idemproblem.ContentType
 	defaultRetryAfterDelay = time.Second
 )
@@ -174,7 +187,7 @@ func ProblemFor(err error, profile Profile) *idemproblem.Problem {
 		p.Status, p.Title, p.Code = st, http.StatusText(st), statusCodes[st]
 	}
 	switch p.Reason {
-	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal:
+	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal, ReasonClientClosed:
 		p.Retryable = true
 	case ReasonBodyUnreadable:
 		p.Retryable = p.Status == http.StatusRequestTimeout
@@ -210,6 +223,11 @@ func problemOf(err error, mk func(status int, code, reason, detail string) *idem
 	var pe *PanicError
 	var uo *unknownOutcomeError
 	switch {
+	// First: their causes (a cancelled statement's, say) may match below.
+	case errors.Is(err, ErrClientGone):
+		return mk(499, CodeClientClosed, ReasonClientClosed, "the client closed the connection before the response")
+	case errors.Is(err, ErrHandlerTxFailed):
+		return mk(500, CodeInternal, ReasonInternal, "the response could not be stored: a statement of the service's transaction failed before it answered")
 	case errors.Is(err, ErrKeyRequired):
 		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
 	case errors.Is(err, ErrKeyMalformed):
@@ -292,10 +310,16 @@ func violationsDetail(vs []idemproblem.Violation) string {
 	return fmt.Sprintf("%d problems with the request, listed in errors", len(vs))
 }
 
-// databaseUnavailable reports whether err says PostgreSQL could not be
-// reached or went away: a failed connect, a broken or closed connection (a
-// pooled one that died with its server, say), or the server shutting down,
-// starting or in recovery (SQLSTATE class 08, 57P01..57P03).
+// databaseUnavailable reports whether err says PostgreSQL cannot take the
+// request's writes now, whatever statement it came from: it could not be
+// reached or went away (a failed connect, a broken or closed connection, a
+// pooled one that died with its server, say: SQLSTATE class 08), it is
+// shutting down, crashed or still starting (57P01 admin_shutdown, 57P02
+// crash_shutdown, 57P03 cannot_connect_now), or it takes no writes
+// (25006 read_only_sql_transaction: a hot standby, a primary being demoted
+// or not yet promoted in a failover, default_transaction_read_only set).
+// None of them says anything about the request: a retry of it, on the
+// primary a new connection finds, runs or replays as if nothing happened.
 func databaseUnavailable(err error) bool {
 	var ce *pgconn.ConnectError
 	var pg *pgconn.PgError
@@ -304,10 +328,24 @@ func databaseUnavailable(err error) bool {
 	case errors.As(err, &ce), errors.As(err, &oe), errors.Is(err, io.ErrUnexpectedEOF), errors.Is(err, pgconn.ErrConnClosed):
 		return true
 	case errors.As(err, &pg):
-		return strings.HasPrefix(pg.Code, "08") || pg.Code == "57P01" || pg.Code == "57P02" || pg.Code == "57P03"
+		return unavailableCode(pg.Code)
 	}
 	return false
 }
+
+// unavailableCode reports whether a PostgreSQL error code is one of
+// databaseUnavailable's.
+func unavailableCode(code string) bool {
+	switch code {
+	case "57P01", "57P02", "57P03", sqlstateReadOnly:
+		return true
+	}
+	return strings.HasPrefix(code, "08")
+}
+
+// sqlstateReadOnly is read_only_sql_transaction: a write on a server that
+// takes none now.
+const sqlstateReadOnly = "25006"
 
 // WriteProblem writes err as RFC 9457 application/problem+json, mapped by
 // ProblemFor with the default profile, for code that has no Engine (a

@@ -72,20 +72,36 @@ func parseKey(value string, format KeyFormat, sfString bool) (string, error) {
 		if !utf8.ValidString(v) {
 			return "", fmt.Errorf("%w: not UTF-8", ErrKeyMalformed)
 		}
-		n := 0
+		n, blank := 0, true
 		for _, r := range v {
 			n++
-			if !unicode.IsGraphic(r) {
+			switch {
+			case !unicode.IsGraphic(r):
 				return "", fmt.Errorf("%w: character %d (%U) is a control or format character", ErrKeyMalformed, n, r)
+			case invisible(r):
+				return "", fmt.Errorf("%w: character %d (%U) is default-ignorable: it shows as nothing", ErrKeyMalformed, n, r)
 			}
+			blank = blank && unicode.IsSpace(r)
 		}
 		if n > maxKeyChars {
 			return "", fmt.Errorf("%w: longer than 255 characters", ErrKeyMalformed)
+		}
+		if blank {
+			return "", fmt.Errorf("%w: only blank characters", ErrKeyMalformed)
 		}
 		return v, nil
 	default:
 		return "", fmt.Errorf("idem: unknown key format %q", format)
 	}
+}
+
+// invisible reports whether r is a Default_Ignorable_Code_Point that
+// unicode.IsGraphic lets through (the others are format characters, Cf,
+// which it refuses): a combining grapheme joiner, a variation selector, a
+// Hangul filler. Such a character shows as nothing, so two keys that look
+// the same would be two records.
+func invisible(r rune) bool {
+	return unicode.Is(unicode.Other_Default_Ignorable_Code_Point, r) || unicode.Is(unicode.Variation_Selector, r)
 }
 
 // parseSFString decodes an RFC 8941 sf-string: DQUOTE *chr DQUOTE, where chr

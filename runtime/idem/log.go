@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"log/slog"
 	"strconv"
 	"time"
@@ -70,6 +71,9 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	if internal {
 		level = slog.LevelError
 	}
+	// A hang-up is no server fault, but the handler's error says what it
+	// was doing (hints.go).
+	withErr := internal || errors.Is(o.Err, ErrClientGone)
 	l := e.logger()
 	logging := l.Enabled(ctx, level)
 	audit := e.cfg.Hooks.OnAudit != nil && (label == "replayed" || label == "conflict")
@@ -78,7 +82,7 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	}
 	if logging {
 		attrs := append(rq.attrs(label), slog.Int("status", o.Status), slog.Duration("duration", o.Duration))
-		if internal {
+		if withErr {
 			attrs = append(attrs, slog.Any("error", o.Err))
 		}
 		l.LogAttrs(ctx, level, "idem: request", attrs...)

@@ -226,6 +226,9 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 				return e.outcomeUnknown(bk, x, fmt.Errorf("idem: store outcome: %w", err))
 			}
 			rq.outcome.State = x.rec.keepFailed(bk, x)
+			if txAborted(err) && x.tx != nil {
+				return &txFailedError{op: rq.op.ID, status: resp.Status, cause: err}
+			}
 			return fmt.Errorf("idem: store outcome: %w", err)
 		}
 		rq.outcome = Outcome{Result: ResultExecuted, State: state, Status: resp.Status, Replayed: x.recovered}

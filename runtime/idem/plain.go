@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"errors"
 	"net/http"
 	"strings"
 	"sync"
@@ -36,16 +37,16 @@ func (e *Engine) Plain(w http.ResponseWriter, r *http.Request, operationID strin
 		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
 		rq.r = r.WithContext(ctx)
 	}
-	sw := &statusWriter{ResponseWriter: w}
+	sw := &statusWriter{ResponseWriter: w, rq: rq}
 	rq.w = sw
 	return sw, rq.r, func() {
 		status := sw.status
 		if status == 0 {
 			status = http.StatusOK // net/http's answer when the handler writes nothing
 		}
-		rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status}
+		rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status, Err: sw.err}
 		rq.bytes = sw.bytes // report copies it to the outcome
-		if status >= 500 {
+		if status >= 500 || errors.Is(sw.err, ErrClientGone) {
 			rq.outcome.Result = ResultFailed
 		}
 		ctx := rq.r.Context()
@@ -76,10 +77,14 @@ func (e *Engine) plainOperation(id string, r *http.Request) *Operation {
 	return op.(*Operation)
 }
 
-// statusWriter records the status and the body size a handler writes.
+// statusWriter records the status and the body size a handler writes, and
+// the error WriteError answered through it, which the request's log line
+// then carries (with the operation) instead of a line of its own.
 type statusWriter struct {
 	http.ResponseWriter
+	rq            *request
 	status, bytes int
+	err           error
 }
 
 func (w *statusWriter) WriteHeader(code int) {

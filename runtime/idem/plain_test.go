@@ -2,12 +2,15 @@ package idem_test
 
 import (
 	"bufio"
+	"context"
 	"encoding/json"
+	"errors"
 	"io"
 	"log/slog"
 	"net/http"
 	"net/http/httptest"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -114,5 +117,64 @@ func TestRequestLogAtInfo(t *testing.T) {
 		t.Error("a nil engine's Plain wraps the writer")
 	} else {
 		done()
+	}
+}
+
+// TestPlainErrorLoggedWithOperation: a GET through Engine.Plain whose
+// Server method fails is answered by WriteError with a 500; its cause is
+// on the request's one log line, beside the operation, not on a line of
+// its own that names no operation. With Hooks.OnError, the hook gets the
+// error with the operation too.
+func TestPlainErrorLoggedWithOperation(t *testing.T) {
+	for _, hooked := range []bool{false, true} {
+		t.Run(map[bool]string{false: "logged", true: "hooked"}[hooked], func(t *testing.T) {
+			var mu sync.Mutex
+			logs := &logBuffer{}
+			var hookOps []string
+			cfg := idem.Config{Logger: logs.logger()}
+			if hooked {
+				cfg.Hooks.OnError = func(_ context.Context, op *idem.Operation, err error) {
+					mu.Lock()
+					defer mu.Unlock()
+					if op == nil {
+						hookOps = append(hookOps, "<nil>: "+err.Error())
+						return
+					}
+					hookOps = append(hookOps, op.ID+": "+err.Error())
+				}
+			}
+			e := newEnv(t, testPolicy(idem.ModeAtomic), cfg)
+			mux := http.NewServeMux()
+			mux.HandleFunc("GET /things/{id}", func(w http.ResponseWriter, r *http.Request) {
+				w, r, done := e.eng.Plain(w, r, "getThing")
+				defer done()
+				e.eng.WriteError(w, r, idem.ProfileDefault, errors.New("load thing: the secret cause"))
+			})
+			srv := httptest.NewServer(mux)
+			defer srv.Close()
+			resp, err := http.Get(srv.URL + "/things/1")
+			if err != nil {
+				t.Fatal(err)
+			}
+			resp.Body.Close()
+			if resp.StatusCode != 500 {
+				t.Fatalf("GET: %d, want 500", resp.StatusCode)
+			}
+			mu.Lock()
+			defer mu.Unlock()
+			if others := logs.lines(t, "idem: request failed"); len(others) != 0 {
+				t.Errorf("a line of its own for the error: %v", others)
+			}
+			lines := logs.lines(t, "idem: request")
+			if len(lines) != 1 || lines[0]["operation"] != "getThing" || lines[0]["status"] != float64(500) {
+				t.Fatalf("log lines %v; want the request's one line, with the operation", lines)
+			}
+			if cause, _ := lines[0]["error"].(string); cause != "load thing: the secret cause" {
+				t.Errorf("the request's line carries error %q, want the cause", cause)
+			}
+			if hooked && (len(hookOps) != 1 || hookOps[0] != "getThing: load thing: the secret cause") {
+				t.Errorf("OnError saw %q; want the cause with the operation", hookOps)
+			}
+		})
 	}
 }

@@ -81,7 +81,7 @@ func (rq *request) claimed(attempts int32, fence int64) {
 // clean-up.
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
-		body, err := io.ReadAll(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxBodyBytes))
+		body, err := io.ReadAll(limitBody(rq.w, rq.r.ContentLength, rbody, e.cfg.MaxBodyBytes))
 		if err != nil {
 			return Prepared{}, nil, bodyReadError(err)
 		}
@@ -105,7 +105,7 @@ type StreamPrepareFunc func(body io.Reader) (Prepared, error)
 func (e *Engine) ServeStream(w http.ResponseWriter, r *http.Request, op *Operation, prepare StreamPrepareFunc) {
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
 		h := sha256.New()
-		body := io.TeeReader(http.MaxBytesReader(rq.w, rbody, e.cfg.MaxStreamedBodyBytes), h)
+		body := io.TeeReader(limitBody(rq.w, rq.r.ContentLength, rbody, e.cfg.MaxStreamedBodyBytes), h)
 		prep, err := prepare(body)
 		if err != nil {
 			return prep, nil, err
@@ -120,6 +120,36 @@ func (e *Engine) ServeStream(w http.ResponseWriter, r *http.Request, op *Operati
 		return prep, nil, nil
 	})
 }
+
+// LimitBody returns r's body bounded by limit, as http.MaxBytesReader
+// does, except that a body whose Content-Length already says it is larger
+// is refused before a byte of it is read: the first Read returns the
+// *http.MaxBytesError (413 through WriteError). A client that sent
+// Expect: 100-continue then gets 413 instead of 100 Continue (net/http
+// sends that on the first read of the body) and never sends the body, and
+// a client that announces a body it never sends is not waited for.
+// Serve and ServeStream bound bodies with it; generated handlers of
+// operations that are not idempotent too (idemimpl.ReadBody).
+func LimitBody(w http.ResponseWriter, r *http.Request, limit int64) io.ReadCloser {
+	body := r.Body
+	if body == nil {
+		body = http.NoBody
+	}
+	return limitBody(w, r.ContentLength, body, limit)
+}
+
+func limitBody(w http.ResponseWriter, contentLength int64, body io.ReadCloser, limit int64) io.ReadCloser {
+	if contentLength > limit {
+		return tooLarge{limit}
+	}
+	return http.MaxBytesReader(w, body, limit)
+}
+
+// tooLarge is the body of a request whose Content-Length is over the limit.
+type tooLarge struct{ limit int64 }
+
+func (t tooLarge) Read([]byte) (int, error) { return 0, &http.MaxBytesError{Limit: t.limit} }
+func (tooLarge) Close() error               { return nil }
 
 // bodyReadError classifies an error reading the request body: too large
 // (413) or unreadable (400).
@@ -165,7 +195,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 		rq.outcome.Status = status
 		rq.outcome.Err = err
 		if rq.outcome.Result == "" {
-			if p.Status >= 500 {
+			if p.Status >= 500 || errors.Is(err, ErrClientGone) {
 				rq.outcome.Result = ResultFailed
 			} else {
 				rq.outcome.Result = ResultRejected
@@ -343,6 +373,7 @@ func (e *Engine) serveWithoutKey(rq *request, h Handler) error {
 		return fmt.Errorf("idem: begin: %w", err)
 	}
 	resp, herr := callHandler(ctx, h, tx)
+	herr = hangUp(ctx, herr, false)
 	if outcomeOf(rq.op, resp, herr) != outcomeKept {
 		rollback(ctx, tx)
 		if herr != nil {

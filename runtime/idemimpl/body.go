@@ -84,12 +84,13 @@ func RawOrNull(b json.RawMessage) []byte {
 	return b
 }
 
-// ReadBody reads a request body bounded by limit; a larger body is a
-// *http.MaxBytesError, which Engine.WriteError answers with 413, and a
-// failed read wraps idem.ErrBodyUnreadable (408 or 400, without the
-// network error's text).
+// ReadBody reads a request body bounded by limit (idem.LimitBody); a
+// larger body is a *http.MaxBytesError, which Engine.WriteError answers
+// with 413 — before a byte of it is read when its Content-Length says so
+// — and a failed read wraps idem.ErrBodyUnreadable (408 or 400, without
+// the network error's text).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(http.MaxBytesReader(w, r.Body, limit))
+	b, err := io.ReadAll(idem.LimitBody(w, r, limit))
 	var mbe *http.MaxBytesError
 	if err != nil && !errors.As(err, &mbe) {
 		return b, fmt.Errorf("%w: %w", idem.ErrBodyUnreadable, err)

@@ -1,12 +1,16 @@
 package idemimpl_test
 
 import (
+	"bufio"
 	"encoding/json"
 	"errors"
+	"fmt"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -225,5 +229,39 @@ func TestUnmarshalExact(t *testing.T) {
 	}
 	if x, _ := n.Value(); x != json.Number(big) {
 		t.Errorf("Nullable[any]: %#v", x)
+	}
+}
+
+// TestReadBodyRefusesBeforeTheBody: ReadBody, what generated handlers of
+// operations that are not idempotent read bodies with, answers a request
+// whose Content-Length is over the limit with 413 before reading the body:
+// a client that sent Expect: 100-continue never gets 100 Continue, and one
+// that announces a body and sends none is not waited for.
+func TestReadBodyRefusesBeforeTheBody(t *testing.T) {
+	srv := httptest.NewServer(http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if _, err := idemimpl.ReadBody(w, r, 1<<10); err != nil {
+			var e *idem.Engine
+			e.WriteError(w, r, idem.ProfileDefault, err)
+			return
+		}
+		w.WriteHeader(http.StatusNoContent)
+	}))
+	defer srv.Close()
+	for _, expect := range []string{"Expect: 100-continue\r\n", ""} {
+		conn, err := net.Dial("tcp", srv.Listener.Addr().String())
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(time.Minute)) // fails a server that waits for the body, instead of hanging
+		fmt.Fprintf(conn, "POST /quote HTTP/1.1\r\nHost: x\r\n%sContent-Length: %d\r\n\r\n", expect, 100<<20)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("%q: no answer before the body: %v", expect, err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Errorf("%q: %d before the body, want 413", expect, resp.StatusCode)
+		}
 	}
 }

@@ -7,15 +7,12 @@ import (
 	"errors"
 	"fmt"
 	"io"
-	"mime"
 	"net/http"
 	"net/url"
 	"strconv"
 	"strings"
 	"unicode/utf8"
 
-	"github.com/idemgen/idemgen/internal/jsonkit"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
@@ -393,6 +390,12 @@ const (
 type Body struct {
 	Required bool
 	Media    []Media // in order of preference
+	// ContentEncoding: the operation declares a Content-Encoding header
+	// parameter, so a body in any content coding is taken as sent (as its
+	// media type says: bytes, usually), for the handler to decode. Without
+	// it, a body whose Content-Encoding is not identity is refused with 415
+	// (idem.ErrContentEncoding), never read as if it were not encoded.
+	ContentEncoding bool
 }
 
 // Body decodes the request body: it picks the declared media type the
@@ -407,6 +410,9 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		if b.Required {
 			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
 		}
+		return
+	}
+	if q.err = q.coding(b); q.err != nil {
 		return
 	}
 	m, media, err := pickMedia(b, ct)
@@ -486,73 +492,6 @@ func (q *Request) syntax(err error) {
 func (q *Request) setBody(v Value, media string) {
 	q.body = &v
 	q.media = media
-}
-
-// pickMedia matches a Content-Type against the declared media types:
-// exactly, then type/*, then */*. It returns the media type as the
-// canonical form records it (canonicalMedia).
-func pickMedia(b *Body, ct string) (*Media, string, error) {
-	if strings.TrimSpace(ct) == "" {
-		switch {
-		case len(b.Media) == 1:
-			return &b.Media[0], canonicalMedia(&b.Media[0], b.Media[0].Type, nil), nil
-		case b.Media[0].Decode == AsJSON:
-			return &b.Media[0], "application/json", nil
-		}
-		return nil, "", fmt.Errorf("%w: the request has no Content-Type; send one of %s", idem.ErrUnsupportedMediaType, declared(b))
-	}
-	essence, params, err := jsonkit.ParseMediaType(ct)
-	if err != nil {
-		return nil, "", fmt.Errorf("%w: Content-Type %q does not parse", idem.ErrUnsupportedMediaType, ct)
-	}
-	var best *Media
-	rank := 0
-	for i := range b.Media {
-		m := &b.Media[i]
-		if r := jsonkit.MatchRange(m.Type, essence); r > rank {
-			best, rank = m, r
-		}
-	}
-	if best == nil {
-		return nil, "", fmt.Errorf("%w: %s; send one of %s", idem.ErrUnsupportedMediaType, essence, declared(b))
-	}
-	if best.Decode != AsBytes && best.Decode != AsBinary {
-		if cs, ok := params["charset"]; ok && !strings.EqualFold(cs, "utf-8") {
-			return nil, "", fmt.Errorf("%w: %s with charset %s; only UTF-8 is accepted", idem.ErrUnsupportedMediaType, essence, cs)
-		}
-	}
-	return best, canonicalMedia(best, essence, params), nil
-}
-
-func declared(b *Body) string {
-	ts := make([]string, len(b.Media))
-	for i := range b.Media {
-		ts[i] = b.Media[i].Type
-	}
-	return strings.Join(ts, ", ")
-}
-
-// canonicalMedia is a media type as the canonical form records it: the
-// essence, and for bodies taken as bytes the parameters too (a charset
-// changes what text bytes mean). Decoded bodies are recorded by what they
-// decode to, so their parameters (a JSON charset, a multipart boundary)
-// are left out.
-func canonicalMedia(m *Media, essence string, params map[string]string) string {
-	if m.Decode != AsBytes && m.Decode != AsBinary || len(params) == 0 {
-		return essence
-	}
-	return mime.FormatMediaType(essence, lowerValues(params))
-}
-
-func lowerValues(params map[string]string) map[string]string {
-	out := make(map[string]string, len(params))
-	for k, v := range params {
-		if k == "charset" {
-			v = strings.ToLower(v)
-		}
-		out[k] = v
-	}
-	return out
 }
 
 // handlerView makes v what the typed request will hold: undeclared

@@ -99,6 +99,9 @@ func (q *Request) BodyStream(body io.Reader, b *Body, target any) {
 		}
 		return
 	}
+	if q.err = q.coding(b); q.err != nil {
+		return
+	}
 	ct := q.r.Header.Get("Content-Type")
 	m, media, err := pickMedia(b, ct)
 	if err != nil {

@@ -74,9 +74,13 @@ type Member struct {
 
 // Number is a JSON number in canonical form. An integral value that fits an
 // int64 is kept exactly (Int, and Text its decimal digits), whatever its
-// spelling (`2`, `2.0`, `0.2e1`); any other value is the nearest float64,
-// Text its RFC 8785 (ECMAScript) spelling. Numbers are never rounded
-// through a float64 when an int64 holds them: 9007199254740993 stays itself.
+// spelling (`2`, `2.0`, `0.2e1`). A larger integral value keeps every digit
+// in Text too (18446744073709551617; 1.2345678901234567890123e+22 past
+// 10^21, where ECMAScript switches to an exponent), with Float the nearest
+// float64. Any other value is the nearest float64, Text its RFC 8785
+// (ECMAScript) spelling. Integers are never rounded through a float64:
+// 9007199254740993 stays itself, and two integers an untyped value carries
+// are two requests however large.
 type Number struct {
 	Text  string
 	IsInt bool
@@ -147,7 +151,36 @@ func ParseNumber(lit string) (Number, error) {
 		// Overflow, or a non-zero value too small to tell from zero.
 		return Number{}, errNumberRange
 	}
+	if exp >= 0 {
+		return Number{Text: integerText(neg, digits, exp), Float: f}, nil
+	}
 	return Number{Text: string(jsontext.AppendFloat(nil, f, 64)), Float: f}, nil
+}
+
+// integerText spells an integer past int64, digits (no leading or
+// trailing zeros) times 10^exp, exactly: as ECMAScript (RFC 8785) does
+// below 10^21, in digits, and past it as d.ddde+N, but with every digit
+// sent rather than the nearest float64's, so that integers an untyped
+// value carries keep their identity in the canonical form and the
+// fingerprint (18446744073709551617 is not 18446744073709551616).
+func integerText(neg bool, digits string, exp int) string {
+	var b strings.Builder
+	if neg {
+		b.WriteByte('-')
+	}
+	if n := len(digits) + exp; n <= 21 {
+		b.WriteString(digits)
+		b.WriteString(strings.Repeat("0", exp))
+	} else {
+		b.WriteString(digits[:1])
+		if len(digits) > 1 {
+			b.WriteByte('.')
+			b.WriteString(digits[1:])
+		}
+		b.WriteString("e+")
+		b.WriteString(strconv.Itoa(n - 1))
+	}
+	return b.String()
 }
 
 func allDigits(s string) bool {

@@ -2,6 +2,7 @@ package idemtype
 
 import (
 	"cmp"
+	"database/sql/driver"
 	"fmt"
 	"time"
 )
@@ -9,7 +10,8 @@ import (
 // Date is a calendar date without a time of day or zone: OpenAPI's
 // `format: date`, RFC 3339's full-date (2006-01-02). Generated types use it
 // for such strings; it encodes as a JSON string and as text (parameters,
-// headers). The zero value is the zero date 0000-00-00, which IsZero reports.
+// headers), and as a PostgreSQL date through pgx or database/sql (Scan and
+// Value). The zero value is the zero date 0000-00-00, which IsZero reports.
 type Date struct {
 	Year  int
 	Month time.Month
@@ -70,4 +72,36 @@ func (d *Date) UnmarshalText(b []byte) error {
 	}
 	*d = v
 	return nil
+}
+
+// Scan reads a date column (database/sql.Scanner, which pgx uses too, in
+// the text and the binary format): a time.Time, whose date in its own
+// location it takes, or the text of a date, 2006-01-02. NULL is an error,
+// as for any value type: scan a nullable column into a *Date. PostgreSQL's
+// infinity and -infinity are no date, and an error too.
+func (d *Date) Scan(src any) error {
+	switch v := src.(type) {
+	case time.Time:
+		*d = DateOf(v)
+		return nil
+	case string:
+		return d.UnmarshalText([]byte(v))
+	case []byte:
+		return d.UnmarshalText(v)
+	case nil:
+		return fmt.Errorf("idemtype: cannot scan NULL into a Date (scan a nullable column into a *Date)")
+	}
+	return fmt.Errorf("idemtype: cannot scan %T (%v) into a Date", src, src)
+}
+
+// Value encodes d as a query argument (database/sql/driver.Valuer, which
+// pgx uses too): midnight UTC of d, which PostgreSQL stores as the date d
+// in a date column. A date that does not exist (the zero Date, a 30
+// February) is an error rather than another day.
+func (d Date) Value() (driver.Value, error) {
+	t := d.In(time.UTC)
+	if DateOf(t) != d {
+		return nil, fmt.Errorf("idemtype: %v is not a date", d)
+	}
+	return t, nil
 }

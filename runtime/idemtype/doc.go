@@ -1,7 +1,8 @@
 // Package idemtype holds the value types of idemgen-generated request and
 // response types, for the OpenAPI shapes Go has no type of its own for:
 //
-//   - Date: `format: date` (2006-01-02), as text and as a JSON string.
+//   - Date: `format: date` (2006-01-02), as text, as a JSON string and as
+//     a PostgreSQL date (database/sql Scan and Value, which pgx uses).
 //   - Nullable[T]: an optional member that may also be null, keeping absent,
 //     null and a value apart (a PATCH that clears a field is not one that
 //     leaves it alone).

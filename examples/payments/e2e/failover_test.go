@@ -9,7 +9,6 @@ import (
 	"math/rand/v2"
 	"net/http"
 	"net/http/httptest"
-	neturl "net/url"
 	"os"
 	"path/filepath"
 	goruntime "runtime"
@@ -36,12 +35,18 @@ import (
 // synchronous standby, HAProxy and PgBouncer in transaction mode in front)
 // and, under clients that retry every key until it succeeds (backing off
 // exponentially, with jitter, after attempts that got no answer), kills the
-// primary with SIGKILL, switches over, and kills the synchronous standby.
-// Two instances of the service share the cluster and the gateway: one
+// primary with SIGKILL, switches over, kills the synchronous standby, and
+// makes the primary read-only for a second (default_transaction_read_only,
+// what a node that restarted in place as a standby answers through
+// HAProxy).
+// Three instances of the service share the cluster and the gateway: one
 // connects through a multi-host connection string
-// (target_session_attrs=read-write), the other through PgBouncer (with
-// pgx's statement cache off: PgBouncer 1.18 keeps no prepared statements
-// across transactions). Neither is restarted.
+// (target_session_attrs=read-write), one through HAProxy's one address
+// without PgBouncer (and without target_session_attrs: for a moment around
+// a promotion, or while a node restarts in place, its connections reach a
+// server that takes no writes, SQLSTATE 25006), the third through
+// PgBouncer (with pgx's statement cache off: PgBouncer 1.18 keeps no
+// prepared statements across transactions). None is restarted.
 //
 // Afterwards, on the primary that is left: no key executed twice (a
 // lease-mode createPayment reached the gateway's charge once, unless an
@@ -49,7 +54,8 @@ import (
 // refund), no acknowledged 2xx lost (every 201 a client got has its record
 // and its business row), every key answered 201 with one resource, and no
 // answer outside the contract (201, 409 in progress or lease lost, 503
-// database unavailable or outcome unknown, or a client-side timeout). The
+// database unavailable or outcome unknown, or a client-side timeout: a 500
+// fails it). The
 // log reports, per fault and instance, the seconds from the fault to the
 // first 201 for a key first sent after it (an older key can be answered
 // from a commit that beat the fault, even from another request's outcome in
@@ -106,6 +112,7 @@ func TestFailover(t *testing.T) {
 	gw.Set(gateway.Switches{Latency: 60 * time.Millisecond})
 	services := []*haService{
 		{name: "multi-host", pool: direct},
+		{name: "haproxy", pool: haPool(t, ha.ProxyURL)},
 		{name: "pgbouncer", pool: haPool(t, ha.BouncerURL+"&default_query_exec_mode=cache_describe", harness.BouncerConfig)},
 	}
 	for _, s := range services {
@@ -149,6 +156,15 @@ func TestFailover(t *testing.T) {
 		}
 	}
 	rejoin := func(ctx context.Context) error { return ha.Rejoin(ctx, killed) }
+	// The primary takes no writes for haReadOnlyFor: every write fails
+	// with SQLSTATE 25006, new connections of the multi-host DSN find no
+	// host that takes writes.
+	var readOnlyDone <-chan error
+	readOnly := func(ctx context.Context) (time.Time, error) {
+		at, done, err := ha.ReadOnly(ctx, haReadOnlyFor)
+		readOnlyDone = done
+		return at, err
+	}
 	phases := []haPhase{
 		{name: "kill -9 of the primary", fault: kill("leader"), after: rejoin},
 		{name: "switchover", fault: func(ctx context.Context) (time.Time, error) {
@@ -157,6 +173,12 @@ func TestFailover(t *testing.T) {
 			return at, err
 		}},
 		{name: "loss of the synchronous standby", fault: kill("sync"), after: rejoin},
+		{name: "read-only primary", fault: readOnly, after: func(context.Context) error {
+			if readOnlyDone == nil {
+				return nil // the fault failed, which the phase reported
+			}
+			return <-readOnlyDone
+		}},
 	}
 	var report []haResult
 	for _, ph := range phases {
@@ -279,29 +301,16 @@ type haLoad struct {
 	logDir string
 }
 
-// bouncerAdminURL is DEBUG_BOUNCER_ADMIN, else the admin console (database
-// pgbouncer) of the PgBouncer at url.
-func bouncerAdminURL(url string) string {
-	if u := os.Getenv("DEBUG_BOUNCER_ADMIN"); u != "" {
-		return u
-	}
-	u, err := neturl.Parse(url)
-	if err != nil {
-		return ""
-	}
-	u.Path = "/pgbouncer"
-	return u.String()
-}
-
 const (
-	haLoadFor    = 3 * time.Second         // new keys are started this long
-	haLoadAfter  = 2 * time.Second         // and at least this long after the fault struck
-	haFaultAt    = time.Second             // after the load starts
-	haEvery      = 40 * time.Millisecond   // a new key per operation and instance
-	haAttemptTO  = 3 * time.Second         // one attempt's HTTP timeout
-	haKeyTO      = 100 * time.Second       // a key's clients give up after this
-	haMaxWait    = 1000 * time.Millisecond // longest Retry-After honoured
-	haMaxBackoff = 3 * time.Second         // longest wait after an unanswered attempt
+	haLoadFor     = 3 * time.Second         // new keys are started this long
+	haLoadAfter   = 2 * time.Second         // and at least this long after the fault struck
+	haFaultAt     = time.Second             // after the load starts
+	haEvery       = 40 * time.Millisecond   // a new key per operation and instance
+	haAttemptTO   = 3 * time.Second         // one attempt's HTTP timeout
+	haKeyTO       = 100 * time.Second       // a key's clients give up after this
+	haMaxWait     = 1000 * time.Millisecond // longest Retry-After honoured
+	haMaxBackoff  = 3 * time.Second         // longest wait after an unanswered attempt
+	haReadOnlyFor = time.Second             // the read-only primary phase's fault lasts this long
 )
 
 // run starts keys on every instance for haLoadFor, and for haLoadAfter past
@@ -475,28 +484,6 @@ func (l *haLoad) run(ctx context.Context, ph haPhase) []haResult {
 	return out
 }
 
-// dumpLeader logs what the primary's client backends are doing and waiting
-// for, the lock waits, and the synchronous standby it waits for.
-func (l *haLoad) dumpLeader(ctx context.Context) {
-	ctx, cancel := context.WithTimeout(ctx, 10*time.Second)
-	defer cancel()
-	for _, q := range []string{
-		`SELECT current_setting('synchronous_standby_names'), (SELECT string_agg(application_name||':'||sync_state, ',') FROM pg_stat_replication)`,
-		`SELECT state, coalesce(wait_event_type||':'||wait_event, ''), count(*), round(max(extract(epoch FROM now()-xact_start))::numeric, 1),
-			min(left(regexp_replace(query, '\s+', ' ', 'g'), 60))
-			FROM pg_stat_activity WHERE backend_type = 'client backend' AND pid <> pg_backend_pid() GROUP BY 1, 2 ORDER BY 3 DESC`,
-		`SELECT pid, locktype, mode, relation::regclass::text, pg_blocking_pids(pid)::text FROM pg_locks WHERE NOT granted`,
-	} {
-		rows, err := l.services[0].pool.Query(ctx, q)
-		if err != nil {
-			l.t.Logf("leader: %v", err)
-			continue
-		}
-		vals, err := pgx.CollectRows(rows, func(r pgx.CollectableRow) ([]any, error) { return r.Values() })
-		l.t.Logf("leader: %d rows: %v %v", len(vals), vals, err)
-	}
-}
-
 // classify names an answer and says how long to wait before the next
 // attempt; an answer outside the contract is noted.
 func (l *haLoad) classify(ex *harness.Exchange, err error) (string, time.Duration) {
@@ -619,14 +606,4 @@ func (l *haLoad) check(ctx context.Context, db *pgxpool.Pool, gw *gateway.Simula
 			t.Errorf("%d× an answer outside the contract:\n%s", n, u)
 		}
 	}
-}
-
-// tailFile returns the last n lines of the file at path, or why it cannot.
-func tailFile(path string, n int) string {
-	b, err := os.ReadFile(path)
-	if err != nil {
-		return err.Error()
-	}
-	lines := strings.Split(strings.TrimRight(string(b), "\n"), "\n")
-	return strings.Join(lines[max(0, len(lines)-n):], "\n")
 }

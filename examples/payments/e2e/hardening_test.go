@@ -90,8 +90,9 @@ func TestNoInternalsInResponses(t *testing.T) {
 }
 
 // TestSlowClientsAreCutOff: a client that trickles its body is disconnected
-// once the read timeout passes, a header block over the limit gets 431, a
-// body over the limit 413, and the service keeps serving others meanwhile.
+// once the read timeout passes, a body announced over the limit gets 413
+// before it is sent, a header block over the limit gets 431, a body over
+// the limit 413, and the service keeps serving others meanwhile.
 func TestSlowClientsAreCutOff(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
@@ -104,7 +105,9 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 			t.Fatal(err)
 		}
 		defer conn.Close()
-		fmt.Fprintf(conn, "POST /payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n{", harness.NewKey(), 1<<20)
+		// A Content-Length within the body limit: one over it is refused
+		// before the body is read (see "announced over the limit").
+		fmt.Fprintf(conn, "POST /payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nContent-Length: %d\r\n\r\n{", harness.NewKey(), 32<<10)
 		// Trickle a byte a second until the server hangs up (or 30 s pass,
 		// which fails the test).
 		closed := make(chan string, 1)
@@ -135,6 +138,26 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 		}
 		// Meanwhile and afterwards the service serves.
 		wantStatus(t, mustDo(t, c, "POST", "/payments", harness.NewKey(), newPayment(100)), 201)
+	})
+
+	t.Run("announced over the limit", func(t *testing.T) {
+		// A body announced over HTTP_MAX_BODY_BYTES is 413 before it is
+		// sent: with Expect: 100-continue the client is not told to send it.
+		conn, err := net.Dial("tcp", svc.addr)
+		if err != nil {
+			t.Fatal(err)
+		}
+		defer conn.Close()
+		_ = conn.SetDeadline(time.Now().Add(30 * time.Second))
+		fmt.Fprintf(conn, "POST /payments HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nIdempotency-Key: %s\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", harness.NewKey(), 1<<20)
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			t.Fatalf("no answer before the body: %v", err)
+		}
+		resp.Body.Close()
+		if resp.StatusCode != 413 {
+			t.Fatalf("1 MiB announced with Expect: 100-continue: %d before the body, want 413", resp.StatusCode)
+		}
 	})
 
 	t.Run("headers over the limit", func(t *testing.T) {

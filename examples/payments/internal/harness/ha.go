@@ -10,6 +10,9 @@ import (
 	"path/filepath"
 	"runtime"
 	"strings"
+	"time"
+
+	"github.com/jackc/pgx/v5"
 )
 
 // HA is a Patroni cluster on loopback started by the repository's
@@ -57,7 +60,7 @@ func StartHA(ctx context.Context, dir string) (*HA, error) {
 			}
 		}
 	}
-	if h.URL == "" || h.BouncerURL == "" {
+	if h.URL == "" || h.ProxyURL == "" || h.BouncerURL == "" {
 		_ = h.Stop(context.Background())
 		return nil, fmt.Errorf("ha.sh start printed no connection strings: %q", out)
 	}
@@ -70,7 +73,7 @@ func StartHA(ctx context.Context, dir string) (*HA, error) {
 func HAFromEnv() *HA {
 	h := &HA{Dir: os.Getenv("HA_DIR"), URL: os.Getenv("HA_DATABASE_URL"), ProxyURL: os.Getenv("HA_PROXY_URL"),
 		BouncerURL: os.Getenv("HA_BOUNCER_URL"), script: haScript(), borrowed: true}
-	if h.Dir == "" || h.URL == "" || h.BouncerURL == "" {
+	if h.Dir == "" || h.URL == "" || h.ProxyURL == "" || h.BouncerURL == "" {
 		return nil
 	}
 	return h
@@ -120,3 +123,38 @@ func (h *HA) Sync(ctx context.Context) (string, error) { return h.run(ctx, "sync
 
 // Status is one line per node: name, role, state, lag.
 func (h *HA) Status(ctx context.Context) (string, error) { return h.run(ctx, "status", h.Dir) }
+
+// ReadOnly makes the leader take no writes for d
+// (default_transaction_read_only, through ALTER SYSTEM and a reload): what
+// a node restarted in place as a standby, or the old primary before it
+// steps down, answers for a moment, made deterministic. Every write then
+// fails with SQLSTATE 25006, and a connection that asks for a read-write
+// server finds none. It returns when the leader turned read-only; done
+// reports turning it back, d later.
+func (h *HA) ReadOnly(ctx context.Context, d time.Duration) (struck time.Time, done <-chan error, err error) {
+	conn, err := pgx.Connect(ctx, h.URL) // the leader, while it still takes writes
+	if err != nil {
+		return time.Now(), nil, err
+	}
+	set := func(ctx context.Context, v string) error {
+		if _, err := conn.Exec(ctx, "ALTER SYSTEM SET default_transaction_read_only = "+v); err != nil {
+			return err
+		}
+		_, err := conn.Exec(ctx, "SELECT pg_reload_conf()")
+		return err
+	}
+	if err := set(ctx, "on"); err != nil {
+		conn.Close(ctx)
+		return time.Now(), nil, err
+	}
+	struck = time.Now()
+	ch := make(chan error, 1)
+	go func() {
+		time.Sleep(d)
+		ctx := context.WithoutCancel(ctx)
+		err := set(ctx, "off")
+		conn.Close(ctx)
+		ch <- err
+	}()
+	return struck, ch, nil
+}

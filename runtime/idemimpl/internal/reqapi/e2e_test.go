@@ -1,16 +1,21 @@
 package reqapi_test
 
 import (
+	"bufio"
 	"bytes"
+	"compress/gzip"
 	"context"
 	"encoding/json"
 	"errors"
+	"fmt"
 	"io"
 	"mime/multipart"
+	"net"
 	"net/http"
 	"net/http/httptest"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/google/uuid"
 	"github.com/jackc/pgx/v5"
@@ -58,6 +63,26 @@ func (service) CreateUpload(ctx context.Context, tx pgx.Tx, req reqapi.CreateUpl
 		return nil, err
 	}
 	return reqapi.CreateUpload201Response{Body: echo}, nil
+}
+
+// CreateDocument decodes the text in the content coding the request names
+// and answers with it.
+func (service) CreateDocument(ctx context.Context, tx pgx.Tx, req reqapi.CreateDocumentRequest) (reqapi.CreateDocumentResponse, error) {
+	text := req.Body
+	coding := reqapi.CreateDocumentContentEncodingIdentity
+	if req.ContentEncoding != nil {
+		coding = *req.ContentEncoding
+	}
+	if coding == reqapi.CreateDocumentContentEncodingGzip {
+		zr, err := gzip.NewReader(bytes.NewReader(req.Body))
+		if err != nil {
+			return nil, err
+		}
+		if text, err = io.ReadAll(zr); err != nil {
+			return nil, err
+		}
+	}
+	return reqapi.CreateDocument201Response{Body: reqapi.Echo{"text": string(text), "coding": string(coding)}}, nil
 }
 
 // ListOrders answers with the filter it received.
@@ -279,7 +304,15 @@ func TestUntypedIntegersPast2to53(t *testing.T) {
 	// Another spelling of the same integer is the same request.
 	wantCreated(t, s.order(t, "spelt with an exponent", "/accounts/acme/orders", k, "application/json", body("9.007199254740993e15")), true,
 		`"n":9007199254740993`)
-	s.noneLeft(t, 1, 1)
+	// Past int64 too (issue 35 item 8): two integers that round to one
+	// float64 are two requests, and the handler gets every digit.
+	big := key()
+	wantCreated(t, s.order(t, "2^64+1", "/accounts/acme/orders", big, "application/json", body("18446744073709551617")), false,
+		`"n":18446744073709551617`, `"extra":18446744073709551617`)
+	wantConflict(t, s.order(t, "2^64", "/accounts/acme/orders", big, "application/json", body("18446744073709551616")))
+	wantCreated(t, s.order(t, "2^64+1 with an exponent", "/accounts/acme/orders", big, "application/json", body("1.8446744073709551617e19")), true,
+		`"n":18446744073709551617`)
+	s.noneLeft(t, 2, 2)
 }
 
 // TestHeaderAndCookieParameters is issue 11 case 3: every declared header
@@ -451,4 +484,79 @@ func TestHandlerSeesTheEngineKey(t *testing.T) {
 	k2 := key()
 	wantCreated(t, s.order(t, "an upload, upper-case key", "/accounts/acme/uploads", strings.ToUpper(k2), w.FormDataContentType(), b.String()),
 		false, `"IdempotencyKey":"`+k2+`"`)
+}
+
+// TestContentEncoding is issue 35 item 8: a request body in a content
+// coding (gzip, br) is refused with 415 and Accept-Encoding: identity,
+// whatever its media type or however it is read (JSON, merge patch,
+// multipart), never decoded as if it were not encoded, and it leaves no
+// record; identity is no coding. An operation that declares a
+// Content-Encoding header parameter takes the body as sent, and the coding
+// is part of its fingerprint.
+func TestContentEncoding(t *testing.T) {
+	s := newStack(t)
+	gz := func(text string) string {
+		var b bytes.Buffer
+		zw := gzip.NewWriter(&b)
+		_, _ = zw.Write([]byte(text))
+		_ = zw.Close()
+		return b.String()
+	}
+	var mp bytes.Buffer
+	mw := multipart.NewWriter(&mp)
+	_ = mw.WriteField("details", `{"kind":"memo"}`)
+	fw, _ := mw.CreateFormFile("file", "a.txt")
+	_, _ = fw.Write([]byte("hello"))
+	_ = mw.Close()
+	for _, c := range []struct{ name, method, path, ct, body, coding string }{
+		{"gzip JSON", "POST", "/accounts/acme/orders", "application/json", gz(order), "gzip"},
+		{"br on a plain body", "POST", "/accounts/acme/orders", "application/json", order, "br"},
+		{"gzip after identity", "POST", "/accounts/acme/orders", "application/json", order, "identity, gzip"},
+		{"gzip form", "POST", "/accounts/acme/orders", "application/x-www-form-urlencoded", gz("quantity=1&amount=5&currency=EUR"), "GZIP"},
+		{"gzip merge patch", "PATCH", "/notes/1", "application/merge-patch+json", gz(`{"title":"x"}`), "gzip"},
+		{"gzip multipart", "POST", "/accounts/acme/uploads", mw.FormDataContentType(), gz(mp.String()), "gzip"},
+	} {
+		r := s.send(t, c.method, c.path, key(), c.ct, c.body, "Content-Encoding", c.coding)
+		if r.status != 415 || r.header.Get("Accept-Encoding") != "identity" {
+			t.Errorf("%s: %d Accept-Encoding %q %s; want 415 with Accept-Encoding: identity", c.name, r.status, r.header.Get("Accept-Encoding"), r.body)
+			continue
+		}
+		if reason, _ := r.problem(t); reason != idem.ReasonMediaType || !bytes.Contains(r.body, []byte("Content-Encoding")) {
+			t.Errorf("%s: %s; want %s naming Content-Encoding", c.name, r.body, idem.ReasonMediaType)
+		}
+	}
+	s.noneLeft(t, 0, 0)
+	wantCreated(t, s.order(t, "identity", "/accounts/acme/orders", key(), "application/json", order, "Content-Encoding", "identity"), false)
+
+	doc := key()
+	wantCreated(t, s.order(t, "gzip document", "/accounts/acme/documents", doc, "text/plain", gz("hello"), "Content-Encoding", "gzip"), false,
+		`"coding":"gzip"`, `"text":"hello"`)
+	wantCreated(t, s.order(t, "gzip document again", "/accounts/acme/documents", doc, "text/plain", gz("hello"), "Content-Encoding", "gzip"), true)
+	wantConflict(t, s.order(t, "the same text in identity", "/accounts/acme/documents", doc, "text/plain", "hello"))
+	s.noneLeft(t, 2, 1)
+}
+
+// TestUploadOverTheLimitBeforeItIsSent: an upload (read as a stream,
+// idem.Engine.ServeStream) whose Content-Length is over
+// idem.Config.MaxStreamedBodyBytes is 413 before its body is read: a
+// client that sent Expect: 100-continue is not told to send it.
+func TestUploadOverTheLimitBeforeItIsSent(t *testing.T) {
+	s := newStack(t)
+	conn, err := net.Dial("tcp", strings.TrimPrefix(s.url, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	_ = conn.SetDeadline(time.Now().Add(time.Minute)) // fails a server that waits for the body, instead of hanging
+	fmt.Fprintf(conn, "POST /accounts/acme/uploads HTTP/1.1\r\nHost: x\r\nIdempotency-Key: %s\r\n"+
+		"Content-Type: multipart/form-data; boundary=b\r\nExpect: 100-continue\r\nContent-Length: %d\r\n\r\n", key(), idem.DefaultMaxStreamedBodyBytes+1)
+	resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+	if err != nil {
+		t.Fatalf("no answer before the body: %v", err)
+	}
+	resp.Body.Close()
+	if resp.StatusCode != 413 {
+		t.Fatalf("%d before the body, want 413", resp.StatusCode)
+	}
+	s.noneLeft(t, 0, 0)
 }

@@ -22,6 +22,8 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 // idempotency record; every write they make must use it. Their
 // //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
+	// CreateDocument serves createDocument (POST /accounts/{account}/documents)
+	CreateDocument(ctx context.Context, tx pgx.Tx, req CreateDocumentRequest) (CreateDocumentResponse, error)
 	// CreateOrder serves createOrder (POST /accounts/{account}/orders)
 	//idemgen:tx mode=atomic operation=createOrder
 	CreateOrder(ctx context.Context, tx pgx.Tx, req CreateOrderRequest) (CreateOrderResponse, error)
@@ -41,6 +43,11 @@ type Server interface {
 type Unimplemented struct{}
 
 var _ Server = Unimplemented{}
+
+// CreateDocument answers 501 for createDocument (POST /accounts/{account}/documents).
+func (Unimplemented) CreateDocument(context.Context, pgx.Tx, CreateDocumentRequest) (CreateDocumentResponse, error) {
+	return nil, idem.ErrNotImplemented
+}
 
 // CreateOrder answers 501 for createOrder (POST /accounts/{account}/orders).
 func (Unimplemented) CreateOrder(context.Context, pgx.Tx, CreateOrderRequest) (CreateOrderResponse, error) {
@@ -64,7 +71,20 @@ func (Unimplemented) ListOrders(context.Context, ListOrdersRequest) (ListOrdersR
 
 // IdempotentOperations lists the operations served through the idempotency
 // engine, with their resolved x-idempotent policies.
-var IdempotentOperations = []*idem.Operation{&opCreateOrder, &opCreateUpload, &opUpdateNote}
+var IdempotentOperations = []*idem.Operation{&opCreateDocument, &opCreateOrder, &opCreateUpload, &opUpdateNote}
+
+var opCreateDocument = idem.Operation{
+	ID: "createDocument", Method: "POST", Pattern: "/accounts/{account}/documents",
+	PathParams: []string{"account"},
+	Policy: idem.Policy{
+		Header: "Idempotency-Key", Required: true, KeyFormat: idem.KeyFormatUUID,
+		TTL: 24 * time.Hour, Mode: idem.ModeAtomic, Lease: 30 * time.Second,
+		InFlight: idem.InFlightReject, Wait: 5 * time.Second,
+		ReplayStatuses: nil, FingerprintExclude: nil,
+		SchemaVersion: "712a9b5d8af5", OnSchemaChange: idem.SchemaChangeReplay,
+		OnExpired: idem.ExpiredExecute, Profile: idem.ProfileDefault,
+	},
+}
 
 var opCreateOrder = idem.Operation{
 	ID: "createOrder", Method: "POST", Pattern: "/accounts/{account}/orders",
@@ -254,10 +274,49 @@ var routeTable = [...]struct {
 	id, method, path string
 	serve            func(*handler, http.ResponseWriter, *http.Request)
 }{
+	{"createDocument", "POST", "/accounts/{account}/documents", (*handler).handleCreateDocument},
 	{"createOrder", "POST", "/accounts/{account}/orders", (*handler).handleCreateOrder},
 	{"createUpload", "POST", "/accounts/{account}/uploads", (*handler).handleCreateUpload},
 	{"updateNote", "PATCH", "/notes/{id}", (*handler).handleUpdateNote},
 	{"listOrders", "GET", "/orders", (*handler).handleListOrders},
+}
+
+// handleCreateDocument serves createDocument (POST /accounts/{account}/documents) through the idempotency engine.
+func (h *handler) handleCreateDocument(w http.ResponseWriter, r *http.Request) {
+	h.engine.Serve(w, r, &opCreateDocument, func(body []byte) (idem.Prepared, error) {
+		req, q, err := decodeCreateDocumentRequest(r, body)
+		if err != nil {
+			return idem.Prepared{}, err
+		}
+		return idem.Prepared{Canonical: q.Canonical(opCreateDocument.Policy.FingerprintExclude), Handler: func(ctx context.Context, tx pgx.Tx) (*idem.Response, error) {
+			resp, err := h.srv.CreateDocument(ctx, tx, req)
+			if err != nil {
+				return nil, h.fail(r, err)
+			}
+			return encodeCreateDocumentResponse(resp)
+		}}, nil
+	})
+}
+
+// paramsCreateDocument describes the parameters of createDocument.
+var paramsCreateDocument = [...]idemimpl.Param{
+	{In: "path", Name: "account", Key: "account", Schema: 9, Style: idemimpl.StyleSimple, Required: true, Fingerprint: true},
+	{In: "header", Name: "Content-Encoding", Key: "Content-Encoding", Schema: 38, Style: idemimpl.StyleSimple, Fingerprint: true},
+}
+
+// bodyCreateDocument describes the request body of createDocument.
+var bodyCreateDocument = idemimpl.Body{Required: true, ContentEncoding: true, Media: []idemimpl.Media{
+	{Type: "text/plain", Decode: idemimpl.AsBytes},
+}}
+
+// decodeCreateDocumentRequest decodes and validates the request of createDocument; q holds its
+// canonical form, which the idempotency fingerprint covers.
+func decodeCreateDocumentRequest(r *http.Request, body []byte) (req CreateDocumentRequest, q *idemimpl.Request, err error) {
+	q = idemimpl.NewRequest(r, &requestSchemas)
+	q.Param(&paramsCreateDocument[0], &req.Account)
+	q.Param(&paramsCreateDocument[1], &req.ContentEncoding)
+	q.Body(body, &bodyCreateDocument, &req.Body)
+	return req, q, q.Err()
 }
 
 // handleCreateOrder serves createOrder (POST /accounts/{account}/orders) through the idempotency engine.
@@ -468,4 +527,5 @@ var requestSchemas = idemimpl.Schemas{List: []idemimpl.Schema{
 	{Has: idemimpl.HasMaxLength, Types: idemimpl.TypeString, MaxLength: 20},                                                                    // 35: #/components/schemas/Order/properties/note
 	{Has: idemimpl.HasMinimum | idemimpl.HasMultipleOf, Types: idemimpl.TypeNumber, Minimum: "0", ExclusiveMinimum: true, MultipleOf: "0.01"},  // 36: #/components/schemas/Order/properties/price
 	{Has: idemimpl.HasMinimum | idemimpl.HasMaximum, Types: idemimpl.TypeInteger, Format: idemimpl.FormatInt32, Minimum: "1", Maximum: "1000"}, // 37: #/components/schemas/Order/properties/quantity
+	{Types: idemimpl.TypeString, Enum: []string{"\"identity\"", "\"gzip\""}},                                                                   // 38: #/paths/~1accounts~1{account}~1documents/post/parameters/header/Content-Encoding/schema
 }}

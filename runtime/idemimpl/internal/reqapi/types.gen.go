@@ -9,6 +9,23 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemtype"
 )
 
+// CreateDocumentContentEncoding is generated from #/paths/~1accounts~1{account}~1documents/post/parameters/header/Content-Encoding/schema.
+type CreateDocumentContentEncoding string
+
+// CreateDocumentContentEncoding values.
+const (
+	CreateDocumentContentEncodingIdentity CreateDocumentContentEncoding = "identity"
+	CreateDocumentContentEncodingGzip     CreateDocumentContentEncoding = "gzip"
+)
+
+// Valid reports whether v is one of the declared CreateDocumentContentEncoding values; UnmarshalJSON refuses the others.
+func (v CreateDocumentContentEncoding) Valid() bool {
+	return idemimpl.OneOf(v, CreateDocumentContentEncodingIdentity, CreateDocumentContentEncodingGzip)
+}
+func (v *CreateDocumentContentEncoding) UnmarshalJSON(b []byte) error {
+	return idemimpl.UnmarshalEnum(b, v)
+}
+
 // CreateOrderWindow is generated from #/paths/~1accounts~1{account}~1orders/post/parameters/query/window/schema.
 type CreateOrderWindow struct {
 	From *int64 `json:"from,omitzero"`
@@ -133,6 +150,37 @@ type UploadMultipart struct {
 func (v *UploadMultipart) UnmarshalJSON(b []byte) error {
 	type plain UploadMultipart
 	return idemimpl.UnmarshalRequired(b, (*plain)(v), "details", "file")
+}
+
+// CreateDocumentRequest is the decoded request of operation createDocument (POST /accounts/{account}/documents).
+type CreateDocumentRequest struct {
+	Account         string                         // path parameter "account"
+	ContentEncoding *CreateDocumentContentEncoding // header parameter "Content-Encoding"
+	Body            []byte                         // text/plain
+}
+
+// CreateDocumentResponse is one of the responses of operation createDocument (POST /accounts/{account}/documents):
+//   - CreateDocument201Response
+type CreateDocumentResponse interface {
+	isCreateDocumentResponse()
+}
+
+// CreateDocument201Response is the 201 response of operation createDocument (POST /accounts/{account}/documents): The document's text, as the handler decoded it.
+type CreateDocument201Response struct {
+	Body Echo
+}
+
+func (CreateDocument201Response) isCreateDocumentResponse() {}
+
+// encodeCreateDocumentResponse encodes a response of createDocument.
+func encodeCreateDocumentResponse(resp CreateDocumentResponse) (*idem.Response, error) {
+	switch r := resp.(type) {
+	case CreateDocument201Response:
+		return idemimpl.JSONResponse(201, "application/json", r.Body)
+	case nil:
+		return nil, idemimpl.ErrNilResponse
+	}
+	return nil, idemimpl.UndeclaredResponse(resp)
 }
 
 // CreateOrderRequest is the decoded request of operation createOrder (POST /accounts/{account}/orders).
