@@ -98,10 +98,14 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	for _, ty := range types {
 		e.Types = append(e.Types, "Type"+goName(ty))
 	}
-	if nullable && len(types) > 0 {
+	switch {
+	case nullable && len(types) > 0, len(types) == 0 && s.Type.IncludesNull():
+		// `type: "null"` alone allows null and nothing else; `nullable:
+		// true` without a type (OpenAPI 3.0) adds null to any value.
 		e.Types = append(e.Types, "TypeNull")
+	default:
+		e.Nullable = nullable && len(types) == 0
 	}
-	e.Nullable = nullable && len(types) == 0
 	e.Format = formatConst(s.Format, types)
 	var enum []string
 	for _, v := range s.Enum {
