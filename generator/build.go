@@ -28,9 +28,12 @@ type builder struct {
 	opState    map[*Operation]*opBuild
 	routes     []*RouteGroup    // checkRoutes
 	byRef      map[string]*Type // types of schemas outside components, by $ref
-	unions     map[string]*Type // unions of named or scalar members, by members
-	defaults   []*Field         // fields whose Default.Type is set once types are shared
-	warns      []Warning
+	// copies are the OpenAPI 3.1 $refs with sibling keywords, by their
+	// values (refsiblings.go); nil for a value that is no copy.
+	copies   map[*openapi3.Schema]*refCopy
+	unions   map[string]*Type // unions of named or scalar members, by members
+	defaults []*Field         // fields whose Default.Type is set once types are shared
+	warns    []Warning
 	// responseUses counts the operations answering with each response
 	// component (responseKey); sharedResponses are the types of those
 	// several answer with, by key, sharedList in the order declared.
@@ -70,7 +73,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():

@@ -489,9 +489,13 @@ func (n *namer) resolve() {
 				*l.id.dst = cand
 				break
 			}
+			both := fmt.Sprintf("for both %s and %s; the latter", l.winner, l.id.describe())
+			if l.winner == l.id.describe() {
+				both = fmt.Sprintf("twice for %s; the second", l.winner) // one location, never named twice
+			}
 			n.warns = append(n.warns, Warning{Where: n.file, Message: fmt.Sprintf(
-				"Go identifier %s (%s) is generated for both %s and %s; the latter is named %s (set rename %q in the config to choose another name)",
-				l.name, sc.what, l.winner, l.id.describe(), *l.id.dst, l.id.loc)})
+				"Go identifier %s (%s) is generated %s is named %s (set rename %q in the config to choose another name)",
+				l.name, sc.what, both, *l.id.dst, l.id.loc)})
 		}
 	}
 }

@@ -51,7 +51,12 @@ func (t *reqTable) index(sr *openapi3.SchemaRef, loc string, noValidate bool) in
 	if sr == nil || sr.Value == nil {
 		return 0
 	}
-	if sr.Ref != "" {
+	switch c := t.b.refCopy(sr); {
+	case c != nil && c.docOnly:
+		sr, loc = c.target, sr.Ref // validated as the schema it refers to
+	case c != nil:
+		// The referenced schema and its siblings, where the $ref stands.
+	case sr.Ref != "":
 		loc = sr.Ref
 	}
 	if t.skip[loc] {

@@ -26,7 +26,13 @@ func (b *builder) schemaType(sr *openapi3.SchemaRef, hint nameHint, loc string) 
 	if sr == nil || sr.Value == nil {
 		return GoType{Kind: GoAny}, false
 	}
+	var copyNullable bool
+	if c := b.refCopy(sr); c != nil {
+		_, copyNullable = typesOf(sr.Value)
+		sr = c.typed
+	}
 	eff, effLoc, nullable, orEmpty := unwrap(sr, loc)
+	nullable = nullable || copyNullable
 	if eff == nil || eff.Value == nil {
 		return GoType{Kind: GoAny}, nullable
 	}

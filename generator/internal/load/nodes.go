@@ -114,7 +114,7 @@ func NullConsts(data []byte, doc *openapi3.T) {
 	}
 	Walk(root, "", func(ptr string, n *yaml.Node) bool {
 		if c := Member(n, "const"); c != nil && c.Kind == yaml.ScalarNode && c.Tag == "!!null" && Member(n, "enum") == nil {
-			if s, ok := lookup(doc, ptr).(*openapi3.Schema); ok && s.Const == nil && s.Enum == nil {
+			if s, ok := Lookup(doc, ptr).(*openapi3.Schema); ok && s.Const == nil && s.Enum == nil {
 				s.Enum = []any{nil}
 			}
 		}
@@ -122,9 +122,10 @@ func NullConsts(data []byte, doc *openapi3.T) {
 	})
 }
 
-// lookup returns what the loaded document holds at JSON pointer ptr (a
-// *openapi3.Schema for a schema), nil when it holds nothing there.
-func lookup(doc *openapi3.T, ptr string) any {
+// Lookup returns what the loaded document holds at JSON pointer ptr (a
+// *openapi3.Schema for a schema), nil when it holds nothing there. A
+// pointer that passes through a $ref is not followed.
+func Lookup(doc *openapi3.T, ptr string) any {
 	if ptr == "" {
 		return doc
 	}
