@@ -63,15 +63,16 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 	if data == nil {
 		var err error
 		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
+			return nil, cfg.specFileError(err)
 		}
+		cfg.SpecData = data // for the lines of error messages (builder.locate)
 	}
 	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
-		if problems := danglingRefs(data, specName(cfg)); len(problems) > 0 {
+		if problems := diagnose(data, specName(cfg), cfg.Spec); len(problems) > 0 {
 			return nil, &SpecError{Problems: problems}
 		}
-		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
+		return nil, specLoadError(specName(cfg), data, err)
 	}
 	return doc, nil
 }

@@ -141,3 +141,43 @@ func Lookup(doc *openapi3.T, ptr string) any {
 	}
 	return v
 }
+
+// Line is the line of the value at JSON pointer ptr below n: of the key
+// that names it in a mapping, of the item itself in a sequence; of the
+// deepest value on the way when it does not exist. 0 for a pointer that
+// does not parse.
+func Line(n *yaml.Node, ptr string) int {
+	line := n.Line
+	if ptr == "" {
+		return line
+	}
+	tokens, err := jsonkit.ParsePointer(ptr)
+	if err != nil {
+		return 0
+	}
+	for _, tok := range tokens {
+		for n.Kind == yaml.AliasNode && n.Alias != nil {
+			n = n.Alias
+		}
+		switch n.Kind {
+		case yaml.MappingNode:
+			i := 0
+			for ; i+1 < len(n.Content) && n.Content[i].Value != tok; i += 2 {
+			}
+			if i+1 >= len(n.Content) {
+				return line
+			}
+			line, n = n.Content[i].Line, n.Content[i+1]
+		case yaml.SequenceNode:
+			i, ok := jsonkit.Index(tok, len(n.Content))
+			if !ok {
+				return line
+			}
+			n = n.Content[i]
+			line = n.Line
+		default:
+			return line
+		}
+	}
+	return line
+}
