@@ -62,6 +62,10 @@ type builder struct {
 	rootLimits limitsPatch
 	// split: the types go to packages of their own (Config.Split).
 	split bool
+	// data is the document's text, for the lines of problems (locate);
+	// opLocs the operations' locations by id.
+	data   []byte
+	opLocs map[string]string
 
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idemtype.File).
@@ -73,7 +77,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split,
+		data: cfg.SpecData, opLocs: map[string]string{}}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
@@ -114,6 +119,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		}
 	}
 
+	b.rootExtensions(doc)
 	var root *policyPatch
 	if v, ok := doc.Extensions["x-idempotent"]; ok {
 		var optOut bool
@@ -160,7 +166,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
 	b.names.resolve()
 	if err := errs.err(); err != nil {
-		return nil, err
+		return nil, b.locate(err.(*SpecError))
 	}
 	b.typeDefaults()
 	finishParams(m.Operations)

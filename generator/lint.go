@@ -51,7 +51,8 @@ const notIdempotentGap = "not idempotent: no x-idempotent on the operation or at
 // must be idempotent or opt out explicitly (an error without either; a note
 // with `x-idempotent: false`, an error too when cfg.RequireIdempotent), and
 // the spec must generate. It returns the findings, errors first, each group
-// sorted; err is only for a spec that cannot be loaded at all.
+// sorted (by file and line where they have one); err is only for a spec
+// that cannot be loaded at all.
 func Lint(cfg Config) ([]Finding, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
@@ -115,7 +116,7 @@ func Lint(cfg Config) ([]Finding, error) {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		return a.Message < b.Message
+		return locatedLess(a.Message, b.Message)
 	})
 	return findings, nil
 }

@@ -25,6 +25,10 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		o.Summary = firstLine(op.Description)
 	}
 	where := fmt.Sprintf("%s: operation %q: ", b.file, id)
+	if _, dup := b.opLocs[id]; !dup {
+		b.opLocs[id] = o.Location
+	}
+	b.misspeltExtensions(where, op.Extensions)
 
 	// Route pattern: one ServeMux wildcard per segment holding parameters,
 	// named for good once the routes are grouped (checkRoutes).
