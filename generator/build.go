@@ -217,9 +217,9 @@ func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 // warnf adds a warning at where: a location or a phrase ("operation
 // \"x\""), which may already start with the spec file's name (the "where"
 // prefix of error messages): the file is named once.
-func (b *builder) warnf(where, format string, args ...any) {
+func (b *builder) warnf(kind WarningKind, where, format string, args ...any) {
 	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
-	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
+	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...), Kind: kind})
 }
 
 // typeBuild is what the builder keeps about a type while it builds the

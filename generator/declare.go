@@ -121,7 +121,7 @@ func (b *builder) declareUnion(t *Type, list []member, kw string) {
 		target := d.Mapping[value]
 		i := mappingMember(members, target.Ref, target.Value)
 		if i < 0 {
-			b.warnf(loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
+			b.warnf(WarnRefused, loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
 			continue
 		}
 		t.Variants[i].Tags = append(t.Variants[i].Tags, value)

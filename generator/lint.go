@@ -38,6 +38,9 @@ func (s Severity) String() string {
 type Finding struct {
 	Severity Severity
 	Message  string // located: `openapi.yaml: operation "createOrder" (POST /orders): ...`
+	// Kind is a warning's kind (SeverityWarning), by which the command
+	// groups them (WarningLines).
+	Kind WarningKind
 }
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
@@ -64,10 +67,13 @@ func Lint(cfg Config) ([]Finding, error) {
 	file := specName(&cfg)
 	var findings []Finding
 	add := func(s Severity, format string, args ...any) {
-		findings = append(findings, Finding{s, fmt.Sprintf(format, args...)})
+		findings = append(findings, Finding{Severity: s, Message: fmt.Sprintf(format, args...)})
+	}
+	warn := func(w Warning) {
+		findings = append(findings, Finding{Severity: SeverityWarning, Message: w.String(), Kind: w.Kind})
 	}
 	for _, w := range specWarnings(doc, file, true) {
-		add(SeverityWarning, "%s", w)
+		warn(w)
 	}
 	// Opt-outs are judged below, not by the model.
 	model := cfg
@@ -83,7 +89,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	} else {
 		for _, w := range m.Warnings {
 			if w.Message != notIdempotentGap { // an error below
-				add(SeverityWarning, "%s", w)
+				warn(w)
 			}
 		}
 	}

@@ -152,7 +152,7 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	}
 	if s.Pattern != "" {
 		if _, err := regexp.Compile(s.Pattern); err != nil {
-			t.b.warnf(loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
+			t.b.warnf(WarnTyped, loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
 		} else {
 			e.Pattern = s.Pattern
 		}
@@ -290,7 +290,7 @@ func (t *reqTable) unenforced(s *openapi3.Schema, loc string) {
 		kws = append(kws, "unevaluatedProperties")
 	}
 	if len(kws) > 0 {
-		t.b.warnf(loc, "%s not enforced on requests", strings.Join(kws, ", "))
+		t.b.warnf(WarnTyped, loc, "%s not enforced on requests", strings.Join(kws, ", "))
 	}
 }
 
