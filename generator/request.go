@@ -184,6 +184,24 @@ func paramStyle(p *openapi3.Parameter) string {
 	return "Style" + goName(style)
 }
 
+// ParameterSchema is the schema a parameter's values are read with: its
+// schema, or, for a parameter declared with content (content:
+// application/json), the schema of the media type the generated decoder
+// reads (JSON when declared); nil when it has neither. Conformance builds
+// parameter values from it.
+func ParameterSchema(p *openapi3.Parameter) *openapi3.SchemaRef {
+	switch {
+	case p == nil:
+		return nil
+	case p.Schema != nil || len(p.Content) == 0:
+		return p.Schema
+	}
+	if _, media := pickMedia(p.Content); media != nil {
+		return media.Schema
+	}
+	return nil
+}
+
 // paramType sets the Go type of a parameter's field: the schema's type, an
 // array's element type for a list, a string when there is no schema.
 func (b *builder) paramType(p *Param, sr *openapi3.SchemaRef, hint nameHint, loc string) {
