@@ -229,40 +229,33 @@ func resolveIn(f *file, frag string) string {
 	if err != nil {
 		return err.Error()
 	}
-	at, n := "#", f.root
-	if !f.doc {
-		at = f.name + "#"
+	n, depth, _ := load.Follow(f.root, tokens)
+	if depth == len(tokens) {
+		return ""
 	}
-	for _, tok := range tokens {
-		for n.Kind == yaml.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		var next *yaml.Node
-		switch n.Kind {
-		case yaml.MappingNode:
-			if next = load.Member(n, tok); next == nil {
-				var keys []string
-				for i := 0; i+1 < len(n.Content); i += 2 {
-					keys = append(keys, n.Content[i].Value)
-				}
-				where := at
-				if !f.doc && strings.HasSuffix(at, "#") {
-					where = f.name // other.yaml has no Thing
-				}
-				return fmt.Sprintf("%s has no %s%s", where, tok, didYouMean(tok, keys))
-			}
-		case yaml.SequenceNode:
-			i, ok := jsonkit.Index(tok, len(n.Content))
-			if !ok {
-				return fmt.Sprintf("%s has no item %s", at, tok)
-			}
-			next = n.Content[i]
-		default:
-			return fmt.Sprintf("%s is not an object", at)
-		}
-		n, at = next, at+"/"+jsonkit.EscapeToken(tok)
+	// n is the deepest node on the way: name what it lacks.
+	at := "#" + jsonkit.Pointer(tokens[:depth]...)
+	switch {
+	case !f.doc && depth == 0:
+		at = f.name // other.yaml has no Thing
+	case !f.doc:
+		at = f.name + at
 	}
-	return ""
+	for n.Kind == yaml.AliasNode && n.Alias != nil {
+		n = n.Alias
+	}
+	tok := tokens[depth]
+	switch n.Kind {
+	case yaml.MappingNode:
+		var keys []string
+		for i := 0; i+1 < len(n.Content); i += 2 {
+			keys = append(keys, n.Content[i].Value)
+		}
+		return fmt.Sprintf("%s has no %s%s", at, tok, didYouMean(tok, keys))
+	case yaml.SequenceNode:
+		return fmt.Sprintf("%s has no item %s", at, tok)
+	}
+	return fmt.Sprintf("%s is not an object", at)
 }
 
 // blame finds, in the value n of file f at ptr, what kin-openapi cannot
@@ -275,15 +268,8 @@ func (d *diagnoser) blame(f *file, n *yaml.Node, ptr string, typ reflect.Type) {
 		return
 	}
 	d.blamed[key] = true
-	typ = deref(typ)
-	if value, ok := refValue(typ); ok {
-		if ref := load.Member(n, "$ref"); ref != nil {
-			d.blameTarget(f, ref, typ)
-			return
-		}
-		typ = deref(value)
-	}
-	if decodes(n, typ) {
+	typ, ok := d.through(f, n, typ)
+	if !ok || decodes(n, typ) {
 		return
 	}
 	before := len(d.problems)
@@ -293,6 +279,22 @@ func (d *diagnoser) blame(f *file, n *yaml.Node, ptr string, typ reflect.Type) {
 	if len(d.problems) == before {
 		d.addf(f, n, ptr, "%s", mismatch(f, n, typ, ptr))
 	}
+}
+
+// through is the type of the value n holds, where kin-openapi reads typ:
+// the Value of a reference type. A $ref (to another file) is blamed there
+// instead: ok is false.
+func (d *diagnoser) through(f *file, n *yaml.Node, typ reflect.Type) (reflect.Type, bool) {
+	typ = deref(typ)
+	value, isRef := refValue(typ)
+	if !isRef {
+		return typ, true
+	}
+	if ref := load.Member(n, "$ref"); ref != nil {
+		d.blameTarget(f, ref, typ)
+		return nil, false
+	}
+	return deref(value), true
 }
 
 func deref(typ reflect.Type) reflect.Type {
@@ -322,13 +324,9 @@ func (d *diagnoser) external(f *file, n *yaml.Node, ptr string, typ reflect.Type
 	if n == nil || depth > 64 {
 		return
 	}
-	typ = deref(typ)
-	if value, ok := refValue(typ); ok {
-		if ref := load.Member(n, "$ref"); ref != nil {
-			d.blameTarget(f, ref, typ)
-			return
-		}
-		typ = deref(value)
+	typ, ok := d.through(f, n, typ)
+	if !ok {
+		return
 	}
 	for _, c := range children(n, typ) {
 		d.external(f, c.node, ptr+"/"+jsonkit.EscapeToken(c.token), c.typ, depth+1)

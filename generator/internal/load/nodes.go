@@ -67,13 +67,20 @@ func Member(n *yaml.Node, key string) *yaml.Node {
 // At returns the node at JSON pointer ptr below n, or the deepest node on
 // the way to it that exists; ok says whether it is the node itself.
 func At(n *yaml.Node, ptr string) (found *yaml.Node, ok bool) {
-	if ptr == "" {
-		return n, true
-	}
-	tokens, err := jsonkit.ParsePointer(ptr)
+	tokens, err := tokensOf(ptr)
 	if err != nil {
 		return n, false
 	}
+	found, depth, _ := Follow(n, tokens)
+	return found, depth == len(tokens)
+}
+
+// Follow follows tokens (a parsed JSON pointer) from n through mappings
+// and sequences (and aliases): it returns the deepest node it reaches, how
+// many tokens it took, and the line of that node's key in its mapping (of
+// the node itself in a sequence, or n's line when it took none).
+func Follow(n *yaml.Node, tokens []string) (found *yaml.Node, depth, line int) {
+	line = n.Line
 	for _, tok := range tokens {
 		for n.Kind == yaml.AliasNode && n.Alias != nil {
 			n = n.Alias
@@ -81,18 +88,33 @@ func At(n *yaml.Node, ptr string) (found *yaml.Node, ok bool) {
 		var next *yaml.Node
 		switch n.Kind {
 		case yaml.MappingNode:
-			next = Member(n, tok)
+			for i := 0; i+1 < len(n.Content); i += 2 {
+				if n.Content[i].Value == tok {
+					next, line = n.Content[i+1], n.Content[i].Line
+					break
+				}
+			}
 		case yaml.SequenceNode:
 			if i, ok := jsonkit.Index(tok, len(n.Content)); ok {
 				next = n.Content[i]
+				line = next.Line
 			}
 		}
 		if next == nil {
-			return n, false
+			return n, depth, line
 		}
 		n = next
+		depth++
 	}
-	return n, true
+	return n, depth, line
+}
+
+// tokensOf parses ptr; "" (the whole document) has no tokens.
+func tokensOf(ptr string) ([]string, error) {
+	if ptr == "" {
+		return nil, nil
+	}
+	return jsonkit.ParsePointer(ptr)
 }
 
 // constNull matches a `const` key whose value is null, in YAML or JSON: a
@@ -126,10 +148,7 @@ func NullConsts(data []byte, doc *openapi3.T) {
 // *openapi3.Schema for a schema), nil when it holds nothing there. A
 // pointer that passes through a $ref is not followed.
 func Lookup(doc *openapi3.T, ptr string) any {
-	if ptr == "" {
-		return doc
-	}
-	tokens, err := jsonkit.ParsePointer(ptr)
+	tokens, err := tokensOf(ptr)
 	if err != nil {
 		return nil
 	}
@@ -147,37 +166,10 @@ func Lookup(doc *openapi3.T, ptr string) any {
 // deepest value on the way when it does not exist. 0 for a pointer that
 // does not parse.
 func Line(n *yaml.Node, ptr string) int {
-	line := n.Line
-	if ptr == "" {
-		return line
-	}
-	tokens, err := jsonkit.ParsePointer(ptr)
+	tokens, err := tokensOf(ptr)
 	if err != nil {
 		return 0
 	}
-	for _, tok := range tokens {
-		for n.Kind == yaml.AliasNode && n.Alias != nil {
-			n = n.Alias
-		}
-		switch n.Kind {
-		case yaml.MappingNode:
-			i := 0
-			for ; i+1 < len(n.Content) && n.Content[i].Value != tok; i += 2 {
-			}
-			if i+1 >= len(n.Content) {
-				return line
-			}
-			line, n = n.Content[i].Line, n.Content[i+1]
-		case yaml.SequenceNode:
-			i, ok := jsonkit.Index(tok, len(n.Content))
-			if !ok {
-				return line
-			}
-			n = n.Content[i]
-			line = n.Line
-		default:
-			return line
-		}
-	}
+	_, _, line := Follow(n, tokens)
 	return line
 }
