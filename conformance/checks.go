@@ -64,9 +64,13 @@ func (c *checker) fixture(ctx context.Context, check string) (request, bool) {
 func (c *checker) fixtureFor(ctx context.Context, check, tenant string) (request, bool) {
 	q, exs, err := c.p.fixture(ctx, 0, tenant)
 	var pe *prerequisiteError
+	var ub unbuildable
 	switch {
 	case errors.As(err, &pe):
 		c.add(check, Skip, "prerequisite failed: "+err.Error(), exs...)
+		return q, false
+	case errors.As(err, &ub):
+		c.add(check, Skip, "no valid request can be generated: "+err.Error(), exs...)
 		return q, false
 	case err != nil:
 		c.add(check, Fail, "cannot build a request: "+err.Error(), exs...)

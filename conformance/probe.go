@@ -106,22 +106,11 @@ func isLimit(name string) bool {
 
 // maximum is a parameter's declared maximum, as a query value.
 func (p *opRun) maximum(prm *generator.Param) (string, bool) {
-	if p.kin == nil {
+	sr := generator.ParameterSchema(p.kinParam(prm))
+	if sr == nil || sr.Value == nil || sr.Value.Max == nil {
 		return "", false
 	}
-	params := p.kin.Parameters
-	if item := p.r.spec.Doc.Paths.Value(p.o.Path); item != nil {
-		params = append(append(params[:0:0], item.Parameters...), params...)
-	}
-	for _, pr := range params {
-		if pr == nil || pr.Value == nil || pr.Value.Name != prm.Name || pr.Value.Schema == nil || pr.Value.Schema.Value == nil {
-			continue
-		}
-		if m := pr.Value.Schema.Value.Max; m != nil {
-			return strconv.FormatFloat(*m, 'f', -1, 64), true
-		}
-	}
-	return "", false
+	return strconv.FormatFloat(*sr.Value.Max, 'f', -1, 64), true
 }
 
 // list returns the identities of the listed items; nil when the probe is

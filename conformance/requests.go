@@ -100,7 +100,8 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 		if gp == nil {
 			continue
 		}
-		v, err := valueOf(pr.Schema, true)
+		sr := generator.ParameterSchema(pr)
+		v, err := valueOf(sr, true)
 		if err != nil {
 			if pr.Required {
 				q.Err = fmt.Errorf("%s: %w", gp.Where(), err)
@@ -110,16 +111,16 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 		}
 		switch pr.In {
 		case "path":
-			path = strings.ReplaceAll(path, "{"+pr.Name+"}", url.PathEscape(simple(v, gp.Explode)))
+			path = strings.ReplaceAll(path, "{"+pr.Name+"}", url.PathEscape(styled(gp, v)))
 		case "query":
 			addQuery(query, gp, v)
-			if w, where, ok := wrongTyped(pr.Schema, v, false); ok {
+			if w, where, ok := wrongTyped(sr, v, gp.Style == "StyleJSON"); ok {
 				wrong = append(wrong, wrongParam{gp, w, where})
 			}
 		case "header":
-			q.Header.Set(pr.Name, simple(v, gp.Explode))
+			q.Header.Set(pr.Name, styled(gp, v))
 		case "cookie":
-			q.Header.Add("Cookie", (&http.Cookie{Name: pr.Name, Value: simple(v, gp.Explode)}).String())
+			q.Header.Add("Cookie", (&http.Cookie{Name: pr.Name, Value: styled(gp, v)}).String())
 		}
 	}
 	for _, alt := range o.Security {
@@ -443,6 +444,16 @@ func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *generator.BodyMedia) 
 }
 
 // simple serialises a value in style simple (path and header parameters).
+// styled is a path, header or cookie parameter's value in its style: JSON
+// for one declared with content (content: application/json), else simple.
+func styled(p *generator.Param, v any) string {
+	if p.Style == "StyleJSON" {
+		b, _ := json.Marshal(v)
+		return string(b)
+	}
+	return simple(v, p.Explode)
+}
+
 func simple(v any, explode bool) string {
 	switch c := v.(type) {
 	case map[string]any:

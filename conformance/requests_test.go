@@ -87,6 +87,47 @@ paths:
 	}
 }
 
+// TestRequestsContentParameters: a parameter declared with content
+// (content: application/json) gets a value of its media type's schema,
+// sent as JSON, in the query, a header and the path: not the string
+// "conformance" a parameter without a schema gets.
+func TestRequestsContentParameters(t *testing.T) {
+	spec := `openapi: 3.0.3
+info: {title: t, version: "1"}
+paths:
+  /things/{sel}:
+    get:
+      operationId: getThing
+      parameters:
+        - name: sel
+          in: path
+          required: true
+          content: {application/json: {schema: {type: array, minItems: 1, items: {type: integer, minimum: 7}}}}
+        - name: filter
+          in: query
+          content: {application/json: {schema: {type: object, required: [size], properties: {size: {type: integer, minimum: 3}}}}}
+        - name: X-Ctx
+          in: header
+          required: true
+          content: {application/json: {schema: {type: object, required: [on], properties: {on: {type: boolean}}}}}
+      responses: {"200": {description: ok}}
+`
+	reqs, err := Requests("openapi.yaml", []byte(spec))
+	if err != nil {
+		t.Fatal(err)
+	}
+	q := reqs[0]
+	if q.Err != nil {
+		t.Fatal(q.Err)
+	}
+	if want := "/things/%5B7%5D?filter=%7B%22size%22%3A3%7D"; q.Target != want {
+		t.Errorf("target %s, want %s", q.Target, want)
+	}
+	if got := q.Header.Get("X-Ctx"); got != `{"on":true}` {
+		t.Errorf("X-Ctx: %s, want {\"on\":true}", got)
+	}
+}
+
 // TestRequestsMultipartEncodings: a multipart part whose encoding says it
 // holds a form is one application/x-www-form-urlencoded part, as the
 // generated server reads it (generator.BodyMedia.FormParts), a JSON part

@@ -34,6 +34,15 @@ func (r *runner) param(op, name string) (string, bool) {
 	return v, ok
 }
 
+// unbuildable is why the value generator cannot build a value the spec
+// describes as valid (a pattern with length bounds it cannot meet, a
+// discriminator value the member's own schema refuses): the checks that
+// need a request are skipped with it, and a body (-body) or a parameter
+// (-param) given for the operation is the way out.
+type unbuildable struct{ error }
+
+func (e unbuildable) Unwrap() error { return e.error }
+
 // opRun is one operation prepared for checking: its body and parameters.
 type opRun struct {
 	r      *runner
@@ -97,7 +106,7 @@ func (r *runner) prepare(o *generator.Operation) *opRun {
 			err = validate(p.schema, v)
 		}
 		if err != nil {
-			p.err = fmt.Errorf("generating a body from the request schema: %w; supply one for %s", err, o.ID)
+			p.err = unbuildable{fmt.Errorf("generating a body from the request schema: %w; supply one for %s", err, o.ID)}
 			return p
 		}
 		p.body, p.source = v, "a body generated from the request schema"
@@ -301,25 +310,41 @@ func (p *opRun) fixture(ctx context.Context, depth int, tenant string) (q reques
 	return q, exs, nil
 }
 
-// paramValue generates a value for a parameter from its schema.
+// paramValue generates a value for a parameter from its schema (its
+// media type's for one declared with content), in its style.
 func (p *opRun) paramValue(prm *generator.Param) (string, error) {
-	var sr *openapi3.SchemaRef
-	if p.kin != nil {
-		params := p.kin.Parameters
-		if item := p.r.spec.Doc.Paths.Value(p.o.Path); item != nil {
-			params = append(append(openapi3.Parameters{}, item.Parameters...), params...)
-		}
-		for _, pr := range params {
-			if pr != nil && pr.Value != nil && pr.Value.In == prm.In && pr.Value.Name == prm.Name {
-				sr = pr.Value.Schema
-			}
-		}
-	}
+	sr := generator.ParameterSchema(p.kinParam(prm))
 	v, err := generate(sr, 0)
+	if err == nil {
+		err = validate(sr, v)
+	}
 	if err != nil {
-		return "", err
+		return "", unbuildable{err}
+	}
+	if prm.Style == "StyleJSON" {
+		b, _ := json.Marshal(v)
+		return string(b), nil
 	}
 	return scalarString(v), nil
+}
+
+// kinParam is the spec's parameter prm was built from: the operation's,
+// else its path item's; nil when there is none.
+func (p *opRun) kinParam(prm *generator.Param) *openapi3.Parameter {
+	if p.kin == nil {
+		return nil
+	}
+	params := p.kin.Parameters
+	if item := p.r.spec.Doc.Paths.Value(p.o.Path); item != nil {
+		params = append(append(openapi3.Parameters{}, item.Parameters...), params...)
+	}
+	var found *openapi3.Parameter
+	for _, pr := range params {
+		if pr != nil && pr.Value != nil && pr.Value.In == prm.In && pr.Value.Name == prm.Name {
+			found = pr.Value // the operation's, listed last, wins
+		}
+	}
+	return found
 }
 
 // parent creates the resource a path parameter names through the POST on

@@ -4,8 +4,10 @@ import (
 	"encoding/json"
 	"fmt"
 	"math"
+	"reflect"
 	"regexp"
 	"regexp/syntax"
+	"slices"
 	"sort"
 	"strconv"
 	"strings"
@@ -123,6 +125,9 @@ func genMember(s *openapi3.Schema, m *openapi3.SchemaRef, n int, depth int) (any
 }
 
 func genAllOf(s *openapi3.Schema, n int, depth int) (any, error) {
+	if m, ok := mergeScalars(s); ok {
+		return gen(&openapi3.SchemaRef{Value: m}, n, depth+1)
+	}
 	out := map[string]any{}
 	var scalar any
 	for _, part := range s.AllOf {
@@ -151,6 +156,136 @@ func genAllOf(s *openapi3.Schema, n int, depth int) (any, error) {
 		return scalar, nil
 	}
 	return out, nil
+}
+
+// mergeScalars is the one schema that an allOf of scalar constraints
+// (`allOf: [{$ref: Amount}, {minimum: 100}]`) amounts to: the most
+// specific type, the intersection of the enums, the tightest bounds on
+// both sides, a multipleOf of every multipleOf, the longest minLength and
+// the shortest maxLength, the first format and pattern (the generated value
+// is validated against them all). ok is false when a part shapes an object
+// or an array, or is a union.
+func mergeScalars(s *openapi3.Schema) (*openapi3.Schema, bool) {
+	var parts []*openapi3.Schema
+	var collect func(s *openapi3.Schema, depth int) bool
+	collect = func(s *openapi3.Schema, depth int) bool {
+		if depth > maxDepth || len(s.Properties) > 0 || s.Items != nil || s.AdditionalProperties.Schema != nil ||
+			len(s.Required) > 0 || len(s.OneOf)+len(s.AnyOf) > 0 || s.Not != nil {
+			return false
+		}
+		if t := typeOf(s); s.Type != nil && (t == openapi3.TypeObject || t == openapi3.TypeArray) {
+			return false
+		}
+		parts = append(parts, s)
+		for _, sub := range s.AllOf {
+			if sub == nil || sub.Value == nil || !collect(sub.Value, depth+1) {
+				return false
+			}
+		}
+		return true
+	}
+	if !collect(s, 0) {
+		return nil, false
+	}
+	m := &openapi3.Schema{}
+	lo, hi := math.Inf(-1), math.Inf(1)
+	loExcl, hiExcl := false, false
+	for _, p := range parts {
+		switch {
+		case p.Type == nil:
+		case m.Type == nil, p.Type.Is(openapi3.TypeInteger):
+			m.Type = p.Type
+		}
+		if m.Format == "" {
+			m.Format = p.Format
+		}
+		if m.Pattern == "" {
+			m.Pattern = p.Pattern
+		}
+		if m.Const == nil {
+			m.Const = p.Const
+		}
+		m.Enum = intersectEnums(m.Enum, p.Enum)
+		m.MinLength = max(m.MinLength, p.MinLength)
+		if p.MaxLength != nil && (m.MaxLength == nil || *p.MaxLength < *m.MaxLength) {
+			m.MaxLength = p.MaxLength
+		}
+		if p.MultipleOf != nil && *p.MultipleOf > 0 {
+			m.MultipleOf = commonMultiple(m.MultipleOf, *p.MultipleOf)
+		}
+		pl, plx, ph, phx := bounds(p)
+		if pl > lo || pl == lo && plx {
+			lo, loExcl = pl, plx
+		}
+		if ph < hi || ph == hi && phx {
+			hi, hiExcl = ph, phx
+		}
+	}
+	if len(m.Enum) == 0 && slices.ContainsFunc(parts, func(p *openapi3.Schema) bool { return len(p.Enum) > 0 }) {
+		return nil, false // enums with no value in common: gen reports it
+	}
+	if !math.IsInf(lo, -1) {
+		m.Min, m.ExclusiveMin = &lo, openapi3.ExclusiveBound{Bool: &loExcl}
+	}
+	if !math.IsInf(hi, 1) {
+		m.Max, m.ExclusiveMax = &hi, openapi3.ExclusiveBound{Bool: &hiExcl}
+	}
+	return m, true
+}
+
+// bounds are the lower and upper bounds s sets on a number, each with
+// whether it is exclusive, in OpenAPI 3.0's form (a boolean beside
+// minimum) or 3.1's (exclusiveMinimum a number); infinite when unset.
+func bounds(s *openapi3.Schema) (lo float64, loExcl bool, hi float64, hiExcl bool) {
+	lo, hi = math.Inf(-1), math.Inf(1)
+	loExcl, hiExcl = s.ExclusiveMin.IsTrue(), s.ExclusiveMax.IsTrue()
+	if s.Min != nil {
+		lo = *s.Min
+	}
+	if s.Max != nil {
+		hi = *s.Max
+	}
+	if v := s.ExclusiveMin.Value; v != nil && *v >= lo {
+		lo, loExcl = *v, true
+	}
+	if v := s.ExclusiveMax.Value; v != nil && *v <= hi {
+		hi, hiExcl = *v, true
+	}
+	return lo, loExcl, hi, hiExcl
+}
+
+// intersectEnums is the values of both enums (a nil enum allows any).
+func intersectEnums(a, b []any) []any {
+	switch {
+	case a == nil:
+		return b
+	case b == nil:
+		return a
+	}
+	var out []any
+	for _, x := range a {
+		if slices.ContainsFunc(b, func(y any) bool { return reflect.DeepEqual(x, y) }) {
+			out = append(out, x)
+		}
+	}
+	if out == nil {
+		out = []any{}
+	}
+	return out
+}
+
+// commonMultiple is a multipleOf that is a multiple of m (nil: none) and of
+// x: the larger when it is a multiple of the smaller, else their product.
+func commonMultiple(m *float64, x float64) *float64 {
+	if m == nil {
+		return &x
+	}
+	a, b := max(*m, x), min(*m, x)
+	if q := a / b; q == math.Trunc(q) {
+		return &a
+	}
+	p := a * b
+	return &p
 }
 
 func genObject(s *openapi3.Schema, n int, depth int) (any, error) {
@@ -227,20 +362,7 @@ func genNumber(s *openapi3.Schema, n int, integer bool) (any, error) {
 	if s.MultipleOf != nil && *s.MultipleOf > 0 {
 		step = *s.MultipleOf
 	}
-	lo, hi := math.Inf(-1), math.Inf(1)
-	loExcl, hiExcl := s.ExclusiveMin.IsTrue(), s.ExclusiveMax.IsTrue()
-	if s.Min != nil {
-		lo = *s.Min
-	}
-	if s.Max != nil {
-		hi = *s.Max
-	}
-	if v := s.ExclusiveMin.Value; v != nil && *v >= lo {
-		lo, loExcl = *v, true
-	}
-	if v := s.ExclusiveMax.Value; v != nil && *v <= hi {
-		hi, hiExcl = *v, true
-	}
+	lo, loExcl, hi, hiExcl := bounds(s)
 	v := 1.0
 	if !math.IsInf(lo, -1) {
 		v = lo
@@ -331,16 +453,24 @@ func fitLength(v string, minLen uint64, maxLen *uint64, n int) string {
 
 // fromPattern returns a string the ECMA-262 style pattern matches, built
 // from its parsed syntax tree: the first branch of every alternation, the
-// minimum of every repetition, and the n-th letter or digit of every class.
-// The result is checked against the pattern.
+// minimum of every repetition, and the n-th letter or digit of every class;
+// when that is shorter than minLen, the repetitions that may repeat more
+// (*, +, ?, {m,n}) do, in order, until it is long enough. The result is
+// checked against the pattern and the length bounds.
 func fromPattern(pattern string, n int, minLen uint64, maxLen *uint64) (string, error) {
 	re, err := syntax.Parse(pattern, syntax.Perl)
 	if err != nil {
 		return "", fmt.Errorf("pattern %q: %w", pattern, err)
 	}
+	re = re.Simplify()
 	var b strings.Builder
-	walkPattern(&b, re.Simplify(), n)
+	walkPattern(&b, re, n, new(int))
 	v := b.String()
+	if short := int(minLen) - len([]rune(v)); short > 0 {
+		b.Reset()
+		walkPattern(&b, re, n, &short)
+		v = b.String()
+	}
 	matcher, err := regexp.Compile(pattern)
 	if err != nil {
 		return "", fmt.Errorf("pattern %q: %w", pattern, err)
@@ -348,13 +478,20 @@ func fromPattern(pattern string, n int, minLen uint64, maxLen *uint64) (string, 
 	if !matcher.MatchString(v) {
 		return "", fmt.Errorf("pattern %q: no value generated (%q does not match); supply a body", pattern, v)
 	}
-	if n := uint64(len([]rune(v))); n < minLen || (maxLen != nil && n > *maxLen) {
-		return "", fmt.Errorf("pattern %q: generated %q breaks the length bounds; supply a body", pattern, v)
+	if l := uint64(len([]rune(v))); l < minLen || (maxLen != nil && l > *maxLen) {
+		bound := fmt.Sprintf("minLength %d", minLen)
+		if maxLen != nil {
+			bound = fmt.Sprintf("length %d..%d", minLen, *maxLen)
+		}
+		return "", fmt.Errorf("pattern %q with %s: the value generated, %q, has %d characters", pattern, bound, v, l)
 	}
 	return v, nil
 }
 
-func walkPattern(b *strings.Builder, re *syntax.Regexp, n int) {
+// walkPattern writes a string re matches: the minimum of every repetition,
+// plus, while *grow is positive, more of the repetitions that allow it,
+// each taking what it adds off *grow.
+func walkPattern(b *strings.Builder, re *syntax.Regexp, n int, grow *int) {
 	switch re.Op {
 	case syntax.OpLiteral:
 		for _, r := range re.Rune {
@@ -367,24 +504,37 @@ func walkPattern(b *strings.Builder, re *syntax.Regexp, n int) {
 		b.WriteRune(classRune(re.Rune, n))
 	case syntax.OpAnyChar, syntax.OpAnyCharNotNL:
 		b.WriteRune(rune('a' + n%26))
-	case syntax.OpCapture:
+	case syntax.OpCapture, syntax.OpConcat:
 		for _, sub := range re.Sub {
-			walkPattern(b, sub, n)
-		}
-	case syntax.OpConcat:
-		for _, sub := range re.Sub {
-			walkPattern(b, sub, n)
+			walkPattern(b, sub, n, grow)
 		}
 	case syntax.OpAlternate:
-		walkPattern(b, re.Sub[0], n)
-	case syntax.OpPlus:
-		walkPattern(b, re.Sub[0], n)
-	case syntax.OpRepeat:
-		for range re.Min {
-			walkPattern(b, re.Sub[0], n)
+		walkPattern(b, re.Sub[0], n, grow)
+	case syntax.OpStar, syntax.OpPlus, syntax.OpQuest, syntax.OpRepeat:
+		lo, hi := 0, -1
+		switch re.Op {
+		case syntax.OpPlus:
+			lo = 1
+		case syntax.OpQuest:
+			hi = 1
+		case syntax.OpRepeat:
+			lo, hi = re.Min, re.Max
+		}
+		for range lo {
+			walkPattern(b, re.Sub[0], n, grow)
+		}
+		for i := lo; *grow > 0 && (hi < 0 || i < hi); i++ {
+			before := b.Len()
+			var one strings.Builder
+			walkPattern(&one, re.Sub[0], n, new(int))
+			if one.Len() == 0 {
+				break // it adds nothing
+			}
+			b.WriteString(one.String())
+			*grow -= len([]rune(b.String()[before:]))
 		}
 	}
-	// OpStar, OpQuest, anchors, word boundaries, empty match: nothing.
+	// Anchors, word boundaries, empty match: nothing.
 }
 
 // classRune picks a printable rune of a character class given as ranges

@@ -43,6 +43,17 @@ func TestGenerateSatisfiesConstraints(t *testing.T) {
 		`{"allOf":[{"type":"object","required":["a"],"properties":{"a":{"type":"integer"}}},{"type":"object","required":["b"],"properties":{"b":{"type":"string"}}}]}`,
 		`{"oneOf":[{"type":"string","const":"fixed"},{"type":"integer"}]}`,
 		`{"type":["string","null"],"minLength":2}`,
+		// An allOf of scalar ranges is their intersection (a part alone
+		// would give 5 or 1).
+		`{"allOf":[{"type":"integer","minimum":5},{"minimum":6,"maximum":7}]}`,
+		`{"allOf":[{"type":"number","exclusiveMinimum":10},{"maximum":10.5,"multipleOf":0.25}]}`,
+		`{"allOf":[{"type":"integer","multipleOf":4},{"multipleOf":6,"minimum":13}]}`,
+		`{"allOf":[{"type":"string","enum":["a","b","c"]},{"enum":["c","d"]}]}`,
+		`{"allOf":[{"type":"string","maxLength":8},{"minLength":6}]}`,
+		// A pattern and length bounds together: the repetitions grow.
+		`{"type":"string","pattern":"^[a-z0-9]+$","minLength":40}`,
+		`{"type":"string","pattern":"^ch_[A-Za-z0-9]*$","minLength":40,"maxLength":40}`,
+		`{"type":"string","pattern":"^(ab)+$","minLength":7}`,
 	}
 	for _, src := range cases {
 		sr := schemaOf(t, src)
@@ -61,9 +72,16 @@ func TestGenerateSatisfiesConstraints(t *testing.T) {
 }
 
 func TestGenerateRefusesImpossibleBounds(t *testing.T) {
-	sr := schemaOf(t, `{"type":"integer","minimum":3,"maximum":4,"multipleOf":5}`)
-	if v, err := generate(sr, 0); err == nil {
-		t.Fatalf("generated %v for an empty range", v)
+	for src, want := range map[string]string{
+		`{"type":"integer","minimum":3,"maximum":4,"multipleOf":5}`:                  "no integer satisfies minimum/maximum/multipleOf",
+		`{"allOf":[{"type":"integer","minimum":3},{"maximum":2}]}`:                   "no integer satisfies minimum/maximum/multipleOf",
+		`{"type":"string","pattern":"^[A-Z]{3}$","minLength":5}`:                     `pattern "^[A-Z]{3}$" with minLength 5: the value generated, "AAA", has 3 characters`,
+		`{"type":"string","pattern":"^sk_[a-z]{24}$","minLength":10,"maxLength":20}`: `pattern "^sk_[a-z]{24}$" with length 10..20: the value generated, "sk_aaaaaaaaaaaaaaaaaaaaaaaa", has 27 characters`,
+	} {
+		v, err := generate(schemaOf(t, src), 0)
+		if err == nil || err.Error() != want {
+			t.Errorf("%s: generated %v, error %v; want the error %s", src, v, err, want)
+		}
 	}
 }
 

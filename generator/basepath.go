@@ -39,7 +39,7 @@ func serversBasePath(servers openapi3.Servers, file string) (string, []Warning, 
 	}
 	var ws []Warning
 	warn := func(format string, args ...any) {
-		ws = append(ws, Warning{Where: file, Message: fmt.Sprintf(format, args...)})
+		ws = append(ws, Warning{Where: file, Message: fmt.Sprintf(format, args...), Kind: WarnRefused})
 	}
 	const choose = `set basePath in the config to choose ("" for none)`
 	first, alt, err := serverPath(servers[0])

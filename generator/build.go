@@ -28,9 +28,12 @@ type builder struct {
 	opState    map[*Operation]*opBuild
 	routes     []*RouteGroup    // checkRoutes
 	byRef      map[string]*Type // types of schemas outside components, by $ref
-	unions     map[string]*Type // unions of named or scalar members, by members
-	defaults   []*Field         // fields whose Default.Type is set once types are shared
-	warns      []Warning
+	// copies are the OpenAPI 3.1 $refs with sibling keywords, by their
+	// values (refsiblings.go); nil for a value that is no copy.
+	copies   map[*openapi3.Schema]*refCopy
+	unions   map[string]*Type // unions of named or scalar members, by members
+	defaults []*Field         // fields whose Default.Type is set once types are shared
+	warns    []Warning
 	// responseUses counts the operations answering with each response
 	// component (responseKey); sharedResponses are the types of those
 	// several answer with, by key, sharedList in the order declared.
@@ -59,6 +62,10 @@ type builder struct {
 	rootLimits limitsPatch
 	// split: the types go to packages of their own (Config.Split).
 	split bool
+	// data is the document's text, for the lines of problems (locate);
+	// opLocs the operations' locations by id.
+	data   []byte
+	opLocs map[string]string
 
 	// fileParts is set while the schema of a multipart/form-data body is
 	// typed: a binary string there is a file part (idemtype.File).
@@ -70,7 +77,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	file := specName(cfg)
 	errs := &errList{}
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split}
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split,
+		data: cfg.SpecData, opLocs: map[string]string{}}
 	b.names.pkg.reserve(reservedNames[reservedPackage]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
@@ -111,6 +119,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		}
 	}
 
+	b.rootExtensions(doc)
 	var root *policyPatch
 	if v, ok := doc.Extensions["x-idempotent"]; ok {
 		var optOut bool
@@ -157,7 +166,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
 	b.names.resolve()
 	if err := errs.err(); err != nil {
-		return nil, err
+		return nil, b.locate(err.(*SpecError))
 	}
 	b.typeDefaults()
 	finishParams(m.Operations)
@@ -208,9 +217,9 @@ func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 // warnf adds a warning at where: a location or a phrase ("operation
 // \"x\""), which may already start with the spec file's name (the "where"
 // prefix of error messages): the file is named once.
-func (b *builder) warnf(where, format string, args ...any) {
+func (b *builder) warnf(kind WarningKind, where, format string, args ...any) {
 	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
-	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...)})
+	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...), Kind: kind})
 }
 
 // typeBuild is what the builder keeps about a type while it builds the

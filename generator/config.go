@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"io/fs"
 	"os"
 	"path/filepath"
 	"reflect"
@@ -11,6 +12,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemgen/idemgen/generator/internal/load"
 )
 
 // Config is one generation run, usually read from idemgen.yaml. Relative
@@ -78,6 +81,11 @@ type Config struct {
 	// config file writes it; when empty it is Spec as given (an absolute
 	// Spec relative to the module of the output directory).
 	Source string `yaml:"-"`
+
+	// file is the config file LoadConfig read, and specLine the line of
+	// its spec key: a spec that cannot be read is reported there.
+	file     string
+	specLine int
 }
 
 // ValidationConfig turns request validation off where a service cannot
@@ -143,6 +151,12 @@ func LoadConfig(path string) (Config, error) {
 			return Config{}, &SpecError{Problems: problems}
 		}
 		return Config{}, fmt.Errorf("%s: %w", path, err)
+	}
+	cfg.file = path
+	if root, err := load.Nodes(data); err == nil {
+		if n, ok := load.At(root, "/spec"); ok {
+			cfg.specLine = n.Line
+		}
 	}
 	dir := filepath.Dir(path)
 	if cfg.Spec != "" && !filepath.IsAbs(cfg.Spec) {
@@ -224,4 +238,32 @@ func unknownKeys(path string, err error) []string {
 		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], didYouMean(m[2], keys)))
 	}
 	return problems
+}
+
+// specFileError is err, the failure to read the spec, said where the spec
+// is named: the config file's spec key (with the nearest file of that
+// directory when it does not exist), or the path as given.
+func (cfg *Config) specFileError(err error) error {
+	if cfg.file == "" {
+		return err
+	}
+	var pe *fs.PathError
+	if errors.As(err, &pe) {
+		err = pe.Err
+	}
+	hint := ""
+	if errors.Is(err, fs.ErrNotExist) {
+		if entries, rerr := os.ReadDir(filepath.Dir(cfg.Spec)); rerr == nil {
+			var names []string
+			for _, e := range entries {
+				names = append(names, e.Name())
+			}
+			hint = didYouMean(filepath.Base(cfg.Spec), names)
+		}
+	}
+	spec := cfg.Source
+	if spec == "" {
+		spec = cfg.Spec
+	}
+	return fmt.Errorf("%s: line %d: spec: %s: %w%s", cfg.file, cfg.specLine, spec, err, hint)
 }

@@ -33,7 +33,7 @@ func (b *builder) declare(t *Type) {
 		return
 	}
 	types, _ := typesOf(s)
-	if members, kw := unionMembers(s); members != nil {
+	if members, kw, _ := unionMembers(s); members != nil {
 		b.declareUnion(t, members, kw)
 		return
 	}
@@ -88,13 +88,19 @@ func (b *builder) declare(t *Type) {
 	}
 }
 
-// declareUnion makes t a struct with one pointer field per member.
-func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) {
+// declareUnion makes t a struct with one pointer field per member (a
+// member that allows only null has none: the union is nullable, and its
+// users' fields say so).
+func (b *builder) declareUnion(t *Type, list []member, kw string) {
 	t.Kind = KindUnion
 	fields := b.names.scope("fields of union "+t.Location, b.typeMembers()...)
 	s, loc := b.tb(t).schema, t.Location
-	for i, m := range members {
-		mloc := fmt.Sprintf("%s/%s/%d", loc, kw, i)
+	var members openapi3.SchemaRefs
+	for _, mb := range list {
+		members = append(members, mb.sr)
+	}
+	for i, mb := range list {
+		m, mloc := mb.sr, fmt.Sprintf("%s/%s/%d", loc, kw, mb.i)
 		gt := b.goType(m, nameHint{parent: b.tb(t).ident, suffix: "Variant" + strconv.Itoa(i+1)}, mloc)
 		v := &Variant{Type: gt, Location: mloc}
 		if m != nil && m.Value != nil {
@@ -115,7 +121,7 @@ func (b *builder) declareUnion(t *Type, members openapi3.SchemaRefs, kw string) 
 		target := d.Mapping[value]
 		i := mappingMember(members, target.Ref, target.Value)
 		if i < 0 {
-			b.warnf(loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
+			b.warnf(WarnRefused, loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
 			continue
 		}
 		t.Variants[i].Tags = append(t.Variants[i].Tags, value)

@@ -267,9 +267,9 @@ func loadTemplates(dir string) (*templateSet, []Warning, error) {
 		if e.Name() != "slots.tmpl" {
 			switch sum, now := templates.EjectedSum(data), templates.Sum(e.Name()); {
 			case sum == "":
-				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name())})
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name()), Kind: WarnTemplates})
 			case sum != now:
-				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now)})
+				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now), Kind: WarnTemplates})
 			}
 		}
 	}

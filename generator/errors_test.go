@@ -59,7 +59,7 @@ func stripeSchemas(required string) string {
 func TestErrorBodyChecks(t *testing.T) {
 	// listOrders comes first (path, then method) and is outside the engine:
 	// its refusals (400, 501) follow the root's profile too.
-	const where = `openapi.yaml: operation "listOrders": responses.`
+	const where = `openapi.yaml: line 19: operation "listOrders": responses.`
 	tests := []struct {
 		name, root, resp, schemas string
 		want                      []string // nil: generates
@@ -105,7 +105,7 @@ func TestErrorBodyChecks(t *testing.T) {
 		{"Stripe's error schema fits profile stripe", "{profile: stripe}", stripeResp, stripeSchemas(""), nil},
 		{"Stripe's envelope without error.type", "{profile: stripe}", stripeResp,
 			strings.Replace(stripeSchemas(""), "type: {type: string, enum: [api_error, card_error, idempotency_error, invalid_request_error]}, ", "", 1),
-			[]string{`openapi.yaml: operation "listOrders": responses.default (application/json, #/components/schemas/error): profile stripe cannot answer its refusals in the declared schema (and 1 more operations declaring it): it declares no /error/type, which every stripe refusal has`}},
+			[]string{`openapi.yaml: line 19: operation "listOrders": responses.default (application/json, #/components/schemas/error): profile stripe cannot answer its refusals in the declared schema (and 1 more operations declaring it): it declares no /error/type, which every stripe refusal has`}},
 		{"Stripe's types without idempotency_error", "{profile: stripe}", stripeResp,
 			strings.Replace(stripeSchemas(""), "idempotency_error, ", "", 1),
 			[]string{`/error/type does not allow idempotency_error, which stripe refusals use`}},

@@ -114,19 +114,19 @@ func TestRequestLimitsResolved(t *testing.T) {
 func TestRequestLimitsErrors(t *testing.T) {
 	for _, tc := range []struct{ name, root, op, want string }{
 		{"out of range", "", "x-request-limits: {maxDepth: 0}",
-			`openapi.yaml: operation "createOrder": x-request-limits.maxDepth: 0 is outside 1..1000`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits.maxDepth: 0 is outside 1..1000`},
 		{"too large", "", "x-request-limits: {maxValues: 20000000}",
-			`openapi.yaml: operation "createOrder": x-request-limits.maxValues: 20000000 is outside 1..10000000`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits.maxValues: 20000000 is outside 1..10000000`},
 		{"at the root", "x-request-limits: {maxFields: -1}", "",
-			`openapi.yaml: x-request-limits.maxFields: -1 is outside 1..100000`},
+			`openapi.yaml: line 4: x-request-limits.maxFields: -1 is outside 1..100000`},
 		{"unknown field", "", "x-request-limits: {maxParts: 10}",
-			`openapi.yaml: operation "createOrder": x-request-limits.maxParts: unknown field (want one of maxDepth, maxFields, maxNameLength, maxValues)`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits.maxParts: unknown field (want one of maxDepth, maxFields, maxNameLength, maxValues)`},
 		{"not an integer", "", "x-request-limits: {maxNameLength: 1.5}",
-			`openapi.yaml: operation "createOrder": x-request-limits.maxNameLength: want an integer, got number 1.5`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits.maxNameLength: want an integer, got number 1.5`},
 		{"a string", "", "x-request-limits: {maxNameLength: '64'}",
-			`openapi.yaml: operation "createOrder": x-request-limits.maxNameLength: want an integer, got string "64"`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits.maxNameLength: want an integer, got string "64"`},
 		{"not an object", "", "x-request-limits: 32",
-			`openapi.yaml: operation "createOrder": x-request-limits: want an object of limits such as {maxDepth: 16}, got number 32`},
+			`openapi.yaml: line 9: operation "createOrder": x-request-limits: want an object of limits such as {maxDepth: 16}, got number 32`},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			_, err := limitsModel(t, tc.root, tc.op)

@@ -38,6 +38,9 @@ func (s Severity) String() string {
 type Finding struct {
 	Severity Severity
 	Message  string // located: `openapi.yaml: operation "createOrder" (POST /orders): ...`
+	// Kind is a warning's kind (SeverityWarning), by which the command
+	// groups them (WarningLines).
+	Kind WarningKind
 }
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
@@ -51,7 +54,8 @@ const notIdempotentGap = "not idempotent: no x-idempotent on the operation or at
 // must be idempotent or opt out explicitly (an error without either; a note
 // with `x-idempotent: false`, an error too when cfg.RequireIdempotent), and
 // the spec must generate. It returns the findings, errors first, each group
-// sorted; err is only for a spec that cannot be loaded at all.
+// sorted (by file and line where they have one); err is only for a spec
+// that cannot be loaded at all.
 func Lint(cfg Config) ([]Finding, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, err
@@ -63,10 +67,13 @@ func Lint(cfg Config) ([]Finding, error) {
 	file := specName(&cfg)
 	var findings []Finding
 	add := func(s Severity, format string, args ...any) {
-		findings = append(findings, Finding{s, fmt.Sprintf(format, args...)})
+		findings = append(findings, Finding{Severity: s, Message: fmt.Sprintf(format, args...)})
+	}
+	warn := func(w Warning) {
+		findings = append(findings, Finding{Severity: SeverityWarning, Message: w.String(), Kind: w.Kind})
 	}
 	for _, w := range specWarnings(doc, file, true) {
-		add(SeverityWarning, "%s", w)
+		warn(w)
 	}
 	// Opt-outs are judged below, not by the model.
 	model := cfg
@@ -82,7 +89,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	} else {
 		for _, w := range m.Warnings {
 			if w.Message != notIdempotentGap { // an error below
-				add(SeverityWarning, "%s", w)
+				warn(w)
 			}
 		}
 	}
@@ -115,7 +122,7 @@ func Lint(cfg Config) ([]Finding, error) {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		return a.Message < b.Message
+		return locatedLess(a.Message, b.Message)
 	})
 	return findings, nil
 }

@@ -18,6 +18,7 @@ import (
 type Warning struct {
 	Where   string // spec file and, when known, operation or component
 	Message string
+	Kind    WarningKind // what it is about: how it is grouped, whether -strict fails on it
 }
 
 func (w Warning) String() string {
@@ -63,15 +64,16 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 	if data == nil {
 		var err error
 		if data, err = os.ReadFile(cfg.Spec); err != nil {
-			return nil, err
+			return nil, cfg.specFileError(err)
 		}
+		cfg.SpecData = data // for the lines of error messages (builder.locate)
 	}
 	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
-		if problems := danglingRefs(data, specName(cfg)); len(problems) > 0 {
+		if problems := diagnose(data, specName(cfg), cfg.Spec); len(problems) > 0 {
 			return nil, &SpecError{Problems: problems}
 		}
-		return nil, fmt.Errorf("%s: %w", specName(cfg), err)
+		return nil, specLoadError(specName(cfg), data, err)
 	}
 	return doc, nil
 }
@@ -84,11 +86,11 @@ func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }
 // half of the generator's time, and the model checks what generation needs.
 func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 	var ws []Warning
-	add := func(where, format string, args ...any) {
-		ws = append(ws, Warning{Where: where, Message: fmt.Sprintf(format, args...)})
+	add := func(kind WarningKind, where, format string, args ...any) {
+		ws = append(ws, Warning{Where: where, Message: fmt.Sprintf(format, args...), Kind: kind})
 	}
 	if doc.Info == nil || doc.Info.Version == "" {
-		add(file, "info.version is empty")
+		add(WarnSpec, file, "info.version is empty")
 	}
 	schemes := map[string]bool{}
 	if doc.Components != nil {
@@ -125,7 +127,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 	for _, name := range sortedKeys(undefined) {
 		refs := undefined[name]
 		sort.Strings(refs)
-		add(file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
+		add(WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
 	}
 	if validate {
 		if err := doc.Validate(context.Background(),
@@ -134,7 +136,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 			openapi3.DisableSchemaPatternValidation(),
 			openapi3.AllowExtraSiblingFields("description", "summary")); err != nil {
 			msg := strings.SplitN(err.Error(), "\n", 2)[0]
-			add(file, "openapi validation (not fatal): %s", msg)
+			add(WarnSpec, file, "openapi validation (not fatal): %s", msg)
 		}
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })

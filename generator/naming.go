@@ -428,6 +428,10 @@ func (n *namer) resolve() {
 			id     *ident
 			name   string
 			winner string // what holds the name: a location or "idemgen"
+			// yields: the loser is a name idemgen derives after an
+			// operation and the winner the spec's own (a schema): the
+			// documented outcome (WarnNameYields).
+			yields bool
 		}
 		var losers []loser
 		for _, k := range keys {
@@ -435,21 +439,23 @@ func (n *namer) resolve() {
 			sort.SliceStable(g, func(i, j int) bool { return order(g[i], g[j]) })
 			sc := g[0].scope
 			holder := ""
+			var holderID *ident
 			if r, ok := sc.reserved[k.name]; ok {
 				holder = r
 			} else if prev, ok := taken[sc.id][k.name]; ok {
-				holder = prev.describe()
+				holder, holderID = prev.describe(), prev
 			} else {
 				taken[sc.id][k.name] = g[0]
 				*g[0].dst = k.name
-				holder = g[0].describe()
+				holder, holderID = g[0].describe(), g[0]
 				g = g[1:]
 			}
 			for _, id := range g {
 				if _, ok := renamed[id]; ok {
 					n.errs.addf("%s: rename %q: %s is already generated for %s", n.file, id.loc, k.name, holder)
 				}
-				losers = append(losers, loser{id, k.name, holder})
+				yields := id.rank == rankDerived && holderID != nil && holderID.rank < rankDerived
+				losers = append(losers, loser{id, k.name, holder, yields})
 			}
 		}
 		free := func(sc *scope, name string) bool {
@@ -489,9 +495,17 @@ func (n *namer) resolve() {
 				*l.id.dst = cand
 				break
 			}
+			both := fmt.Sprintf("for both %s and %s; the latter", l.winner, l.id.describe())
+			if l.winner == l.id.describe() {
+				both = fmt.Sprintf("twice for %s; the second", l.winner) // one location, never named twice
+			}
+			kind := WarnNameClash
+			if l.yields {
+				kind = WarnNameYields
+			}
 			n.warns = append(n.warns, Warning{Where: n.file, Message: fmt.Sprintf(
-				"Go identifier %s (%s) is generated for both %s and %s; the latter is named %s (set rename %q in the config to choose another name)",
-				l.name, sc.what, l.winner, l.id.describe(), *l.id.dst, l.id.loc)})
+				"Go identifier %s (%s) is generated %s is named %s (set rename %q in the config to choose another name)",
+				l.name, sc.what, both, *l.id.dst, l.id.loc), Kind: kind})
 		}
 	}
 }

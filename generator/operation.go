@@ -25,6 +25,10 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 		o.Summary = firstLine(op.Description)
 	}
 	where := fmt.Sprintf("%s: operation %q: ", b.file, id)
+	if _, dup := b.opLocs[id]; !dup {
+		b.opLocs[id] = o.Location
+	}
+	b.misspeltExtensions(where, op.Extensions)
 
 	// Route pattern: one ServeMux wildcard per segment holding parameters,
 	// named for good once the routes are grouped (checkRoutes).
@@ -74,7 +78,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	case idempotentByDefault[method]:
 		// Most likely an annotation forgotten: say so (lint makes it an
 		// error, generate -strict too).
-		b.warnf(fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
+		b.warnf(WarnNotIdempotent, fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
 	}
 	if o.Idempotent {
 		o.Policy = patch.apply(root.apply(DefaultPolicy()))
@@ -164,6 +168,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 			r.Shared, rid = b.sharedResponse(key, rr.Ref, rr.Value, r)
 			rloc = rr.Ref
 		}
+		b.notMediaTypes(rr.Value.Content, fmt.Sprintf("operation %q response %s", o.ID, status))
 		if mt, media := pickMedia(rr.Value.Content); media != nil {
 			r.MediaType = mt
 			r.JSON = speaksJSON(mt)
@@ -333,16 +338,40 @@ func responseContentType(mt string) string {
 // pickMedia chooses the media type a generated handler speaks: JSON when
 // offered, otherwise the first in sorted order.
 func pickMedia(c openapi3.Content) (string, *openapi3.MediaType) {
-	if len(c) == 0 {
+	var keys []string
+	for _, k := range sortedKeys(c) {
+		if isMediaType(k) {
+			keys = append(keys, k)
+		}
+	}
+	if len(keys) == 0 {
 		return "", nil
 	}
-	keys := sortedKeys(c)
 	for _, k := range keys {
 		if speaksJSON(k) && k != "*/*" {
 			return k, c[k]
 		}
 	}
 	return keys[0], c[keys[0]]
+}
+
+// isMediaType reports whether a content key is a media type or a range
+// (type/subtype, with parameters or not), and not, say, an examples
+// member written one level too high.
+func isMediaType(key string) bool {
+	mt, _, _ := jsonkit.ParseMediaType(key)
+	typ, sub, ok := strings.Cut(mt, "/")
+	return ok && typ != "" && sub != "" && !strings.ContainsAny(mt, " \t")
+}
+
+// notMediaTypes warns about the keys of content c (at where) that are not
+// media types: they are left out.
+func (b *builder) notMediaTypes(c openapi3.Content, where string) {
+	for _, k := range sortedKeys(c) {
+		if !isMediaType(k) {
+			b.warnf(WarnSpec, where, "content %q is not a media type: it is left out", k)
+		}
+	}
 }
 
 // finishParams sets the enum type of a response header's ParseEnum once

@@ -51,7 +51,12 @@ func (t *reqTable) index(sr *openapi3.SchemaRef, loc string, noValidate bool) in
 	if sr == nil || sr.Value == nil {
 		return 0
 	}
-	if sr.Ref != "" {
+	switch c := t.b.refCopy(sr); {
+	case c != nil && c.docOnly:
+		sr, loc = c.target, sr.Ref // validated as the schema it refers to
+	case c != nil:
+		// The referenced schema and its siblings, where the $ref stands.
+	case sr.Ref != "":
 		loc = sr.Ref
 	}
 	if t.skip[loc] {
@@ -98,10 +103,14 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	for _, ty := range types {
 		e.Types = append(e.Types, "Type"+goName(ty))
 	}
-	if nullable && len(types) > 0 {
+	switch {
+	case nullable && len(types) > 0, len(types) == 0 && s.Type.IncludesNull():
+		// `type: "null"` alone allows null and nothing else; `nullable:
+		// true` without a type (OpenAPI 3.0) adds null to any value.
 		e.Types = append(e.Types, "TypeNull")
+	default:
+		e.Nullable = nullable && len(types) == 0
 	}
-	e.Nullable = nullable && len(types) == 0
 	e.Format = formatConst(s.Format, types)
 	var enum []string
 	for _, v := range s.Enum {
@@ -143,7 +152,7 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	}
 	if s.Pattern != "" {
 		if _, err := regexp.Compile(s.Pattern); err != nil {
-			t.b.warnf(loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
+			t.b.warnf(WarnTyped, loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
 		} else {
 			e.Pattern = s.Pattern
 		}
@@ -281,7 +290,7 @@ func (t *reqTable) unenforced(s *openapi3.Schema, loc string) {
 		kws = append(kws, "unevaluatedProperties")
 	}
 	if len(kws) > 0 {
-		t.b.warnf(loc, "%s not enforced on requests", strings.Join(kws, ", "))
+		t.b.warnf(WarnTyped, loc, "%s not enforced on requests", strings.Join(kws, ", "))
 	}
 }
 

@@ -60,7 +60,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		if p.In == "path" && !slices.Contains(o.PathParams, muxWildcard(p.Name)) {
 			// No request can carry it: as a required parameter it would
 			// refuse every request. A spec one cannot edit still generates.
-			b.warnf(where, "path parameter %q is not in the path %s: it is ignored (no request field)", p.Name, o.Path)
+			b.warnf(WarnTyped, where, "path parameter %q is not in the path %s: it is ignored (no request field)", p.Name, o.Path)
 			continue
 		}
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
@@ -75,12 +75,13 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		sr, style := p.Schema, paramStyle(p)
 		schemaLoc := ploc + "/schema"
 		if sr == nil && len(p.Content) > 0 {
+			b.notMediaTypes(p.Content, strings.TrimSuffix(where, ": ")+" "+prm.Where())
 			mt, media := pickMedia(p.Content)
 			if media != nil {
 				sr, style = media.Schema, "StyleJSON"
 				schemaLoc = ploc + "/content/" + jsonkit.EscapeToken(mt) + "/schema"
 				if !speaksJSON(mt) {
-					b.warnf(strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
+					b.warnf(WarnTyped, strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
 				}
 			}
 		}
@@ -111,7 +112,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string, noValidate bool) {
 	at := strings.TrimSuffix(where, ": ") + " " + prm.Where()
 	if prm.List || (prm.Type.Kind != GoBuiltin || prm.Type.Name != "string") && prm.Type.Kind != GoUUID {
-		b.warnf(at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
+		b.warnf(WarnTyped, at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
 		return
 	}
 	prm.EngineKey = true
@@ -146,7 +147,7 @@ func (b *builder) uuidKeyRefused(at, keyFormat string, s *openapi3.Schema) {
 	const n = 36
 	switch {
 	case s.MaxLength != nil && *s.MaxLength < n || s.MinLength > n:
-		b.warnf(at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
+		b.warnf(WarnRefused, at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
 	case s.Pattern != "":
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil || len(samples) == 0 {
@@ -157,7 +158,7 @@ func (b *builder) uuidKeyRefused(at, keyFormat string, s *openapi3.Schema) {
 				return
 			}
 		}
-		b.warnf(at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
+		b.warnf(WarnRefused, at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
 	}
 }
 
@@ -181,6 +182,24 @@ func paramStyle(p *openapi3.Parameter) string {
 		style = map[string]string{"path": "simple", "header": "simple", "query": "form", "cookie": "form"}[p.In]
 	}
 	return "Style" + goName(style)
+}
+
+// ParameterSchema is the schema a parameter's values are read with: its
+// schema, or, for a parameter declared with content (content:
+// application/json), the schema of the media type the generated decoder
+// reads (JSON when declared); nil when it has neither. Conformance builds
+// parameter values from it.
+func ParameterSchema(p *openapi3.Parameter) *openapi3.SchemaRef {
+	switch {
+	case p == nil:
+		return nil
+	case p.Schema != nil || len(p.Content) == 0:
+		return p.Schema
+	}
+	if _, media := pickMedia(p.Content); media != nil {
+		return media.Schema
+	}
+	return nil
 }
 
 // paramType sets the Go type of a parameter's field: the schema's type, an
@@ -210,12 +229,16 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 	if len(rb.Content) == 0 {
 		return
 	}
+	b.notMediaTypes(rb.Content, strings.TrimSuffix(where, ": ")+" request body")
 	noValidate := b.req.skipOperation(o.ID)
 	body := &Body{Required: rb.Required}
 	var firstSchema *openapi3.SchemaRef // the preferred media type's
 	keys := sortedKeys(rb.Content)
 	sort.SliceStable(keys, func(i, j int) bool { return mediaRank(keys[i]) < mediaRank(keys[j]) })
 	for _, mt := range keys {
+		if !isMediaType(mt) {
+			continue
+		}
 		media := rb.Content[mt]
 		dec := decoding(mt)
 		loc := fmt.Sprintf("%s/requestBody/content/%s/schema", o.Location, jsonkit.EscapeToken(mt))
@@ -249,7 +272,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			if sr != nil && firstSchema != nil && sr.Value == firstSchema.Value {
 				why = fmt.Sprintf("it has the schema of %s, but idemgen reads %s as %s, not as %s", body.MediaType, mt, decodedAs(dec), decodedAs(body.Media[0].Decode))
 			}
-			b.warnf(strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): %s", mt, why)
+			b.warnf(WarnRefused, strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): %s", mt, why)
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}

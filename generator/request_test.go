@@ -45,17 +45,17 @@ func TestRequestSpecErrors(t *testing.T) {
 		want       string
 	}{
 		{"exclusion names nothing", formWith("", "x-idempotent: {fingerprint: {exclude: [/metadta]}}", ""), nil,
-			`openapi.yaml: operation "createCharge": x-idempotent.fingerprint.exclude[0]: /metadta names no member of the request body (decoded as application/x-www-form-urlencoded)`},
+			`openapi.yaml: line 8: operation "createCharge": x-idempotent.fingerprint.exclude[0]: /metadta names no member of the request body (decoded as application/x-www-form-urlencoded)`},
 		{"exclusion below a declared member", formWith("", "x-idempotent: {fingerprint: {exclude: [/amount/x]}}", ""), nil,
 			`x-idempotent.fingerprint.exclude[0]: /amount/x names no member of the request body`},
 		{"parameter exclusion names nothing", formWith("", "x-idempotent: {fingerprint: {excludeParameters: [{in: header, name: X-Acount}]}}", ""), nil,
-			`openapi.yaml: operation "createCharge": x-idempotent.fingerprint.excludeParameters[0]: the operation declares no header parameter "X-Acount"`},
+			`openapi.yaml: line 8: operation "createCharge": x-idempotent.fingerprint.excludeParameters[0]: the operation declares no header parameter "X-Acount"`},
 		{"parameter exclusion in the wrong place", formWith("", "x-idempotent: {fingerprint: {excludeParameters: [{in: query, name: X-Account}]}}", ""), nil,
 			`the operation declares no query parameter "X-Account"`},
 		{"malformed parameter exclusion", formWith("", "x-idempotent: {fingerprint: {excludeParameters: [X-Account]}}", ""), nil,
 			`x-idempotent.fingerprint.excludeParameters[0]: want {in: path|query|header|cookie, name: <parameter>}, got string "X-Account"`},
 		{"root exclusion names nothing anywhere", formWith("x-idempotent: {fingerprint: {exclude: [/nowhere]}}", "", ""), nil,
-			`openapi.yaml: x-idempotent.fingerprint.exclude[0]: /nowhere names no member of any idempotent operation's request body`},
+			`openapi.yaml: line 3: x-idempotent.fingerprint.exclude[0]: /nowhere names no member of any idempotent operation's request body`},
 		{"validation skip names nothing", formWith("x-idempotent: {}", "", ""), []string{"createChrge"},
 			`openapi.yaml: config validation.skip: "createChrge" names no operationId and no schema or property of a request body or parameter`},
 	}

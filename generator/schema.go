@@ -26,7 +26,13 @@ func (b *builder) schemaType(sr *openapi3.SchemaRef, hint nameHint, loc string) 
 	if sr == nil || sr.Value == nil {
 		return GoType{Kind: GoAny}, false
 	}
+	var copyNullable bool
+	if c := b.refCopy(sr); c != nil {
+		_, copyNullable = typesOf(sr.Value)
+		sr = c.typed
+	}
 	eff, effLoc, nullable, orEmpty := unwrap(sr, loc)
+	nullable = nullable || copyNullable
 	if eff == nil || eff.Value == nil {
 		return GoType{Kind: GoAny}, nullable
 	}
@@ -34,14 +40,18 @@ func (b *builder) schemaType(sr *openapi3.SchemaRef, hint nameHint, loc string) 
 	if _, n := typesOf(eff.Value); n {
 		nullable = true
 	}
-	if members, _ := unionMembers(eff.Value); members != nil {
+	if members, _, null := unionMembers(eff.Value); members != nil {
+		nullable = nullable || null
 		for _, m := range members {
-			if m != nil && m.Value != nil {
-				if _, _, n, _ := unwrap(m, ""); n {
+			if m.sr != nil && m.sr.Value != nil {
+				if _, _, n, _ := unwrap(m.sr, ""); n {
 					nullable = true
 				}
 			}
 		}
+	} else if len(unionEnum(eff.Value)) > 0 {
+		_, null := nonNull(append(eff.Value.OneOf, eff.Value.AnyOf...))
+		nullable = nullable || null
 	}
 	if orEmpty && !(gt.Kind == GoBuiltin && gt.Name == "string") {
 		elem := gt
@@ -113,19 +123,19 @@ func (b *builder) inlineIdent(dst *string, hint nameHint, loc string) *ident {
 // recurs hundreds of times): StringOrCustomer. It returns nil for other
 // unions, which are named where they stand.
 func (b *builder) sharedUnion(s *openapi3.Schema, loc string) *Type {
-	members, kw := unionMembers(s)
+	members, kw, _ := unionMembers(s)
 	if members == nil || s.Discriminator != nil || len(s.Properties) > 0 {
 		return nil
 	}
 	for _, m := range members {
-		if !inlineFree(m, 0) {
+		if !inlineFree(m.sr, 0) {
 			return nil
 		}
 	}
 	var key strings.Builder
 	var gts []GoType
-	for i, m := range members {
-		gt, _ := b.schemaType(m, nameHint{}, fmt.Sprintf("%s/%s/%d", loc, kw, i))
+	for _, m := range members {
+		gt, _ := b.schemaType(m.sr, nameHint{}, fmt.Sprintf("%s/%s/%d", loc, kw, m.i))
 		gts = append(gts, gt)
 		key.WriteString(typeKey(gt) + "|")
 	}

@@ -61,12 +61,54 @@ func isEmptyString(sr *openapi3.SchemaRef) bool {
 	return len(types) == 0 || (len(types) == 1 && types[0] == openapi3.TypeString)
 }
 
+// nullOnly reports a schema that allows null and nothing else: `type:
+// "null"` (or `type: [null]`), `enum: [null]`, and `const: null` (which the
+// loader spells enum: [null], load.NullConsts). As a oneOf or anyOf member
+// it is OpenAPI 3.1's way to make a union nullable.
+func nullOnly(sr *openapi3.SchemaRef) bool {
+	if sr == nil || sr.Value == nil {
+		return false
+	}
+	s := sr.Value
+	if len(s.AllOf)+len(s.AnyOf)+len(s.OneOf) > 0 || len(s.Properties) > 0 || s.Items != nil ||
+		s.AdditionalProperties.Schema != nil || s.Discriminator != nil {
+		return false
+	}
+	if types, _ := typesOf(s); len(types) > 0 {
+		return false
+	}
+	if len(s.Enum) > 0 {
+		return !slices.ContainsFunc(s.Enum, func(v any) bool { return v != nil })
+	}
+	return s.Type.IncludesNull()
+}
+
+// nonNull returns the members of list that are not nullOnly, each with its
+// index in list, and whether some member is nullOnly.
+func nonNull(list openapi3.SchemaRefs) (members []member, nullable bool) {
+	for i, m := range list {
+		if nullOnly(m) {
+			nullable = true
+			continue
+		}
+		members = append(members, member{m, i})
+	}
+	return members, nullable
+}
+
+// member is a member of a oneOf or anyOf and its index there.
+type member struct {
+	sr *openapi3.SchemaRef
+	i  int
+}
+
 // unwrap sees through the wrappers real specs put around a type:
 // `allOf|anyOf|oneOf: [{$ref: X}]` (with nullable or a description beside
-// it) is X; `anyOf: [X, {enum: [""]}]` is X or the empty string (Stripe's
-// way to unset a field). It returns the schema that types sr, its location
-// relative to loc, whether a wrapper allowed null, and whether the empty
-// string is allowed besides X.
+// it) is X; `anyOf|oneOf: [X, {type: "null"}]` is X, nullable (OpenAPI
+// 3.1's nullable union, the null member in any place); `anyOf: [X, {enum:
+// [""]}]` is X or the empty string (Stripe's way to unset a field). It
+// returns the schema that types sr, its location relative to loc, whether a
+// wrapper allowed null, and whether the empty string is allowed besides X.
 func unwrap(sr *openapi3.SchemaRef, loc string) (eff *openapi3.SchemaRef, effLoc string, nullable, orEmpty bool) {
 	for range 32 { // wrappers of wrappers; a bound against a cycle of them
 		if sr == nil || sr.Value == nil {
@@ -84,19 +126,27 @@ func unwrap(sr *openapi3.SchemaRef, loc string) (eff *openapi3.SchemaRef, effLoc
 			kw   string
 			list openapi3.SchemaRefs
 		}{{"allOf", s.AllOf}, {"anyOf", s.AnyOf}, {"oneOf", s.OneOf}} {
+			list, null := nonNull(l.list)
+			if l.kw == "allOf" {
+				list, null = nil, false
+				for i, m := range l.list {
+					list = append(list, member{m, i})
+				}
+			}
 			switch {
 			case len(l.list) == 0:
 			case next != nil:
 				return sr, loc, nullable, orEmpty // two keywords: not a wrapper
-			case len(l.list) == 1:
-				next, step = l.list[0], "/"+l.kw+"/0"
-			case len(l.list) == 2 && l.kw != "allOf" && isEmptyString(l.list[1]) != isEmptyString(l.list[0]):
-				i := 0
-				if isEmptyString(l.list[0]) {
-					i = 1
+			case len(list) == 1:
+				next, step = list[0].sr, fmt.Sprintf("/%s/%d", l.kw, list[0].i)
+				nullable = nullable || null
+			case len(list) == 2 && l.kw != "allOf" && isEmptyString(list[1].sr) != isEmptyString(list[0].sr):
+				m := list[0]
+				if isEmptyString(m.sr) {
+					m = list[1]
 				}
-				next, step = l.list[i], fmt.Sprintf("/%s/%d", l.kw, i)
-				orEmpty = true
+				next, step = m.sr, fmt.Sprintf("/%s/%d", l.kw, m.i)
+				orEmpty, nullable = true, nullable || null
 			default:
 				return sr, loc, nullable, orEmpty
 			}
@@ -114,32 +164,41 @@ func unwrap(sr *openapi3.SchemaRef, loc string) (eff *openapi3.SchemaRef, effLoc
 	return sr, loc, nullable, orEmpty
 }
 
-// unionMembers returns the members of a oneOf/anyOf that types a value: nil
-// when there is none, when every member is shapeless (they only constrain
-// the properties beside them), or when every member is a string enum (the
-// union is then one enum).
-func unionMembers(s *openapi3.Schema) (openapi3.SchemaRefs, string) {
-	members, kw := s.OneOf, "oneOf"
-	if len(members) == 0 {
-		members, kw = s.AnyOf, "anyOf"
+// unionMembers returns the members of a oneOf/anyOf that type a value, each
+// with its index in the list kw names: nil when there is none, when every
+// member is shapeless (they only constrain the properties beside them), or
+// when every member is a string enum (the union is then one enum). A
+// member that allows only null (nullOnly) types no value: it makes the
+// union nullable (nullable).
+func unionMembers(s *openapi3.Schema) (members []member, kw string, nullable bool) {
+	list, kw := s.OneOf, "oneOf"
+	if len(list) == 0 {
+		list, kw = s.AnyOf, "anyOf"
 	}
-	if len(members) == 0 || len(s.Properties) > 0 && !slices.ContainsFunc(members, func(m *openapi3.SchemaRef) bool { return !shapeless(m) }) {
-		return nil, ""
+	members, nullable = nonNull(list)
+	if len(members) == 0 || len(s.Properties) > 0 && !slices.ContainsFunc(members, func(m member) bool { return !shapeless(m.sr) }) {
+		return nil, "", false
 	}
 	if len(unionEnum(s)) > 0 {
-		return nil, ""
+		return nil, "", false
 	}
-	return members, kw
+	return members, kw, nullable
 }
 
-// unionEnum returns the values of a oneOf/anyOf of string enums, in order.
+// unionEnum returns the values of a oneOf/anyOf of string enums, in order
+// (a member that allows only null makes the enum nullable).
 func unionEnum(s *openapi3.Schema) []string {
-	members := s.OneOf
+	list := s.OneOf
+	if len(list) == 0 {
+		list = s.AnyOf
+	}
+	members, _ := nonNull(list)
 	if len(members) == 0 {
-		members = s.AnyOf
+		return nil
 	}
 	var out []string
-	for _, m := range members {
+	for _, mb := range members {
+		m := mb.sr
 		if m == nil || m.Value == nil {
 			return nil
 		}
@@ -208,7 +267,7 @@ func enumLoc(s *openapi3.Schema, v, loc string) string {
 
 // needsNamedType reports whether an inline schema becomes a named type.
 func needsNamedType(s *openapi3.Schema) bool {
-	if m, _ := unionMembers(s); m != nil {
+	if m, _, _ := unionMembers(s); m != nil {
 		return true
 	}
 	if len(s.AllOf) > 0 || len(stringEnum(s)) > 0 {
@@ -263,8 +322,8 @@ func jsonKinds(s *openapi3.Schema, depth int) []string {
 	}
 	for kw, list := range [][]*openapi3.SchemaRef{s.AllOf, s.OneOf, s.AnyOf} {
 		for _, m := range list {
-			if m == nil || m.Value == nil {
-				continue
+			if m == nil || m.Value == nil || kw > 0 && nullOnly(m) {
+				continue // a member that allows only null types no value
 			}
 			kinds := jsonKinds(m.Value, depth+1)
 			if kinds == nil {

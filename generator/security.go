@@ -85,7 +85,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 	undefined := func(why string) {
 		s.Kind, s.What = "SchemeUndefined", "undefined"
 		if why != "" {
-			b.warnf(where, "security scheme %q %s: a requirement that names it never admits a request (401)", name, why)
+			b.warnf(WarnRefused, where, "security scheme %q %s: a requirement that names it never admits a request (401)", name, why)
 		}
 	}
 	if ss == nil {

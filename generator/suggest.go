@@ -8,13 +8,23 @@ import "strings"
 // none is close. The edit distance is twenty lines here rather than a
 // dependency of every generated service's module.
 func nearest(s string, candidates []string) string {
+	return nearestWithin(s, candidates, -1)
+}
+
+// nearestWithin is nearest with at most maxEdits edits (case aside);
+// -1 for nearest's third of the candidate's length.
+func nearestWithin(s string, candidates []string, maxEdits int) string {
 	best, bestD := "", 0
 	for _, c := range candidates {
 		if strings.EqualFold(c, s) {
 			return c
 		}
+		limit := maxEdits
+		if limit < 0 {
+			limit = max(1, len(c)/3)
+		}
 		d := editDistance(strings.ToLower(s), strings.ToLower(c))
-		if d <= max(1, len(c)/3) && (best == "" || d < bestD) {
+		if d <= limit && (best == "" || d < bestD) {
 			best, bestD = c, d
 		}
 	}

@@ -38,11 +38,11 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			}
 		}
 		if op == nil {
-			b.warnf(where, "no operation; skipped")
+			b.warnf(WarnWebhooks, where, "no operation; skipped")
 			continue
 		}
 		if len(ops) > 1 {
-			b.warnf(where, "%d operations; only %s is generated", len(ops), strings.ToUpper(method))
+			b.warnf(WarnWebhooks, where, "%d operations; only %s is generated", len(ops), strings.ToUpper(method))
 		}
 		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
@@ -51,12 +51,12 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			w.Summary = firstLine(op.Description)
 		}
 		if op.RequestBody == nil || op.RequestBody.Value == nil {
-			b.warnf(where, "no request body; skipped")
+			b.warnf(WarnWebhooks, where, "no request body; skipped")
 			continue
 		}
 		mt, media := pickMedia(op.RequestBody.Value.Content)
 		if media == nil || !speaksJSON(mt) {
-			b.warnf(where, "request body is not JSON (%s); skipped", mt)
+			b.warnf(WarnWebhooks, where, "request body is not JSON (%s); skipped", mt)
 			continue
 		}
 		w.MediaType, w.Required = mt, op.RequestBody.Value.Required
@@ -83,7 +83,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		out = append(out, w)
 	}
 	if root := securityNames(doc.Security); len(root) > 0 && len(unsecured) > 0 {
-		b.warnf("webhooks", "the document's security (%s) does not apply to webhooks; without security of their own: %s (authenticate deliveries with WithWebhookVerifier)",
+		b.warnf(WarnWebhooks, "webhooks", "the document's security (%s) does not apply to webhooks; without security of their own: %s (authenticate deliveries with WithWebhookVerifier)",
 			strings.Join(root, ", "), strings.Join(unsecured, ", "))
 	}
 	return out

@@ -84,11 +84,11 @@ func TestBinaryExitCodes(t *testing.T) {
 		{"silent gap", []string{"lint", "gap.yaml"}, 1,
 			[]string{`idemgen: error: gap.yaml: operation "createOrder" (POST /orders): not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)`}, "", ""},
 		{"lease not shorter than ttl, lint", []string{"lint", "lease.yaml"}, 1,
-			[]string{`idemgen: error: lease.yaml: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`}, "", ""},
+			[]string{`idemgen: error: lease.yaml: line 13: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`}, "", ""},
 		{"lease not shorter than ttl, generate", []string{"generate", "-spec", "lease.yaml", "-output", "out"}, 1, nil, "",
-			`lease.yaml: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`},
+			`lease.yaml: line 13: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h`},
 		{"3xx replay status, generate", []string{"generate", "-spec", "redirect.yaml", "-output", "out"}, 1, nil, "",
-			`redirect.yaml: operation "cancelOrder": x-idempotent.replayStatuses[0]: 302 is not a 4xx or 5xx status`},
+			`redirect.yaml: line 13: operation "cancelOrder": x-idempotent.replayStatuses[0]: 302 is not a 4xx or 5xx status`},
 		{"usage", []string{"lint"}, 2, nil, "", "idemgen: "},
 	} {
 		t.Run(tc.name, func(t *testing.T) {

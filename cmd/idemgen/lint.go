@@ -8,12 +8,14 @@ import (
 	"github.com/idemgen/idemgen/generator"
 )
 
-// lint runs `idemgen lint [-require] SPEC`: findings go to standard output,
-// one per line (`idemgen: error: ...`, `idemgen: warning: ...`,
-// `idemgen: note: ...`); the exit status is 1 when there is an error.
+// lint runs `idemgen lint [-require] [-v] SPEC`: findings go to standard
+// output, one per line (`idemgen: error: ...`, `idemgen: warning: ...`,
+// `idemgen: note: ...`), warnings grouped by kind as generate prints them
+// (every one with -v); the exit status is 1 when there is an error.
 func lint(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("lint", stderr)
 	require := fs.Bool("require", false, "fail on x-idempotent: false on a POST or PATCH (an opt-out is a note otherwise)")
+	verbose := fs.Bool("v", false, "print every warning, not a count and a few examples of each kind")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -33,9 +35,23 @@ func lint(args []string, stdout, stderr io.Writer) error {
 		return errSilent
 	}
 	failed := false
+	var warnings []generator.Warning
 	for _, f := range findings {
+		switch f.Severity {
+		case generator.SeverityWarning:
+			warnings = append(warnings, generator.Warning{Message: f.Message, Kind: f.Kind})
+			continue
+		case generator.SeverityNote:
+			for _, line := range generator.WarningLines(warnings, *verbose) {
+				fmt.Fprintf(stdout, "idemgen: %s\n", line)
+			}
+			warnings = nil
+		}
 		fmt.Fprintf(stdout, "idemgen: %s\n", f)
 		failed = failed || f.Severity == generator.SeverityError
+	}
+	for _, line := range generator.WarningLines(warnings, *verbose) {
+		fmt.Fprintf(stdout, "idemgen: %s\n", line)
 	}
 	if failed {
 		return errSilent

@@ -7,7 +7,7 @@
 //
 //	idemgen generate [-config idemgen.yaml] [-check]
 //	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
-//	idemgen lint [-require] SPEC
+//	idemgen lint [-require] [-v] SPEC
 //	idemgen init [-dir .] [-module PATH] [-force]
 //	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
 //	idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]
@@ -50,10 +50,15 @@
 // with idemgen's header, such as helpers.gen.go of earlier versions; the
 // code it held is in runtime/idemimpl now). Warnings (spec problems worked
 // around, such as two schemas whose Go names clash: the second is numbered,
-// NullTime2, and the warning gives the rename key) go to standard error.
-// With -check nothing is written: when the files on disk differ from what
-// would be generated (or one would be removed), the diff is printed and the
-// exit status is 1.
+// NullTime2, and the warning gives the rename key) go to standard error,
+// grouped by kind: a kind with more than a few is a count and three
+// examples, and the request and response types numbered because a schema
+// has their name (as documented) are one note; -v prints every warning.
+// With -strict a warning that a request the spec allows may be refused, or
+// that a value or a name is not what the spec says, fails the run. With
+// -check nothing is written: when the files on disk differ from what would
+// be generated (or one would be removed), the diff is printed and the exit
+// status is 1.
 //
 // # lint
 //
@@ -165,8 +170,8 @@ func (helpRequest) Unwrap() error { return flag.ErrHelp }
 
 // synopses are the commands' first usage lines, by flag set name.
 var synopses = map[string]string{
-	"generate":   "idemgen generate [-config idemgen.yaml] [-check] [-strict]\n\tidemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check] [-strict]",
-	"lint":       "idemgen lint [-require] SPEC",
+	"generate":   "idemgen generate [-config idemgen.yaml] [-check] [-strict] [-v]\n\tidemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check] [-strict] [-v]",
+	"lint":       "idemgen lint [-require] [-v] SPEC",
 	"init":       "idemgen init [-dir .] [-module PATH] [-force]",
 	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]",
 	"vet":        "idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]",
@@ -195,7 +200,7 @@ func commandUsage(fs *flag.FlagSet) string {
 const usage = `usage:
 	idemgen generate [-config idemgen.yaml] [-check]
 	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
-	idemgen lint [-require] SPEC
+	idemgen lint [-require] [-v] SPEC
 	idemgen init [-dir .] [-module PATH] [-force]
 	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
 	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
@@ -307,7 +312,8 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	client := fs.Bool("client", false, "also write the typed client, client.gen.go, beside the server")
 	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this directory (implies -client)")
 	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
-	strict := fs.Bool("strict", false, "fail (exit 1, nothing written) when there is a warning")
+	strict := fs.Bool("strict", false, "fail (exit 1, nothing written) on a warning that a request the spec allows may be refused or a value or name is not what the spec says")
+	verbose := fs.Bool("v", false, "print every warning, not a count and a few examples of each kind")
 	if err := parse(fs, args); err != nil {
 		return err
 	}
@@ -349,14 +355,14 @@ func generate(args []string, stdout, stderr io.Writer) error {
 	}
 	cfg.Version = generator.Version()
 	files, warnings, err := generator.Generate(cfg)
-	for _, w := range warnings {
-		fmt.Fprintf(stderr, "idemgen: warning: %s\n", w)
+	for _, line := range generator.WarningLines(warnings, *verbose) {
+		fmt.Fprintf(stderr, "idemgen: %s\n", line)
 	}
 	if err != nil {
 		return err
 	}
-	if *strict && len(warnings) > 0 {
-		return fmt.Errorf("-strict: %d warning(s); nothing written", len(warnings))
+	if n := len(generator.StrictWarnings(warnings)); *strict && n > 0 {
+		return fmt.Errorf("-strict: %d warning(s); nothing written", n)
 	}
 	if *check {
 		diff, err := generator.Diff(cfg.Output, files)

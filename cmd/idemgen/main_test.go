@@ -120,8 +120,8 @@ idemgen: note: openapi.yaml: operation "cancelOrder" (POST /orders/{id}/cancel):
 `},
 		{"all idempotent", "x-idempotent: {}\n" + strings.Replace(spec, "x-idempotent: false", "x-idempotent: {mode: lease}", 1), []string{"-require"}, 0, ""},
 		{"invalid policy", "x-idempotent: {ttl: 30h}\n" + strings.Replace(spec, "x-idempotent: false", "x-idempotent: {mode: lease, lease: 3h, ttl: 2h}", 1), nil, 1,
-			`idemgen: error: openapi.yaml: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h
-idemgen: error: openapi.yaml: x-idempotent.ttl: 30h is outside 2h..24h
+			`idemgen: error: openapi.yaml: line 1: x-idempotent.ttl: 30h is outside 2h..24h
+idemgen: error: openapi.yaml: line 13: operation "cancelOrder": x-idempotent.lease: 3h must be shorter than ttl 2h
 `},
 		{"warnings pass", "x-idempotent: {}\n" + strings.Replace(spec, "title: t, version: '1'", "title: t, version: ''", 1) +
 			"components: {schemas: {Order: {type: object}, order: {type: object}}}\n", nil, 0,

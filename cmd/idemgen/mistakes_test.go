@@ -64,8 +64,8 @@ func TestSpecMistakesNamed(t *testing.T) {
 	write(t, "bad.yaml", "x-idempotent: {mode: atomic}\n"+bad)
 	code, _, stderr := runCmd(t, "generate", "-spec", "bad.yaml", "-output", "api")
 	for _, want := range []string{
-		"idemgen: bad.yaml: operation \"createOrder\": x-idempotent.mode: \"atmic\" is not one of atomic, lease\n",
-		"idemgen: bad.yaml: operation \"createOrder\": x-idempotent.tll: unknown field (did you mean ttl?)\n",
+		"idemgen: bad.yaml: line 8: operation \"createOrder\": x-idempotent.mode: \"atmic\" is not one of atomic, lease\n",
+		"idemgen: bad.yaml: line 8: operation \"createOrder\": x-idempotent.tll: unknown field (did you mean ttl?)\n",
 	} {
 		if code != 1 || !strings.Contains(stderr, want) {
 			t.Errorf("generate: exit %d, stderr lacks %q:\n%s", code, want, stderr)

@@ -17,7 +17,7 @@ func TestCommandHelp(t *testing.T) {
 	}{
 		{[]string{"generate", "-h"}, 0, "usage: idemgen generate [-config idemgen.yaml]", "-check"},
 		{[]string{"generate", "-help"}, 0, "usage: idemgen generate [-config idemgen.yaml]", "-strict"},
-		{[]string{"lint", "-h"}, 0, "usage: idemgen lint [-require] SPEC", "-require"},
+		{[]string{"lint", "-h"}, 0, "usage: idemgen lint [-require] [-v] SPEC", "-require"},
 		{[]string{"init", "-h"}, 0, "usage: idemgen init", "-module"},
 		{[]string{"migrations", "-h"}, 0, "usage: idemgen migrations -format goose|migrate|atlas|plain", "-check"},
 		{[]string{"templates", "eject", "-h"}, 0, "usage: idemgen templates eject [-all] DIR [TEMPLATE...]", "-all"},

@@ -2,7 +2,7 @@
 // generator's one door to the document's bytes: the parallel loading of a
 // large spec in parts (split.go, a workaround for the cost of kin-openapi's
 // nested decoding), the loader's rules for external references, and the
-// fix-ups every reader of the document relies on (NullTypes).
+// fix-ups every reader of the document relies on (NullTypes, NullConsts).
 package load
 
 import (
@@ -24,7 +24,8 @@ type Options struct {
 // are resolved against it), with kin-openapi: in parts on every core when
 // the split handles the document (split.go), else whole; an error is
 // kin-openapi's for the whole document. Type lists holding a YAML null
-// then say "null" (NullTypes).
+// then say "null" (NullTypes), and `const: null` is `enum: [null]`
+// (NullConsts).
 func Document(data []byte, path string, opts Options) (*openapi3.T, error) {
 	abs, err := filepath.Abs(path)
 	if err != nil {
@@ -39,6 +40,7 @@ func Document(data []byte, path string, opts Options) (*openapi3.T, error) {
 			if err := d.decodeParts(doc); err == nil {
 				if err := loader.ResolveRefsIn(doc, location); err == nil {
 					NullTypes(doc)
+					NullConsts(data, doc)
 					return doc, nil
 				}
 			}
@@ -49,6 +51,7 @@ func Document(data []byte, path string, opts Options) (*openapi3.T, error) {
 		return nil, err
 	}
 	NullTypes(doc)
+	NullConsts(data, doc)
 	return doc, nil
 }
 
