@@ -23,6 +23,7 @@ const _ = idem.SupportPackageIsVersion3 // regenerate when this fails to compile
 // //idemgen:tx lines tell `idemgen vet` the operation and its mode.
 type Server interface {
 	// CreateDocument serves createDocument (POST /accounts/{account}/documents)
+	//idemgen:tx mode=atomic operation=createDocument
 	CreateDocument(ctx context.Context, tx pgx.Tx, req CreateDocumentRequest) (CreateDocumentResponse, error)
 	// CreateOrder serves createOrder (POST /accounts/{account}/orders)
 	//idemgen:tx mode=atomic operation=createOrder
