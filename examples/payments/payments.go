@@ -68,7 +68,17 @@ type PaymentCreated struct {
 // stream drops a message whose Nats-Msg-Id it saw within the last
 // duplicateWindow (the outbox relay sets it to the event id), so a relay
 // that re-publishes after a crash does not deliver the event twice.
+//
+// Without a deadline in ctx it waits up to 30 s for the broker's answer,
+// not the JetStream client's default of 5 s: a service should not refuse
+// to start because its broker was slow once (a busy machine, a broker
+// that is itself starting or recovering its stream from disk).
 func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int, duplicateWindow time.Duration) (jetstream.Stream, error) {
+	if _, ok := ctx.Deadline(); !ok {
+		var cancel context.CancelFunc
+		ctx, cancel = context.WithTimeout(ctx, 30*time.Second)
+		defer cancel()
+	}
 	st, err := js.CreateOrUpdateStream(ctx, jetstream.StreamConfig{
 		Name:       Stream,
 		Subjects:   []string{StreamSubjects},

@@ -244,7 +244,8 @@ type dropProxy struct {
 	ln      net.Listener
 	target  string
 	n       atomic.Int64
-	dropped atomic.Int64
+	dropped atomic.Int64 // responses cut after their first byte
+	failed  atomic.Int64 // connections that ended without a response
 }
 
 func newDropProxy(t *testing.T, target string) *dropProxy {
@@ -276,13 +277,17 @@ func (p *dropProxy) serve(in net.Conn, drop bool) {
 	defer out.Close()
 	go func() { _, _ = io.Copy(out, in); out.(*net.TCPConn).CloseWrite() }()
 	if !drop {
-		_, _ = io.Copy(in, out)
+		if n, _ := io.Copy(in, out); n == 0 {
+			p.failed.Add(1)
+		}
 		return
 	}
 	// The first byte of the response: the request is complete and ran.
 	var b [1]byte
 	if _, err := out.Read(b[:]); err == nil {
 		p.dropped.Add(1)
+	} else {
+		p.failed.Add(1)
 	}
 }
 
@@ -376,13 +381,17 @@ func dropThrough(t *testing.T, s *stack, proxy *dropProxy, c *api.Client, everyD
 	}
 	l := readLedger(t, s.db)
 	checkBooks(t, l, s.gw, want)
-	t.Logf("%d intents over %d connections, %d responses dropped after the request ran: %d calls retried by the client (%d attempts cut), %d answered by a replay",
-		intents, proxy.n.Load(), proxy.dropped.Load(), retried, cut, replayed)
+	t.Logf("%d intents over %d connections, %d responses dropped after the request ran, %d connections ended without a response: %d calls retried by the client (%d attempts cut), %d answered by a replay",
+		intents, proxy.n.Load(), proxy.dropped.Load(), proxy.failed.Load(), retried, cut, replayed)
 	if proxy.dropped.Load() == 0 || replayed == 0 {
 		t.Error("no response was dropped and replayed: the test did not exercise what it claims")
 	}
-	if everyDropRetried && int64(cut) != proxy.dropped.Load() {
-		t.Errorf("%d responses dropped, the client saw %d attempts cut", proxy.dropped.Load(), cut)
+	// Every connection the proxy cut (or that the service closed without
+	// answering, which a busy machine can bring about) is an attempt the
+	// client saw fail, and no other attempt failed.
+	if everyDropRetried && int64(cut) != proxy.dropped.Load()+proxy.failed.Load() {
+		t.Errorf("%d responses dropped and %d connections without a response, the client saw %d attempts cut",
+			proxy.dropped.Load(), proxy.failed.Load(), cut)
 	}
 }
 

@@ -97,7 +97,12 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	t.Parallel()
 	db := pgtest.New(t, pgtest.Options{Migrations: payments.Migrations, MigrationsTable: "payments_schema_migrations"})
 	svc := startService(t, db.URL, "", "HTTP_READ_TIMEOUT=1s", "HTTP_READ_HEADER_TIMEOUT=1s")
-	c := &harness.Client{URL: svc.url(), HTTP: &http.Client{Timeout: 30 * time.Second}}
+	// A connection per request: without an idle timeout of its own the
+	// server closes a kept-alive connection once it has been idle for the
+	// read timeout, 1 s here, which on a busy machine races the client's
+	// next request on it ("http: server closed idle connection").
+	hc := &http.Client{Timeout: 30 * time.Second, Transport: &http.Transport{DisableKeepAlives: true}}
+	c := &harness.Client{URL: svc.url(), HTTP: hc}
 
 	t.Run("trickled body", func(t *testing.T) {
 		conn, err := net.Dial("tcp", svc.addr)
@@ -163,7 +168,7 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	t.Run("headers over the limit", func(t *testing.T) {
 		req, _ := http.NewRequest("GET", svc.url()+"/payments", nil)
 		req.Header.Set("X-Padding", strings.Repeat("a", 64<<10))
-		resp, err := http.DefaultClient.Do(req)
+		resp, err := hc.Do(req)
 		if err != nil {
 			t.Fatal(err)
 		}
