@@ -239,15 +239,65 @@ func (fr *frame) explicitKeys(cc *clientCall) []located {
 	if cc.req == nil {
 		return out
 	}
-	if v, vfr, ok := fr.fieldSource(cc.req, cc.keyField, 0); ok && v != nil && !vfr.c.pass.TypesInfo.Types[v].IsNil() {
+	if v, vfr, ok := fr.fieldSource(cc.req, cc.keyField, 0); ok && v != nil && !isNil(vfr, v) {
 		out = append(out, located{vfr, v})
 	}
-	return append(out, fr.objectValues(cc.req, func(_ *frame, path []string, n ast.Node) []ast.Expr {
+	cleared := false
+	for _, v := range fr.objectValues(cc.req, func(_ *frame, path []string, n ast.Node) []ast.Expr {
 		if as, ok := n.(*ast.AssignStmt); ok && len(path) == 1 && path[0] == cc.keyField {
 			return as.Rhs
 		}
 		return nil
-	})...)
+	}) {
+		if isNil(v.fr, v.e) {
+			cleared = true
+		} else {
+			out = append(out, v)
+		}
+	}
+	// The request the handler was given, passed on: its key field holds
+	// the incoming key (the generated server sets it).
+	if in, ifr := fr.handlerParam(cc.req, 0); in != nil && !cleared {
+		out = append(out, located{ifr, &ast.SelectorExpr{X: in, Sel: ast.NewIdent(cc.keyField)}})
+	}
+	return out
+}
+
+func isNil(fr *frame, e ast.Expr) bool {
+	return fr.c.pass.TypesInfo.Types[e].IsNil()
+}
+
+// handlerParam returns the identifier of the handler's parameter x is
+// (v, &v, *v, or a variable given one once), and the handler's frame;
+// nil when x is something else.
+func (fr *frame) handlerParam(x ast.Expr, depth int) (*ast.Ident, *frame) {
+	if depth > maxDepth {
+		return nil, nil
+	}
+	switch x := ast.Unparen(x).(type) {
+	case *ast.UnaryExpr:
+		return fr.handlerParam(x.X, depth+1)
+	case *ast.StarExpr:
+		return fr.handlerParam(x.X, depth+1)
+	case *ast.Ident:
+		v := asVar(fr.c.pass.TypesInfo, x)
+		if v == nil {
+			return nil, nil
+		}
+		if b, ok := fr.bind[v]; ok {
+			if b.handed {
+				return nil, nil
+			}
+			return b.fr.handlerParam(b.expr, depth+1)
+		}
+		if fr.caller == nil && fr.isParam(v) {
+			return x, fr
+		}
+		if as := fr.c.localsOf(fr.decl).assigns[v]; len(as) == 1 && as[0].idx < 0 && as[0].rhs != nil && !as[0].beginFunc {
+			return fr.handlerParam(as[0].rhs, depth+1)
+		}
+	}
+	return nil, nil
 }
 
 // withKeys finds the keys of idemclient.WithIdempotencyKey calls in the

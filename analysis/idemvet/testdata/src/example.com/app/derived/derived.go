@@ -8,6 +8,7 @@ import (
 
 	"example.com/app/api"
 	payapi "example.com/pay/api"
+	_ "example.com/pay/server"
 	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/downstream"
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -183,4 +184,25 @@ func (s *bad) ChargeCard(ctx context.Context, tx pgx.Tx, req api.CreateBookingRe
 func (s *bad) BookingMade(ctx context.Context, tx pgx.Tx, payload api.CreateBookingRequest) error {
 	_, err := s.pay.CreateRefund(ctx, payapi.CreateRefundRequest{Amount: 1}) // want `BookingMade: s.pay.CreateRefund calls out of the process in the receiver of webhook booking.made: .* send it through the outbox in tx \(events.Enqueue\) instead`
 	return err
+}
+
+// A proxy passes refunds on to the payments service (example.com/pay/server
+// declares createRefund atomic): the request it was given carries the
+// incoming key, which is not derived.
+
+type proxy struct{ deps }
+
+func (s *proxy) CreateRefund(ctx context.Context, tx pgx.Tx, req payapi.CreateRefundRequest) (payapi.CreateRefundResponse, error) {
+	s.pay.CreateRefund(ctx, req) // want `CreateRefund: s.pay.CreateRefund may act twice in createRefund, an atomic operation: its idempotency key req.IdempotencyKey is not derived`
+	fwd := req
+	fwd.Amount++
+	return s.pay.CreateRefund(ctx, fwd) // want `its idempotency key req.IdempotencyKey is not derived`
+}
+
+type cleared struct{ deps }
+
+func (s *cleared) CreateRefund(ctx context.Context, tx pgx.Tx, req payapi.CreateRefundRequest) (payapi.CreateRefundResponse, error) {
+	s.pay.CreateRefund(ctx, payapi.CreateRefundRequest{Amount: req.Amount})
+	req.IdempotencyKey = nil
+	return s.pay.CreateRefund(ctx, req)
 }
