@@ -15,6 +15,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/jackc/pgx/v5"
 	"github.com/stripe/stripe-go/v85"
+	"google.golang.org/grpc"
 )
 
 // payer has the shape of a generated client's method.
@@ -28,6 +29,7 @@ type deps struct {
 	rt     *idemclient.Client
 	client *http.Client
 	stripe *stripe.Client
+	cc     *grpc.ClientConn
 	ctx    context.Context
 }
 
@@ -100,6 +102,10 @@ func (s *good) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBooki
 	s.stripe.V1Refunds.Create(ctx, p2)
 	s.stripe.V1Refunds.Create(ctx, &stripe.RefundCreateParams{Params: stripe.Params{IdempotencyKey: stripe.String(k)}})
 	s.stripe.V1Refunds.Retrieve(ctx, "re_1", nil)
+
+	// gRPC with the key in the context it is given.
+	gctx := context.WithValue(ctx, "idempotency-key", k)
+	s.cc.Invoke(gctx, "/ledger.Post", nil, nil)
 	return nil, nil
 }
 
@@ -164,6 +170,9 @@ func (s *bad) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBookin
 	hr3.Header.Set("Idempotency-Key", k)
 	s.client.Do(hr2)                                             // want `s.client.Do calls out of the process`
 	http.Post("http://ledger/entries?key="+k, "text/plain", nil) // want `http.Post calls out of the process`
+
+	// gRPC without a key.
+	s.cc.Invoke(ctx, "/ledger.Post", nil, nil) // want `s.cc.Invoke calls out of the process`
 
 	// stripe-go: no key, a fresh key.
 	s.stripe.V1Refunds.Create(ctx, &stripe.RefundCreateParams{Amount: stripe.Int64(1)}) // want `s.stripe.V1Refunds.Create calls out of the process in createBooking`
