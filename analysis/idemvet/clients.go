@@ -63,7 +63,7 @@ func exportClientFacts(pass *analysis.Pass) {
 				continue
 			}
 			fn, _ := pass.TypesInfo.Defs[fd.Name].(*types.Func)
-			if fn == nil || !generated && callOptions(fn.Signature()) < 0 {
+			if fn == nil {
 				continue
 			}
 			var do *ast.CallExpr
