@@ -37,9 +37,10 @@
 //     ...grpc.CallOption), net/smtp.SendMail, stripe-go's calls that take
 //     params (sc.V1Refunds.Create(ctx, params); not its reads), what the
 //     -outbound flag adds, and a call through idemclient.Do: Do itself or
-//     a generated client's method (known by a fact the analyzer exports
-//     on each method of an idemgen-generated file, or of any function
-//     passing its ...idemclient.CallOption on to Do, that calls Do).
+//     a generated client's method. The analyzer knows those by an object
+//     fact it exports on each function that calls Do in a file idemgen
+//     generated, or that passes an ...idemclient.CallOption parameter of
+//     its own on to Do (a wrapper written like one).
 //     Accepted is a call whose key is derived from the request (package
 //     runtime/downstream): a generated client's call of an idempotent
 //     operation given the handler's ctx (or a context made from it by a
@@ -54,8 +55,8 @@
 //     default) returned given the handler's context, passed on as it is
 //     or through a conversion, a function of one argument
 //     (stripe.String(k)) or a method without one (u.String()); the
-//     incoming key itself (idem.KeyFromContext(ctx).Value),
-//     downstream.Derive, a fresh key (uuid.NewString(), idemclient.NewKey,
+//     incoming key itself (idem.KeyFromContext(ctx).Value, the
+//     handler's request passed on with its key field), downstream.Derive, a fresh key (uuid.NewString(), idemclient.NewKey,
 //     rand.Text()) and a constant are not. A webhook receiver's context
 //     carries no request to derive from.
 //   - savepoint: a statement on tx whose error the handler inspects

@@ -218,11 +218,11 @@ func (c *checker) checkClientCall(fr *frame, call *ast.CallExpr, cc *clientCall)
 	case fr.h.m.Webhook != "":
 		c.report("outbound", call, outboundMsg(fr, what+" calls out of the process"))
 	case cc.ctx == nil || !fr.handlerCtx(cc.ctx):
-		ctx := "a context of its own"
+		ctx := "uses a context of its own"
 		if cc.ctx != nil {
-			ctx = types.ExprString(cc.ctx)
+			ctx = "is given " + types.ExprString(cc.ctx)
 		}
-		c.report("outbound", call, fmt.Sprintf("%s: %s may act twice in %s: it is given %s, not the handler's ctx, so it sends a fresh idempotency key on every attempt of the handler; "+
+		c.report("outbound", call, fmt.Sprintf("%s: %s may act twice in %s: it %s, not the handler's ctx, so it sends a fresh idempotency key on every attempt of the handler; "+
 			"it gets a key derived from this request only with the handler's ctx (or a context made from it; docs/downstream.md)",
 			fr.chain(), what, fr.h.m.what(), ctx))
 	}

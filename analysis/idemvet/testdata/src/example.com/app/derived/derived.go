@@ -135,7 +135,7 @@ func (s *bad) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBookin
 	s.pay.CreateRefund(bg, payapi.CreateRefundRequest{Amount: 2})                     // want `s.pay.CreateRefund may act twice in createBooking, an atomic operation: it is given bg, not the handler's ctx`
 	s.pay.CreateRefund(s.ctx, payapi.CreateRefundRequest{Amount: 3})                  // want `it is given s.ctx, not the handler's ctx`
 	s.payer.CreateRefund(context.Background(), payapi.CreateRefundRequest{Amount: 4}) // want `s.payer.CreateRefund may act twice in createBooking, an atomic operation: it is given context.Background\(\)`
-	payapi.Detached(s.pay, 5)                                                         // want `payapi.Detached \(createRefund\) may act twice in createBooking, an atomic operation: it is given a context of its own`
+	payapi.Detached(s.pay, 5)                                                         // want `payapi.Detached \(createRefund\) may act twice in createBooking, an atomic operation: it uses a context of its own, not the handler's ctx`
 
 	s.pay.CreateRefund(ctx, payapi.CreateRefundRequest{Amount: 6}, idemclient.WithIdempotencyKey(uuid.NewString())) // want `CreateBooking: s.pay.CreateRefund may act twice in createBooking, an atomic operation: its idempotency key uuid.NewString\(\) is not derived from this request, so a retry of the handler does not send the call the key it sent before; it gets a derived key without an explicit key \(the client derives one from the handler's ctx\) or with one from downstream.Key \(docs/downstream.md\)`
 	fresh, _ := idemclient.NewKey("uuid")
