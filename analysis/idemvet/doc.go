@@ -27,16 +27,38 @@
 //     receiver replaced with tx, .WithTx(tx) added, New's argument
 //     replaced) the diagnostic carries it.
 //   - outbound: in an atomic operation (and a webhook receiver), a call
-//     out of the process: net/http's Get, Head, Post, PostForm and the
-//     same methods of *http.Client and Do, an http.RoundTripper, gRPC's
-//     ClientConn.Invoke and NewStream and every method of a generated
-//     gRPC client (a method whose last parameter is ...grpc.CallOption),
-//     net/smtp.SendMail, and what the -outbound flag adds. When the client
-//     hangs up or the transaction rolls back after the call returned, the
-//     retry runs the handler, and the call, again. Lease mode with a
-//     recovery hook is the fix; a call whose arguments carry a value made
-//     by a function of the -keyed list (a downstream idempotency key
-//     derived from the request's) is accepted.
+//     out of the process that a retry of the handler would make again
+//     under another key, or none. When the client hangs up or the
+//     transaction rolls back after the call returned, the retry runs the
+//     handler, and the call, again. The calls: net/http's Get, Head,
+//     Post, PostForm and the same methods of *http.Client and Do, an
+//     http.RoundTripper, gRPC's ClientConn.Invoke and NewStream and every
+//     method of a generated gRPC client (a method whose last parameter is
+//     ...grpc.CallOption), net/smtp.SendMail, stripe-go's calls that take
+//     params (sc.V1Refunds.Create(ctx, params); not its reads), what the
+//     -outbound flag adds, and a call through idemclient.Do: Do itself or
+//     a generated client's method. The analyzer knows those by an object
+//     fact it exports on each function that calls Do in a file idemgen
+//     generated, or that passes an ...idemclient.CallOption parameter of
+//     its own on to Do (a wrapper written like one).
+//     Accepted is a call whose key is derived from the request (package
+//     runtime/downstream): a generated client's call of an idempotent
+//     operation given the handler's ctx (or a context made from it by a
+//     function given it: context.WithTimeout, WithValue, WithoutCancel)
+//     and no key of the caller's, or given a derived key; a call of an
+//     operation that is not idempotent with a method HTTP defines as
+//     idempotent (GET, HEAD, OPTIONS, PUT, DELETE); net/http's Do with a
+//     derived key in a header of the request (r.Header.Set or Add);
+//     stripe-go's with one on the params (SetIdempotencyKey,
+//     Params.IdempotencyKey); any other call with one in an argument. A
+//     derived key is what a -keyed function (downstream.Key and KeyAs by
+//     default) returned given the handler's context, passed on as it is
+//     or through a conversion, a function of one argument
+//     (stripe.String(k)) or a method without one (u.String()); the
+//     incoming key itself (idem.KeyFromContext(ctx).Value, the
+//     handler's request passed on with its key field), downstream.Derive, a fresh key (uuid.NewString(), idemclient.NewKey,
+//     rand.Text()) and a constant are not. A webhook receiver's context
+//     carries no request to derive from.
 //   - savepoint: a statement on tx whose error the handler inspects
 //     (err != nil, errors.As to *pgconn.PgError, a Code comparison,
 //     errors.Is with anything but pgx.ErrNoRows or sql.ErrNoRows) and then
@@ -56,9 +78,8 @@
 // pkgpath.Type for every method of the type):
 //
 //	-outbound  more functions that call out of the process
-//	-keyed     functions that derive a downstream idempotency key: an
-//	           outbound call whose arguments carry what one returned (or a
-//	           variable a statement with one of them set) is accepted
+//	-keyed     more functions that derive a downstream idempotency key
+//	           from the request's, besides downstream.Key and KeyAs
 //
 // Run it as `idemgen vet ./...`, or as `go vet -vettool=$(which idemgen)
 // ./...` (where the flags are -idemvet.outbound and -idemvet.keyed), or

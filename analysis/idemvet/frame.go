@@ -442,6 +442,9 @@ type assign struct {
 type localInfo struct {
 	assigns map[*types.Var][]assign
 	derived map[*types.Var]*types.Var // pgErr -> err, by errors.As(err, &pgErr) or err.(T)
+	// ctxOf: a function literal's context parameter -> the context the
+	// call it is given to is given (retry.Do(ctx, func(ctx context.Context) error {...})).
+	ctxOf   map[*types.Var]ast.Expr
 	sqlMark struct{ savepoint, rollbackTo bool }
 }
 
@@ -450,7 +453,7 @@ func (c *checker) localsOf(decl *ast.FuncDecl) *localInfo {
 		return li
 	}
 	info := c.pass.TypesInfo
-	li := &localInfo{assigns: map[*types.Var][]assign{}, derived: map[*types.Var]*types.Var{}}
+	li := &localInfo{assigns: map[*types.Var][]assign{}, derived: map[*types.Var]*types.Var{}, ctxOf: map[*types.Var]ast.Expr{}}
 	c.locals[decl] = li
 	varOf := func(e ast.Expr) *types.Var {
 		id, ok := ast.Unparen(e).(*ast.Ident)
@@ -503,6 +506,7 @@ func (c *checker) localsOf(decl *ast.FuncDecl) *localInfo {
 				}
 			}
 		case *ast.CallExpr:
+			funcLitContexts(info, n, li.ctxOf)
 			fn, _ := typeutil.Callee(info, n).(*types.Func)
 			if fn == nil || fn.Pkg() == nil {
 				break
@@ -532,4 +536,32 @@ func (c *checker) localsOf(decl *ast.FuncDecl) *localInfo {
 		return true
 	})
 	return li
+}
+
+// funcLitContexts records, for the function literals call is given, that
+// their context parameters are the context call is given.
+func funcLitContexts(info *types.Info, call *ast.CallExpr, ctxOf map[*types.Var]ast.Expr) {
+	var ctx ast.Expr
+	for _, a := range call.Args {
+		if isNamed(info.TypeOf(a), "context", "Context") {
+			ctx = a
+			break
+		}
+	}
+	if ctx == nil {
+		return
+	}
+	for _, a := range call.Args {
+		lit, ok := ast.Unparen(a).(*ast.FuncLit)
+		if !ok {
+			continue
+		}
+		for _, field := range lit.Type.Params.List {
+			for _, id := range field.Names {
+				if v, ok := info.Defs[id].(*types.Var); ok && isNamed(v.Type(), "context", "Context") {
+					ctxOf[v] = ctx
+				}
+			}
+		}
+	}
 }

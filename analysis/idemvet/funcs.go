@@ -17,9 +17,12 @@ var defaultOutbound = []string{
 	"net/smtp.SendMail",
 }
 
+// defaultKeyed derive a downstream key from the request's without -keyed.
+var defaultKeyed = []string{downstreamPath + ".Key", downstreamPath + ".KeyAs"}
+
 var (
 	outboundFlag = newFuncList(defaultOutbound)
-	keyedFlag    = newFuncList(nil)
+	keyedFlag    = newFuncList(defaultKeyed)
 )
 
 // A funcList is a flag's list of functions: pkgpath.Func,

@@ -18,12 +18,12 @@ var Analyzer = &analysis.Analyzer{
 	Doc:       "check idemgen handlers: statements outside the handed tx, outbound calls in atomic mode, handled SQL errors without a savepoint",
 	URL:       "https://github.com/idemgen/idemgen/blob/main/docs/vet.md",
 	Run:       run,
-	FactTypes: []analysis.Fact{new(serverFact)},
+	FactTypes: []analysis.Fact{new(serverFact), new(clientFact)},
 }
 
 func init() {
 	Analyzer.Flags.Var(&outboundFlag, "outbound", "comma-separated functions and methods (pkgpath.Func, pkgpath.Type.Method, pkgpath.Type) that call out of the process, besides net/http, gRPC and net/smtp")
-	Analyzer.Flags.Var(&keyedFlag, "keyed", "comma-separated functions that derive a downstream idempotency key: an outbound call carrying what one returned is accepted")
+	Analyzer.Flags.Var(&keyedFlag, "keyed", "comma-separated functions that derive a downstream idempotency key from the request's, besides runtime/downstream's Key and KeyAs: an outbound call carrying what one returned is accepted")
 }
 
 const (
@@ -81,6 +81,7 @@ type handler struct {
 	decl *ast.FuncDecl
 	m    txMethod
 	tx   *types.Var // the tx parameter
+	ctx  *types.Var // the context parameter; nil when it has none
 }
 
 // checker holds one package's analysis.
@@ -92,9 +93,11 @@ type checker struct {
 	handles map[types.Type]bool
 	seen    map[string]bool // reported: rule and position
 	risky   map[string]*stmtChain
+	vars    map[*types.Var]ast.Expr // package-level variables' values, when read
 }
 
 func run(pass *analysis.Pass) (any, error) {
+	exportClientFacts(pass)
 	if !importsPgx(pass.Pkg) {
 		return nil, nil
 	}
@@ -148,7 +151,7 @@ func run(pass *analysis.Pass) (any, error) {
 			}
 			for _, im := range byName[fd.Name.Name] {
 				if tx := implements(fn.Signature(), im.fn.Signature()); tx != nil {
-					handlers = append(handlers, handler{decl: fd, m: im.m, tx: tx})
+					handlers = append(handlers, handler{decl: fd, m: im.m, tx: tx, ctx: ctxParam(fn.Signature())})
 					break
 				}
 			}
@@ -161,15 +164,7 @@ func run(pass *analysis.Pass) (any, error) {
 }
 
 func importsPgx(pkg *types.Package) bool {
-	if pkg.Path() == pgxPath {
-		return false
-	}
-	for _, p := range pkg.Imports() {
-		if p.Path() == pgxPath {
-			return true
-		}
-	}
-	return false
+	return pkg.Path() != pgxPath && imports(pkg, pgxPath)
 }
 
 // readMarkers returns the tx-taking methods of the package's interfaces:
@@ -179,7 +174,7 @@ func importsPgx(pkg *types.Package) bool {
 func readMarkers(pass *analysis.Pass) []txMethod {
 	var out []txMethod
 	for _, f := range pass.Files {
-		byIdemgen := ast.IsGenerated(f) && len(f.Comments) > 0 && strings.Contains(f.Comments[0].Text(), "by idemgen")
+		byIdemgen := generatedByIdemgen(f)
 		for _, d := range f.Decls {
 			gd, ok := d.(*ast.GenDecl)
 			if !ok || gd.Tok != token.TYPE {
@@ -258,6 +253,16 @@ func txIndex(sig *types.Signature) int {
 		}
 	}
 	return -1
+}
+
+// ctxParam is sig's first context.Context parameter, or nil.
+func ctxParam(sig *types.Signature) *types.Var {
+	for i := range sig.Params().Len() {
+		if p := sig.Params().At(i); isNamed(p.Type(), "context", "Context") {
+			return p
+		}
+	}
+	return nil
 }
 
 type ifaceMethod struct {

@@ -49,3 +49,16 @@ func setFlag(t *testing.T, name, value string) {
 func TestWithoutMarkers(t *testing.T) {
 	analysistest.Run(t, analysistest.TestData(), idemvet.Analyzer, "example.com/legacy/svc")
 }
+
+// TestDerivedKeys: a generated client's call (a method calling
+// idemclient.Do, known by the fact exported on it), idemclient.Do, net/http
+// and stripe-go in an atomic operation are accepted when their key is
+// derived from the request: the client given the handler's ctx (or one
+// made from it) with no key of the caller's, or a key from downstream.Key
+// or KeyAs given the handler's ctx, as an option, in the request's key
+// field, a header or stripe's params. A context of another origin, a
+// fresh, incoming, Derive'd or constant key, an operation without a key
+// and a webhook receiver's call are reported; lease mode is not.
+func TestDerivedKeys(t *testing.T) {
+	analysistest.Run(t, analysistest.TestData(), idemvet.Analyzer, "example.com/pay/api", "example.com/app/derived")
+}

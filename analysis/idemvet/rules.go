@@ -34,7 +34,7 @@ func (c *checker) checkHandler(h handler) {
 			if h.m.Mode == "atomic" || h.m.Mode == "inbox" {
 				c.checkOutbound(fr, call)
 			}
-			if child := fr.enter(call); child != nil {
+			if child := fr.enter(call); child != nil && !c.sendsRequest(call) {
 				visit(child)
 			}
 			return true
@@ -252,79 +252,6 @@ func (c *checker) takesHandle(t types.Type) bool {
 		}
 	}
 	return false
-}
-
-// checkOutbound: rule outbound, a call out of the process in an atomic
-// operation or a webhook receiver.
-func (c *checker) checkOutbound(fr *frame, call *ast.CallExpr) {
-	fn, _ := typeutil.Callee(c.pass.TypesInfo, call).(*types.Func)
-	if fn == nil || !isOutbound(fn) || c.keyed(fr, call) {
-		return
-	}
-	what := types.ExprString(call.Fun)
-	var msg string
-	if fr.h.m.Webhook != "" {
-		msg = fmt.Sprintf("%s: %s calls out of the process in %s: it runs again when the transaction rolls back after it returned (the sender retries the delivery); send it through the outbox in tx (events.Enqueue) instead",
-			fr.chain(), what, fr.h.m.what())
-	} else {
-		msg = fmt.Sprintf("%s: %s calls out of the process in %s: it runs again when the client hangs up or the transaction rolls back after it returned (the retry runs the handler anew); use x-idempotent mode: lease with a recovery hook (idem.Config.Recover), or send the call a key derived from the request's idempotency key",
-			fr.chain(), what, fr.h.m.what())
-	}
-	c.report("outbound", call, msg)
-}
-
-// keyed reports whether call carries a value made by a -keyed function:
-// in its arguments, or in a variable of its arguments that a statement
-// with a -keyed call mentions (req.Header.Set("Idempotency-Key", key(ctx))).
-func (c *checker) keyed(fr *frame, call *ast.CallExpr) bool {
-	if len(keyedFlag.set) == 0 {
-		return false
-	}
-	info := c.pass.TypesInfo
-	hasKeyed := func(n ast.Node) bool {
-		found := false
-		ast.Inspect(n, func(n ast.Node) bool {
-			if ce, ok := n.(*ast.CallExpr); ok {
-				if fn, _ := typeutil.Callee(info, ce).(*types.Func); fn != nil && keyedFlag.matches(fn) {
-					found = true
-				}
-			}
-			return !found
-		})
-		return found
-	}
-	vars := map[*types.Var]bool{}
-	for _, a := range call.Args {
-		if hasKeyed(a) {
-			return true
-		}
-		ast.Inspect(a, func(n ast.Node) bool {
-			if id, ok := n.(*ast.Ident); ok {
-				if v, ok := info.ObjectOf(id).(*types.Var); ok {
-					vars[v] = true
-				}
-			}
-			return true
-		})
-	}
-	found := false
-	ast.Inspect(fr.decl.Body, func(n ast.Node) bool {
-		switch n.(type) {
-		case *ast.AssignStmt, *ast.ExprStmt, *ast.DeclStmt:
-			if !hasKeyed(n) {
-				return true
-			}
-			ast.Inspect(n, func(m ast.Node) bool {
-				if id, ok := m.(*ast.Ident); ok && vars[asVar(info, id)] {
-					found = true
-				}
-				return !found
-			})
-			return false
-		}
-		return !found
-	})
-	return found
 }
 
 func asVar(info *types.Info, id *ast.Ident) *types.Var {

@@ -9,8 +9,9 @@ import (
 	"testing"
 )
 
-// bookingsSpec declares four atomic operations, each implemented below
-// with one of the handler mistakes of issue 34.
+// bookingsSpec declares six atomic operations, implemented below: four
+// with one of the handler mistakes of issue 34 each, two calling the
+// refunds service (refundsSpec) through its generated client.
 const bookingsSpec = `openapi: 3.1.0
 info: {title: Bookings, version: 1.0.0}
 x-idempotent: {mode: atomic}
@@ -41,6 +42,18 @@ paths:
       responses:
         '201': {description: Reserved.}
         '409': {description: The room is taken then.}
+  /bookings/{id}/refund:
+    post:
+      operationId: refundBooking
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200': {description: Refunded.}
+  /bookings/{id}/void:
+    post:
+      operationId: voidBooking
+      parameters: [{name: id, in: path, required: true, schema: {type: integer}}]
+      responses:
+        '200': {description: Voided.}
 components:
   schemas:
     Booking:
@@ -51,11 +64,34 @@ components:
         room: {type: string}
 `
 
+// refundsSpec is another service's: its client is generated into the
+// bookings module (package refunds).
+const refundsSpec = `openapi: 3.1.0
+info: {title: Refunds, version: 1.0.0}
+x-idempotent: {mode: atomic}
+paths:
+  /refunds:
+    post:
+      operationId: createRefund
+      requestBody: {required: true, content: {application/json: {schema: {$ref: '#/components/schemas/Refund'}}}}
+      responses:
+        '201': {description: Refunded., content: {application/json: {schema: {$ref: '#/components/schemas/Refund'}}}}
+components:
+  schemas:
+    Refund:
+      type: object
+      required: [booking]
+      properties:
+        booking: {type: integer}
+`
+
 // bookingsService makes the mistakes: a write through the pool (1), a
 // call to another service in an atomic operation (2), a unique violation
 // (3) and an exclusion violation (4) answered with 409 without a
-// savepoint. The lines ending in a marker comment are where idemgen vet
-// must point.
+// savepoint, a call of the refunds service under a fresh key (5). Its
+// calls of the refunds service with derived keys, the generated client's
+// own and downstream.Key's, are fine. The lines ending in a marker
+// comment are where idemgen vet must point.
 const bookingsService = `package bookings
 
 import (
@@ -68,12 +104,17 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/runtime/downstream"
+	"github.com/idemgen/idemgen/runtime/idemclient"
+
 	"example.com/bookings/api"
+	"example.com/bookings/refunds"
 )
 
 type Service struct {
-	db     *pgxpool.Pool
-	client *http.Client
+	db      *pgxpool.Pool
+	client  *http.Client
+	refunds *refunds.Client
 }
 
 var _ api.Server = (*Service)(nil)
@@ -134,6 +175,32 @@ func (s *Service) reserve(ctx context.Context, tx pgx.Tx, room string) error {
 	}
 	return err
 }
+
+func (s *Service) RefundBooking(ctx context.Context, tx pgx.Tx, req api.RefundBookingRequest) (api.RefundBookingResponse, error) {
+	// The generated client derives the key from this request's.
+	if _, err := s.refunds.CreateRefund(ctx, refunds.CreateRefundRequest{Body: refunds.Refund{Booking: req.ID}}); err != nil {
+		return nil, err
+	}
+	fee, err := downstream.Key(ctx, "refunds/fee")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.refunds.CreateRefund(ctx, refunds.CreateRefundRequest{Body: refunds.Refund{Booking: -req.ID}}, idemclient.WithIdempotencyKey(fee)); err != nil {
+		return nil, err
+	}
+	return api.RefundBooking200Response{}, nil
+}
+
+func (s *Service) VoidBooking(ctx context.Context, tx pgx.Tx, req api.VoidBookingRequest) (api.VoidBookingResponse, error) {
+	fresh, err := idemclient.NewKey("uuid")
+	if err != nil {
+		return nil, err
+	}
+	if _, err := s.refunds.CreateRefund(ctx, refunds.CreateRefundRequest{Body: refunds.Refund{Booking: req.ID}}, idemclient.WithIdempotencyKey(fresh)); err != nil { // mistake 5
+		return nil, err
+	}
+	return api.VoidBooking200Response{}, nil
+}
 `
 
 // mark is where expr starts on the line of src ending in the comment
@@ -153,7 +220,7 @@ func mark(t *testing.T, src, mark, expr string) (pos string, line int) {
 	return "", 0
 }
 
-// bookingsFindings are the four findings idemgen vet must print for
+// bookingsFindings are the five findings idemgen vet must print for
 // bookingsService, in order.
 func bookingsFindings(t *testing.T) []string {
 	p1, _ := mark(t, bookingsService, "mistake 1", "s.db.QueryRow")
@@ -162,14 +229,16 @@ func bookingsFindings(t *testing.T) []string {
 	_, i3 := mark(t, bookingsService, "inspected 3", "errors.As")
 	_, a3 := mark(t, bookingsService, "answered 3", "return")
 	p4, _ := mark(t, bookingsService, "mistake 4", "tx.QueryRow")
+	p5, _ := mark(t, bookingsService, "mistake 5", "s.refunds.CreateRefund")
 	_, i4 := mark(t, bookingsService, "inspected 4", "errors.As")
 	_, a4 := mark(t, bookingsService, "answered 4", "return")
 	savepoint := "but PostgreSQL has aborted the transaction (SQLSTATE 25P02): storing %s's idempotency record fails, a 500; run the statement in a savepoint (sp, err := tx.Begin(ctx); on its error sp.Rollback(ctx), else sp.Commit(ctx))"
 	return []string{
 		p1 + ": CreateBooking: s.db.QueryRow runs outside tx, the transaction that also stores createBooking's idempotency record: what it writes commits even when the request fails, and the retry writes it again; use tx",
-		p2 + ": CancelBooking: s.client.Do calls out of the process in cancelBooking, an atomic operation: it runs again when the client hangs up or the transaction rolls back after it returned (the retry runs the handler anew); use x-idempotent mode: lease with a recovery hook (idem.Config.Recover), or send the call a key derived from the request's idempotency key",
+		p2 + ": CancelBooking: s.client.Do calls out of the process in cancelBooking, an atomic operation: it runs again when the client hangs up or the transaction rolls back after it returned (the retry runs the handler anew); if the other side is idempotent by key, send it a key derived from this request (downstream.Key, or a generated client given the handler's ctx: docs/downstream.md), else use x-idempotent mode: lease with a recovery hook (idem.Config.Recover)",
 		fmt.Sprintf("%s: CreateHold: the error of tx.Exec is handled (service.go:%d) and returns without an error at service.go:%d, "+savepoint, p3, i3, a3, "createHold"),
 		fmt.Sprintf("%s: ReserveRoom → s.reserve: the error of tx.QueryRow is handled (service.go:%d) and returns without an error at service.go:%d, "+savepoint, p4, i4, a4, "reserveRoom"),
+		p5 + ": VoidBooking: s.refunds.CreateRefund may act twice in voidBooking, an atomic operation: its idempotency key fresh is not derived from this request, so a retry of the handler does not send the call the key it sent before; it gets a derived key without an explicit key (the client derives one from the handler's ctx) or with one from downstream.Key (docs/downstream.md)",
 	}
 }
 
@@ -187,14 +256,18 @@ func bookingsModule(t *testing.T) string {
 		"replace github.com/idemgen/idemgen => "+repo+"\n")
 	write(t, filepath.Join(dir, "openapi.yaml"), bookingsSpec)
 	write(t, filepath.Join(dir, "service.go"), bookingsService)
+	write(t, filepath.Join(dir, "refunds.yaml"), refundsSpec)
 	if code, _, stderr := runCmd(t, "generate", "-spec", filepath.Join(dir, "openapi.yaml"), "-output", filepath.Join(dir, "api")); code != 0 {
 		t.Fatalf("generate: exit %d\n%s", code, stderr)
+	}
+	if code, _, stderr := runCmd(t, "generate", "-spec", filepath.Join(dir, "refunds.yaml"), "-output", filepath.Join(dir, "refunds"), "-package", "refunds", "-client"); code != 0 {
+		t.Fatalf("generate refunds: exit %d\n%s", code, stderr)
 	}
 	goCmd(t, dir, nil, "mod", "tidy")
 	return dir
 }
 
-// TestVet: idemgen vet reports the four mistakes of bookingsService, each
+// TestVet: idemgen vet reports the five mistakes of bookingsService, each
 // at its statement with its message, and exits 1; go vet with idemgen as
 // its vet tool reports the same; an idemgen init project passes both
 // (the examples pass make test's vet-handlers).

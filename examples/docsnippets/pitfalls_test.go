@@ -20,9 +20,10 @@ import (
 // once, with its rule's words, and no other handler.
 func TestPitfalls(t *testing.T) {
 	want := map[string]string{
-		"WrongPool":    "CreateRefund: s.db.QueryRow runs outside tx",
-		"WrongCallOut": "CapturePayment: s.bank.Post calls out of the process in capturePayment, an atomic operation",
-		"WrongHandled": "CreateRefund: the error of tx.Exec is handled",
+		"WrongPool":     "CreateRefund: s.db.QueryRow runs outside tx",
+		"WrongCallOut":  "CapturePayment: s.bank.Post calls out of the process in capturePayment, an atomic operation",
+		"WrongHandled":  "CreateRefund: the error of tx.Exec is handled",
+		"WrongFreshKey": "CreateRefund: s.acquirer.CreateRefund may act twice in createRefund, an atomic operation: its idempotency key fresh is not derived from this request",
 	}
 	fset := token.NewFileSet()
 	f, err := parser.ParseFile(fset, "pitfalls/pitfalls.go", nil, 0)

@@ -16,6 +16,8 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/examples/payments/api"
+	"github.com/idemgen/idemgen/runtime/downstream"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 )
 
 // WrongPool writes the refund through the pool.
@@ -58,6 +60,63 @@ func (s *WrongCallOut) CapturePayment(ctx context.Context, tx pgx.Tx, req api.Ca
 		return nil, err
 	}
 	return api.CapturePayment200Response{}, nil
+}
+
+// FixedCallOut sends the bank a key derived from the request: every
+// attempt of the request sends the same one, and the bank answers a
+// repeated capture with the one it made.
+type FixedCallOut struct{ bank *http.Client }
+
+func (s *FixedCallOut) CapturePayment(ctx context.Context, tx pgx.Tx, req api.CapturePaymentRequest) (api.CapturePaymentResponse, error) {
+	key, err := downstream.Key(ctx, "bank.captures")
+	if err != nil {
+		return nil, err
+	}
+	r, err := http.NewRequestWithContext(ctx, http.MethodPost, "https://bank.example/captures",
+		strings.NewReader(`{"payment":"`+req.PaymentID+`"}`))
+	if err != nil {
+		return nil, err
+	}
+	r.Header.Set("Content-Type", "application/json")
+	r.Header.Set("Idempotency-Key", key)
+	resp, err := s.bank.Do(r)
+	if err != nil {
+		return nil, err
+	}
+	resp.Body.Close()
+	if _, err := tx.Exec(ctx, `UPDATE payments SET status = 'captured' WHERE id = $1`, req.PaymentID); err != nil {
+		return nil, err
+	}
+	return api.CapturePayment200Response{}, nil
+}
+
+// WrongFreshKey passes a refund on to the acquirer, another payments
+// service, through its generated client, under a key made for the call.
+type WrongFreshKey struct{ acquirer *api.Client }
+
+func (s *WrongFreshKey) CreateRefund(ctx context.Context, tx pgx.Tx, req api.CreateRefundRequest) (api.CreateRefundResponse, error) {
+	fresh, err := idemclient.NewKey("uuid")
+	if err != nil {
+		return nil, err
+	}
+	res, err := s.acquirer.CreateRefund(ctx, api.CreateRefundRequest{PaymentID: req.PaymentID, Body: req.Body},
+		idemclient.WithIdempotencyKey(fresh))
+	if err != nil {
+		return nil, err
+	}
+	return res.Response, nil
+}
+
+// FixedFreshKey leaves the key to the client: given the handler's ctx, it
+// derives one from the request's.
+type FixedFreshKey struct{ acquirer *api.Client }
+
+func (s *FixedFreshKey) CreateRefund(ctx context.Context, tx pgx.Tx, req api.CreateRefundRequest) (api.CreateRefundResponse, error) {
+	res, err := s.acquirer.CreateRefund(ctx, api.CreateRefundRequest{PaymentID: req.PaymentID, Body: req.Body})
+	if err != nil {
+		return nil, err
+	}
+	return res.Response, nil
 }
 
 // WrongHandled answers a unique violation with 422 in the transaction the

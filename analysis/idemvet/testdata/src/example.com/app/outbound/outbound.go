@@ -22,7 +22,7 @@ type deps struct {
 type atomic struct{ deps }
 
 func (s *atomic) CreateBooking(ctx context.Context, tx pgx.Tx, req api.CreateBookingRequest) (api.CreateBookingResponse, error) {
-	if _, err := http.Post("http://rooms/hold", "text/plain", strings.NewReader(req.Room)); err != nil { // want `CreateBooking: http.Post calls out of the process in createBooking, an atomic operation: it runs again when the client hangs up or the transaction rolls back after it returned \(the retry runs the handler anew\); use x-idempotent mode: lease with a recovery hook \(idem.Config.Recover\), or send the call a key derived from the request's idempotency key`
+	if _, err := http.Post("http://rooms/hold", "text/plain", strings.NewReader(req.Room)); err != nil { // want `CreateBooking: http.Post calls out of the process in createBooking, an atomic operation: it runs again when the client hangs up or the transaction rolls back after it returned \(the retry runs the handler anew\); if the other side is idempotent by key, send it a key derived from this request \(downstream.Key, or a generated client given the handler's ctx: docs/downstream.md\), else use x-idempotent mode: lease with a recovery hook \(idem.Config.Recover\)`
 		return nil, err
 	}
 	r, err := http.NewRequestWithContext(ctx, "POST", "http://rooms/hold", nil)
