@@ -12,11 +12,13 @@ GO ?= go
 PG := scripts/pg.sh
 REDIS := scripts/redis.sh
 
-# Every Go module of the repository except the sqlc tool module; generator
-# golden modules under testdata are built by the generator's own tests.
-MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
+# Every Go module of the repository except the sqlc tool module and
+# bench/peers (the servers ogen and oapi-codegen generate, built by make bench
+# only: its generators are not fetched for the tests); generator golden
+# modules under testdata are built by the generator's own tests.
+MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' -not -path 'bench/peers/*' 2>/dev/null | sort))
 
-.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-in-db race-deps fmt-check tidy-check vet unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-bin bench-headline bench-headline-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -172,21 +174,47 @@ unit-payments: unit-env
 bench:
 	PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-in-db
 
-# bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
-# load tool (bench/cmd/benchload) against the generated bench server on a
-# PostgreSQL with durable commits: idemgen and its peers (a naive middleware,
-# Fiber's), the Redis fast path (atomic-redis, replay-redis: REDIS_URL is
-# set), duplicate storms (through Redis too, and with that Redis killed
-# mid-storm), the reused-key check, then the cost with 10 k,
-# 1 M and 10 M records in the table (about 6 GB of disk) and the sweeper
-# under traffic. Results: bench/results.md, docs/bench-latency.svg.
-BENCH_FLAGS ?= -duration 3s -rounds 5 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
-bench-in-db:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
+# bench-bin builds what the HTTP benchmarks start: benchserver (idemgen's
+# variants, the hand-written handler, the naive and Fiber middlewares),
+# benchload, and the peers ogen and oapi-codegen generate from the same spec
+# at their pinned versions (bench/peers/build.sh).
+bench-bin:
 	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload
+	bench/peers/build.sh bin
+PEERS := -peers ogen=bin/ogen,oapi-codegen=bin/oapi-codegen -pgbench bench/pgbench
+
+# bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
+# load tool (bench/cmd/benchload) against the bench servers on a PostgreSQL
+# with durable commits: every variant as a ratio of the hand-written handler
+# in the same rounds (idemgen's modes, its Redis fast path, ogen's and
+# oapi-codegen's servers, the naive and Fiber middlewares, pgbench's floors),
+# duplicate storms (through Redis too, and with that Redis killed
+# mid-storm), the reused-key check, then the cost with 10 k, 1 M and 10 M
+# records in the table (about 6 GB of disk) and the sweeper under traffic.
+# Results: bench/results.md, docs/bench-latency.svg.
+BENCH_FLAGS ?= -duration 3s -rounds 5 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
+bench-in-db: bench-bin
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
 	mkdir -p docs
-	bin/benchload -server bin/benchserver $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
+	bin/benchload -server bin/benchserver $(PEERS) $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
 	cd examples/payments && $(GO) test -run '^$$' -bench SlowUploads -benchtime 1x ./e2e/
+
+# bench-headline: BENCHMARKS.md's headline table, the measurement to run on
+# a quiet machine: every single-request variant at c=32 against the
+# hand-written handler, in alternating rounds, three separate runs (each
+# with servers and a database of its own), appended to
+# bench/results-headline.md with the load average before and after each.
+HEADLINE_FLAGS ?= -duration 15s -rounds 4 -concurrency 32 -scenarios handwritten,baseline,ogen,oapi-codegen,atomic,atomic-redis,lease,replay,replay-redis,naive,fiber,pgbench-base,pgbench-lease
+bench-headline: bench-bin
+	@: > bench/results-headline.md
+	@for run in 1 2 3; do \
+		PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-headline-in-db RUN=$$run; \
+	done
+	@cat bench/results-headline.md
+
+bench-headline-in-db:
+	@echo "## Run $(RUN), $$(date -u +%Y-%m-%dT%H:%MZ), $$(nproc) cores, $$(go version | cut -d' ' -f3)" >> bench/results-headline.md
+	bin/benchload -server bin/benchserver $(PEERS) $(HEADLINE_FLAGS) >> bench/results-headline.md
 
 # bench-ab: same-run A/B of the single-server path, benchserver built at
 # revisions A and B, driven alternately (scripts/benchab.sh; ROUNDS >= 5,

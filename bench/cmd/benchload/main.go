@@ -35,6 +35,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -46,13 +47,17 @@ import (
 
 type scenario struct {
 	name string
-	// path is the operation's route (on the Fiber listener when fiber);
-	// key says how a request picks its key.
+	// path is the operation's route (on the Fiber listener when fiber, on
+	// the peer process on when set); key says how a request picks its key.
 	path  string
 	fiber bool
+	on    *server
 	key   func(w *worker) string
 	// want is the status every request must get.
 	want []int
+	// pgbench, when set, is a pgbench script run instead of HTTP requests
+	// (a floor of the database's own: pgbench.go).
+	pgbench string
 }
 
 type worker struct {
@@ -84,6 +89,8 @@ func main() {
 		scalePairDB = flag.String("scale-pair", "", "a second database, holding a table an earlier -scale run loaded: measure it against -database-url's in alternating rounds of the same run (-scale-rounds, -duration), without loading or checkpointing either")
 		scaleReuse  = flag.Bool("scale-reuse", false, "keep the records an earlier -scale run loaded (a 50 M table loaded once, measured later)")
 		sweepBatch  = flag.Int("sweep-batch", 0, "the sweeper's SweeperConfig.BatchSize in that run (0: its default)")
+		peersFlag   = flag.String("peers", "", "other servers of the bench spec to measure, name=binary,... (bench/peers/build.sh builds ogen's and oapi-codegen's)")
+		pgbenchDir  = flag.String("pgbench", "", "directory of pgbench scripts (bench/pgbench): measure the database floors base.sql and lease.sql in the same rounds")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -139,6 +146,7 @@ func main() {
 	b.replayKeys = replayKeys
 
 	scenarios := []scenario{
+		{name: "handwritten", path: "/handwritten", want: []int{201}},
 		{name: "baseline", path: "/baseline", want: []int{201}},
 		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
 		{name: "lease", path: "/lease", key: newKey, want: []int{201}},
@@ -158,6 +166,27 @@ func main() {
 			scenario{name: "replay-redis", path: "/redis/atomic", key: func(w *worker) string {
 				return w.keys[w.n%len(w.keys)]
 			}, want: []int{201}})
+	}
+	peers, err := parsePeers(*peersFlag)
+	if err != nil {
+		fatalf("-peers: %v", err)
+	}
+	for _, p := range peers {
+		if len(want) > 0 && !want[p.name] {
+			continue
+		}
+		// A peer shares the database and the table benchserver created.
+		srv, err := startServer(ctx, p.bin, *dbURL, *pool)
+		if err != nil {
+			fatalf("peer %s: %v", p.name, err)
+		}
+		defer srv.stop()
+		scenarios = append(scenarios, scenario{name: p.name, path: "/baseline", on: srv, want: []int{201}})
+	}
+	if *pgbenchDir != "" {
+		for _, f := range []string{"base", "lease"} {
+			scenarios = append(scenarios, scenario{name: "pgbench-" + f, pgbench: filepath.Join(*pgbenchDir, f+".sql")})
+		}
 	}
 	if len(want) > 0 {
 		var keep []scenario
@@ -339,8 +368,11 @@ func (b *bench) stopExtra() {
 	}
 }
 
-// url is where a request of s goes.
+// url is where a request of s goes: to srv unless s has a server of its own.
 func (s scenario) url(srv *server) string {
+	if s.on != nil {
+		srv = s.on
+	}
 	if s.fiber {
 		return srv.fiber + s.path
 	}
@@ -432,19 +464,26 @@ func (b *bench) prepareReplayKeys(n int) ([]string, error) {
 }
 
 func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []string, round int) (run, error) {
-	st0, err := b.stats(b.srv)
+	if s.pgbench != "" {
+		return b.pgbench(s.pgbench, conc, d)
+	}
+	srv := b.srv
+	if s.on != nil {
+		srv = s.on
+	}
+	st0, err := b.stats(srv)
 	before := st0.Mallocs
 	if err != nil {
 		return run{}, err
 	}
 	profDone := make(chan struct{})
-	if b.profDir == "" {
+	if b.profDir == "" || s.on != nil { // the peers serve no profiles
 		close(profDone)
 	} else {
 		go func() {
 			defer close(profDone)
 			secs := max(int(d/time.Second)-1, 1)
-			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.srv.base, secs))
+			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", srv.base, secs))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "profile: %v\n", err)
 				return
@@ -463,7 +502,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	if err != nil {
 		return run{}, err
 	}
-	st1, err := b.stats(b.srv)
+	st1, err := b.stats(srv)
 	if err != nil {
 		return run{}, err
 	}
