@@ -3,8 +3,11 @@ package idemimpl_test
 import (
 	"encoding/json"
 	"errors"
+	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
 	"testing"
 
@@ -25,6 +28,13 @@ func TestCheckRequired(t *testing.T) {
 		{"null is left to json", `null`, ""},
 		{"not an object", `[1]`, "json: cannot unmarshal"},
 		{"invalid JSON", `{`, "unexpected end of JSON input"},
+		// Names are read without decoding values: an escaped name is
+		// unescaped, a name inside a member's value is not a member, and
+		// duplicates (which json.Unmarshal takes) still count.
+		{"escaped name", `{"\u0061":1,"b":2}`, ""},
+		{"nested name is no member", `{"x":{"a":1},"b":[{"a":2}]}`, `property "a" is required`},
+		{"duplicate names", `{"a":1,"a":2,"b":3}`, ""},
+		{"trailing data", `{"a":1,"b":2} x`, "invalid character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -188,6 +198,53 @@ func requestError(t *testing.T, err error, where string, cause error) {
 type color string
 
 func (c color) Valid() bool { return c == "red" || c == "green" }
+
+// TestCheckRequiredManyNames: past the 64 names scanned in one pass, the
+// check is still made (by encoding/json).
+func TestCheckRequiredManyNames(t *testing.T) {
+	names := make([]string, 70)
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+		if i < 69 {
+			fmt.Fprintf(&b, `"n%d":%d,`, i, i)
+		}
+	}
+	b.WriteString(`"x":0}`)
+	if err := idemimpl.CheckRequired([]byte(b.String()), names...); err == nil || err.Error() != `property "n69" is required` {
+		t.Errorf("error %v, want n69 missing", err)
+	}
+}
+
+// TestUnmarshalTypedErrors: a type with no untyped value inside is decoded
+// without a Decoder, with the Decoder's errors all the same.
+func TestUnmarshalTypedErrors(t *testing.T) {
+	type typed struct {
+		A int64    `json:"a"`
+		B []string `json:"b"`
+	}
+	for _, body := range []string{`{"a":"x"}`, `{"a":1} {}`, `{"a":1`, `{"b":[1]}`, `[]`} {
+		var got, want typed
+		err := idemimpl.Unmarshal([]byte(body), &got)
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.UseNumber()
+		werr := dec.Decode(&want)
+		if werr == nil {
+			werr = errors.New("unexpected data after the JSON value")
+		}
+		if err == nil || err.Error() != werr.Error() && !(errors.Is(werr, io.EOF) && err == io.ErrUnexpectedEOF) {
+			t.Errorf("Unmarshal(%s): %v, want %v", body, err, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Unmarshal(%s) left %+v, the Decoder %+v", body, got, want)
+		}
+	}
+	var ok typed
+	if err := idemimpl.Unmarshal([]byte(`{"a":2,"b":["x"]}`), &ok); err != nil || ok.A != 2 || len(ok.B) != 1 {
+		t.Errorf("Unmarshal: %+v, %v", ok, err)
+	}
+}
 
 // TestUnmarshalExact: a number in an untyped value is a json.Number with
 // its digits (9007199254740993 would be 9007199254740992 as a float64), at

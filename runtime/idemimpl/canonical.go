@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"crypto/sha256"
 	"encoding/hex"
+	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -153,7 +154,16 @@ func (q *Request) unmarshal(vd *validator, v *Value, target any) {
 	if target == nil {
 		return
 	}
-	if err := Unmarshal(AppendJSON(nil, v, nil), target); err != nil {
+	b := AppendJSON(nil, v, nil)
+	var err error
+	if u, ok := target.(json.Unmarshaler); ok {
+		// A generated type's own method, without a decoder around it to
+		// find where the value ends (b is one value, well formed).
+		err = u.UnmarshalJSON(b)
+	} else {
+		err = Unmarshal(b, target)
+	}
+	if err != nil {
 		vd.fail("type", unmarshalError(err).Error())
 		q.out = append(q.out, vd.out[len(vd.out)-1])
 	}

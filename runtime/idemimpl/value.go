@@ -2,6 +2,7 @@ package idemimpl
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -195,8 +196,8 @@ func ParseJSON(body []byte) (Value, error) {
 // objects in all and holding what values allows, both counted as the
 // tokens come.
 func parseJSON(body []byte, base, maxDepth int, values *budget) (Value, error) {
-	p := parsers.Get().(*jsonParser)
-	p.dec, p.maxDepth, p.values = jsontext.NewDecoder(bytes.NewReader(body)), maxDepth, values
+	p := newParser(body)
+	p.maxDepth, p.values = maxDepth, values
 	defer p.release()
 	v, err := p.value(base)
 	if err != nil {
@@ -248,6 +249,7 @@ func jsonError(dec *jsontext.Decoder, err error) error {
 // appending to each container's own slice would allocate up to five times
 // what it finally holds (append grows large slices by a quarter).
 type jsonParser struct {
+	in       bytes.Buffer // the body being read: dec's input
 	dec      *jsontext.Decoder
 	maxDepth int
 	values   *budget
@@ -263,6 +265,26 @@ var parsers = sync.Pool{New: func() any { return new(jsonParser) }}
 // maxPooledStack is the capacity beyond which a stack is not kept.
 const maxPooledStack = 1 << 14
 
+// maxPooledInput is the body size beyond which a parser's decoder is not
+// kept; emptyInput is what a kept one is left reading.
+const maxPooledInput = 1 << 16
+
+var emptyInput bytes.Buffer
+
+// newParser takes a parser from the pool, reading body. The decoder reads
+// body in place (a bytes.Buffer is not copied) and is kept with the parser,
+// its stacks and name sets with it.
+func newParser(body []byte) *jsonParser {
+	p := parsers.Get().(*jsonParser)
+	p.in = *bytes.NewBuffer(body)
+	if p.dec == nil {
+		p.dec = jsontext.NewDecoder(&p.in)
+	} else {
+		p.dec.Reset(&p.in)
+	}
+	return p
+}
+
 func (p *jsonParser) release() {
 	clear(p.items[:cap(p.items)])
 	clear(p.members[:cap(p.members)])
@@ -273,7 +295,14 @@ func (p *jsonParser) release() {
 	if cap(p.members) > maxPooledStack {
 		p.members = nil
 	}
-	p.dec, p.values = nil, nil
+	// A large body may have grown the decoder's name sets: not kept.
+	if p.in.Cap() > maxPooledInput {
+		p.dec = nil
+	} else {
+		p.dec.Reset(&emptyInput) // lets go of the body
+	}
+	p.in = bytes.Buffer{}
+	p.values = nil
 	parsers.Put(p)
 }
 
@@ -359,25 +388,43 @@ func (v *Value) SortMembers() {
 	if len(v.Members) < 2 {
 		return
 	}
-	slices.SortFunc(v.Members, func(a, b Member) int {
-		switch {
-		case lessUTF16(a.Name, b.Name):
-			return -1
-		case lessUTF16(b.Name, a.Name):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(v.Members, func(a, b Member) int { return compareUTF16(a.Name, b.Name) })
 }
 
 // Member returns the member named name, or nil.
 func (v *Value) Member(name string) *Value {
 	ms := v.Members
-	i := sort.Search(len(ms), func(i int) bool { return !lessUTF16(ms[i].Name, name) })
+	i := sort.Search(len(ms), func(i int) bool { return compareUTF16(ms[i].Name, name) >= 0 })
 	if i < len(ms) && ms[i].Name == name {
 		return &ms[i].Value
 	}
 	return nil
+}
+
+// compareUTF16 orders valid UTF-8 strings by their UTF-16 code units, as
+// lessUTF16 does, comparing bytes up to the first that differ: where one
+// of them is ASCII, the byte order is the code units' order (an ASCII code
+// unit is below every other, surrogates included); only two non-ASCII
+// characters are decoded (lessUTF16, from their first byte on).
+func compareUTF16(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case i == n:
+		return cmp.Compare(len(a), len(b))
+	case a[i] < utf8.RuneSelf || b[i] < utf8.RuneSelf:
+		return cmp.Compare(a[i], b[i])
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i-- // the same bytes in b: both at the start of the differing characters
+	}
+	if lessUTF16(a[i:], b[i:]) {
+		return -1
+	}
+	return 1
 }
 
 // lessUTF16 orders valid UTF-8 strings by their UTF-16 code units.
