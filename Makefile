@@ -32,8 +32,8 @@ download:
 
 # generate runs sqlc through scripts/sqlc.sh, which skips it while sqlc.sum
 # (committed beside each sqlc.yaml) matches the queries, the migrations,
-# sqlc's pinned version and the files sqlc wrote: building sqlc costs a clean
-# clone ~400 CPU seconds. SQLC_FORCE=1 runs it anyway. go generate skips the
+# sqlc's pinned version and the files sqlc wrote: building sqlc is the
+# costliest build a clean clone would make. SQLC_FORCE=1 runs it anyway. go generate skips the
 # example's own sqlc line (examples/payments/payments.go) for the same reason.
 generate:
 	scripts/sqlc.sh . examples/payments
@@ -73,12 +73,11 @@ test:
 #   2. check-generated, alone: it rewrites files the tests compile;
 #   3. race-deps: the root module's packages and tests compiled under -race
 #      by one go command on both cores, then examples/payments' (beside
-#      check-generated it would gain nothing: the two are ~500 CPU-s and
-#      ~250 s of a quiet clean-clone run, two busy cores already); beside
-#      it tidy-check, which reads go.mod files and sources and writes
-#      nothing (after check-generated, so that it never reads a file being
-#      rewritten): 24-72 s of fetching and loading that stage 1 used to
-#      wait for;
+#      check-generated it would gain nothing: each keeps both cores busy);
+#      beside it tidy-check, which reads go.mod files and sources and
+#      writes nothing (after check-generated, so that it never reads a file
+#      being rewritten), fetching and loading that stage 1 no longer waits
+#      for;
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -109,8 +108,7 @@ test-in-db: fmt-check
 # cache between runs, not work in flight. Then the same for
 # examples/payments (its e2e tests are the longest wait of stage 4: compiled
 # here, they start with the stage instead of after a compile that the
-# other lanes slow down; cold, its -race build after the root module's is
-# ~135 CPU-s).
+# other lanes slow down).
 race-deps:
 	$(GO) list -race -export -deps -test ./... >/dev/null
 	cd examples/payments && $(GO) list -race -export -deps -test ./... >/dev/null
@@ -158,16 +156,14 @@ unit-modules: unit-env
 # compiles a package without tests (docsnippets' world, bench's
 # benchserver) beside running the test binaries, and the tests that build
 # those packages in a child go command (TestSnippets, TestServersStopped)
-# compiled the same graph at the same time, a second time (docsnippets,
-# cold: 240 CPU-s, 136 of them in the child).
+# compiled the same graph at the same time, a second time.
 unit-examples: unit-env
 	@for m in $(filter-out . examples/payments $(NORACE_MODULES),$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) build ./... && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 
 # -parallel 8: the e2e tests mostly wait (clusters, restarts, killed
-# processes, the gateway's latency, leases), each on a schema of its own;
-# with one test per core (the default on two cores) the package took 142 s
-# alone, its sum of tests 180 s.
+# processes, the gateway's latency, leases), each on a schema of its own, so
+# one test per core (the default) would leave the cores idle.
 unit-payments: unit-env
 	cd examples/payments && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -parallel 8 -timeout 20m ./...
 
@@ -218,7 +214,7 @@ bench-headline-in-db:
 
 # bench-ab: same-run A/B of the single-server path, benchserver built at
 # revisions A and B, driven alternately (scripts/benchab.sh; ROUNDS >= 5,
-# default 5): make bench-ab A=cd1d310^ B=cd1d310. About 5 minutes.
+# default 5): make bench-ab A=cd1d310^ B=cd1d310.
 bench-ab:
 	scripts/benchab.sh $(A) $(B) $(ROUNDS)
 
@@ -226,7 +222,7 @@ bench-ab:
 # PostgreSQL clusters from scripts/regions.sh, faults (lag, partition, a
 # crashed region), keys retried with and without home routing, duplicates
 # counted from the databases; fails when one executes under home routing or
-# one goes undetected. About 2 minutes; not part of make test.
+# one goes undetected. Not part of make test.
 regions:
 	scripts/regions.sh run sh -c 'cd bench && $(GO) run ./cmd/regionsim -out results-regions.md'
 

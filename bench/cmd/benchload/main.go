@@ -10,10 +10,14 @@
 //
 //	benchload -server ./benchserver -database-url $DATABASE_URL -out results.md -svg latency.svg
 //
-// Besides idemgen's scenarios it measures two peers on the same operation in
-// the same run (benchserver's peers.go): "naive", a SELECT-then-INSERT
-// middleware, and "fiber", Fiber v3's middleware/idempotency with its
-// PostgreSQL storage. Every system also gets a duplicate storm with one and
+// Every ratio is of "handwritten", the same operation written by hand with
+// net/http and encoding/json (benchserver's handwritten.go), in the same
+// round. Besides idemgen's scenarios it measures peers on the same
+// operation in the same run: "naive", a SELECT-then-INSERT middleware, and
+// "fiber", Fiber v3's middleware/idempotency with its PostgreSQL storage
+// (benchserver's peers.go); with -peers, servers of the same spec generated
+// by other tools, each a process of its own (bench/peers: ogen,
+// oapi-codegen); with -pgbench, the database's floors (pgbench.go). Every system also gets a duplicate storm with one and
 // two server processes (handler runs and committed effects per key), and a
 // reused-key check (same key, another body). -scale and -sweep add the
 // record-count curve and the sweeper under traffic (scale.go).
