@@ -11,7 +11,9 @@ import (
 	"strings"
 	"sync"
 
+	jsonv2 "github.com/go-json-experiment/json"
 	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -26,11 +28,12 @@ import (
 // its fingerprint saw it; a typed number (int64, float64) is unaffected.
 func Unmarshal(b []byte, v any) error {
 	if !untyped(reflect.TypeOf(v)) {
-		// No number can land in an untyped value: json.Unmarshal decodes
-		// alike without a Decoder and its copy of b. It words a few
-		// errors differently, so a failure is decoded again below
-		// (decoding is deterministic: the same fields get the same values).
-		if json.Unmarshal(b, v) == nil {
+		// No number can land in an untyped value, so UseNumber changes
+		// nothing: encoding/json/v2 with v1's semantics (DefaultOptionsV1)
+		// decodes alike, in one pass, without a Decoder and its copy of b.
+		// Its errors read differently, so a failure is decoded again
+		// below (the same fields get the same values).
+		if jsonv2.Unmarshal(b, v, jsonv1.DefaultOptionsV1()) == nil {
 			return nil
 		}
 	}

@@ -246,6 +246,38 @@ func TestUnmarshalTypedErrors(t *testing.T) {
 	}
 }
 
+// TestUnmarshalAsV1: where a type holds no untyped value, what Unmarshal
+// decodes is what encoding/json decodes, in the corners where JSON
+// libraries part ways: names matched without case, a repeated name (the
+// last wins), invalid UTF-8, ",string", embedded fields, null, a field of
+// a type with its own UnmarshalJSON.
+func TestUnmarshalAsV1(t *testing.T) {
+	type Inner struct {
+		X int `json:"x"`
+	}
+	type typed struct {
+		Inner
+		A     int64             `json:"a"`
+		S     string            `json:"s"`
+		N     int64             `json:"n,string"`
+		P     *int              `json:"p"`
+		M     map[string]string `json:"m"`
+		E     color             `json:"e"`
+		Other bool
+	}
+	for _, body := range []string{
+		`{"A":1,"S":"x","OTHER":true}`, `{"a":1,"a":2}`, "{\"s\":\"\xff\"}", `{"n":"12"}`,
+		`{"x":3,"p":null,"m":{"k":"v"}}`, `{"p":5,"m":null}`, `{"e":"red"}`, `{"e":"blue"}`, `{"a":1.5}`,
+	} {
+		var got, want typed
+		err := idemimpl.Unmarshal([]byte(body), &got)
+		werr := json.Unmarshal([]byte(body), &want)
+		if (err == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("Unmarshal(%s) = %+v, %v; encoding/json: %+v, %v", body, got, err, want, werr)
+		}
+	}
+}
+
 // TestUnmarshalExact: a number in an untyped value is a json.Number with
 // its digits (9007199254740993 would be 9007199254740992 as a float64), at
 // any depth, through the helpers generated types decode with; typed
