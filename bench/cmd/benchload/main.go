@@ -143,6 +143,9 @@ func main() {
 		startOn: func(db string) (*server, error) { return startServer(ctx, *serverBin, db, *pool) }}
 	defer b.stopExtra()
 
+	if b.postmaster, err = postmaster(ctx, *dbURL); err != nil {
+		fatalf("database: %v", err)
+	}
 	replayKeys, err := b.prepareReplayKeys(2000)
 	if err != nil {
 		fatalf("preparing replay keys: %v", err)
@@ -364,6 +367,8 @@ type bench struct {
 	startOn func(db string) (*server, error)
 	// replayKeys are completed keys with their bodies in replayBodies.
 	replayKeys []string
+	// postmaster is the database cluster's first process (cpu.go).
+	postmaster string
 }
 
 func (b *bench) stopExtra() {
@@ -391,6 +396,8 @@ type run struct {
 	// fallbacks counts the Redis engine's requests whose cache call failed
 	// (Outcome.Cache "fallback": a time-out, most often, on a busy machine).
 	fallbacks int64
+	// cpu is what the server, the database and the client spent (cpu.go).
+	cpu cpuTimes
 }
 
 func (r run) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -480,6 +487,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	if err != nil {
 		return run{}, err
 	}
+	cpu0 := b.cpuNow(srv)
 	profDone := make(chan struct{})
 	if b.profDir == "" || s.on != nil { // the peers serve no profiles
 		close(profDone)
@@ -506,6 +514,7 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	if err != nil {
 		return run{}, err
 	}
+	res.cpu = b.cpuNow(srv).sub(cpu0)
 	st1, err := b.stats(srv)
 	if err != nil {
 		return run{}, err

@@ -63,11 +63,14 @@ func (b *bench) pgbench(script string, conc int, d time.Duration) (run, error) {
 		return run{}, fmt.Errorf("pgbench: %w", err)
 	}
 	secs := max(int(d/time.Second), 1)
-	out, err := exec.Command(bin, "-n", "-M", "prepared", "-c", strconv.Itoa(conc), "-j", "2",
-		"-T", strconv.Itoa(secs), "-f", script, b.db).CombinedOutput()
+	db0 := clusterCPU(b.postmaster)
+	cmd := exec.Command(bin, "-n", "-M", "prepared", "-c", strconv.Itoa(conc), "-j", "2",
+		"-T", strconv.Itoa(secs), "-f", script, b.db)
+	out, err := cmd.CombinedOutput()
 	if err != nil {
 		return run{}, fmt.Errorf("pgbench -f %s: %w: %s", script, err, out)
 	}
+	cpu := cpuTimes{db: clusterCPU(b.postmaster) - db0, client: cmd.ProcessState.UserTime() + cmd.ProcessState.SystemTime()}
 	for _, line := range strings.Split(string(out), "\n") {
 		// "number of transactions actually processed: 12345"
 		if v, ok := strings.CutPrefix(line, "number of transactions actually processed: "); ok {
@@ -75,7 +78,7 @@ func (b *bench) pgbench(script string, conc int, d time.Duration) (run, error) {
 			if err != nil {
 				break
 			}
-			return run{n: n, elapsed: time.Duration(secs) * time.Second}, nil
+			return run{n: n, elapsed: time.Duration(secs) * time.Second, cpu: cpu}, nil
 		}
 	}
 	return run{}, fmt.Errorf("pgbench -f %s: no transaction count in its output: %s", script, out)

@@ -76,8 +76,8 @@ func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[stri
 		has[s.name] = true
 	}
 	ref := reference(scenarios)
-	fmt.Fprintf(w, "| scenario | concurrency | req/s (median) | × %s | per round | × baseline | × fiber | per round × fiber | p50 ms | p90 ms | p99 ms | allocs/req (server) |\n", ref)
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|")
+	fmt.Fprintf(w, "| scenario | concurrency | req/s (median) | × %s | per round | × baseline | × fiber | per round × fiber | p50 ms | p90 ms | p99 ms | allocs/req (server) | CPU µs/req: server + database + client |\n", ref)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|")
 	for _, c := range concs {
 		for _, s := range scenarios {
 			runs := results[rkey(s.name, c)]
@@ -102,8 +102,8 @@ func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[stri
 			if s.pgbench != "" {
 				p50, p90, p99, alloc = "", "", "", "" // pgbench's transactions, no requests
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s |\n",
-				s.name, c, median(rps), mr, ratios(rr), bcol, fcol, frounds, p50, p90, p99, alloc)
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				s.name, c, median(rps), mr, ratios(rr), bcol, fcol, frounds, p50, p90, p99, alloc, cpuPerReq(runs))
 		}
 	}
 	if has["lease"] && has["pgbench-lease"] {

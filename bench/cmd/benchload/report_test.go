@@ -1,7 +1,9 @@
 package main
 
 import (
+	"os"
 	"strings"
+	"syscall"
 	"testing"
 	"time"
 )
@@ -51,4 +53,49 @@ func TestParsePeers(t *testing.T) {
 	if _, err := parsePeers("ogen"); err == nil || !strings.Contains(err.Error(), `"ogen" is not name=binary`) {
 		t.Errorf("parsePeers(ogen): %v, want an error naming it", err)
 	}
+}
+
+// TestCPUPerReq: the CPU columns are per request and the median over
+// rounds of each process's share.
+func TestCPUPerReq(t *testing.T) {
+	runs := []run{
+		{n: 1000, cpu: cpuTimes{server: 50 * time.Millisecond, db: 80 * time.Millisecond, client: 30 * time.Millisecond}},
+		{n: 2000, cpu: cpuTimes{server: 120 * time.Millisecond, db: 200 * time.Millisecond, client: 40 * time.Millisecond}},
+		{n: 1000, cpu: cpuTimes{server: 40 * time.Millisecond, db: 90 * time.Millisecond, client: 30 * time.Millisecond}},
+	}
+	// Per request: server 50, 60, 40 µs; database 80, 100, 90; client 30, 20, 30.
+	if got, want := cpuPerReq(runs), "50 + 90 + 30 = 170"; got != want {
+		t.Errorf("cpuPerReq = %q, want %q", got, want)
+	}
+}
+
+// TestProcCPU: /proc's times of a process are its user and system time,
+// as getrusage reports them (to a clock tick, 10 ms).
+func TestProcCPU(t *testing.T) {
+	if _, err := os.Stat("/proc/self/stat"); err != nil {
+		t.Skip("no /proc")
+	}
+	rusage := func() time.Duration {
+		var ru syscall.Rusage
+		if err := syscall.Getrusage(syscall.RUSAGE_SELF, &ru); err != nil {
+			t.Fatal(err)
+		}
+		return time.Duration(ru.Utime.Nano() + ru.Stime.Nano())
+	}
+	x := 0
+	for rusage() < 300*time.Millisecond { // mostly user time
+		for i := range 1_000_000 {
+			x += i
+		}
+	}
+	before := rusage()
+	got := procCPU("self")
+	after := rusage()
+	if got < before-2*clockTick || got > after+2*clockTick {
+		t.Errorf("procCPU(self) = %v, getrusage %v..%v", got, before, after)
+	}
+	if procCPU("nonexistent") != 0 || clusterCPU("") != 0 {
+		t.Error("times of no process are not 0")
+	}
+	_ = x
 }
