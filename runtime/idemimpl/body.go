@@ -112,6 +112,9 @@ func UnmarshalEnum[E Enum](b []byte, v *E) error {
 // CheckRequired reports the first of names missing from the JSON object b.
 // A value that is not an object (or is null) is left to json.Unmarshal.
 func CheckRequired(b []byte, names ...string) error {
+	if validatedRequired(b, names) {
+		return nil
+	}
 	if missing, ok := missingName(b, names); ok {
 		if missing != "" {
 			return fmt.Errorf("property %q is required", missing)

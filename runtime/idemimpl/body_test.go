@@ -9,6 +9,7 @@ import (
 	"net/http/httptest"
 	"reflect"
 	"strings"
+	"sync"
 	"testing"
 
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -315,4 +316,61 @@ func TestUnmarshalExact(t *testing.T) {
 	if x, _ := n.Value(); x != json.Number(big) {
 		t.Errorf("Nullable[any]: %#v", x)
 	}
+}
+
+// reqBody decodes as a generated struct with required properties does.
+type reqBody struct {
+	A int    `json:"a"`
+	R string `json:"r"`
+}
+
+func (v *reqBody) UnmarshalJSON(b []byte) error {
+	type plain reqBody
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "a", "r")
+}
+
+// TestBodyRequiredChecked: the type's own check of its required members
+// is skipped only for members the validator required of the request, from
+// requests decoded side by side: a read-only member is not required of a
+// request (the validator lets it be absent), so the type's check still
+// refuses a body without it.
+func TestBodyRequiredChecked(t *testing.T) {
+	schemas := &idemimpl.Schemas{List: []idemimpl.Schema{
+		{},
+		{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "a", Schema: 2, Required: true}, {Name: "r", Schema: 3, Required: true}}},
+		{Types: idemimpl.TypeInteger},
+		{Types: idemimpl.TypeString},
+		{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "a", Schema: 2, Required: true}, {Name: "r", Schema: 5, Required: true}}},
+		{Types: idemimpl.TypeString, ReadOnly: true},
+	}}
+	decode := func(schema int, body string) (reqBody, error) {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Content-Type", "application/json")
+		q := idemimpl.NewRequest(r, schemas)
+		var v reqBody
+		q.Body([]byte(body), &idemimpl.Body{Required: true, Media: []idemimpl.Media{{Type: "application/json", Decode: idemimpl.AsJSON, Schema: schema}}}, &v)
+		return v, q.Err()
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if v, err := decode(1, fmt.Sprintf(`{"a":%d,"r":"x"}`, g*1000+i)); err != nil || v.A != g*1000+i || v.R != "x" {
+					t.Errorf("required members present: %+v, %v", v, err)
+					return
+				}
+				if _, err := decode(1, `{"a":1}`); err == nil || !strings.Contains(err.Error(), "required") {
+					t.Errorf("r absent: %v, want it required", err)
+					return
+				}
+				if _, err := decode(4, `{"a":1}`); err == nil || !strings.Contains(err.Error(), `property "r" is required`) {
+					t.Errorf("read-only r absent: %v, want the type's own check to refuse it", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }

@@ -45,6 +45,8 @@ type Request struct {
 	queryOK bool
 	spools  []*spooled // streamed content in temporary files, removed by Close
 	lim     Limits
+	// validated registers the body's encoding while its type decodes it.
+	validated validatedValue
 }
 
 // NewRequest starts decoding r against the schemas of t (nil: no schemas).
@@ -122,7 +124,7 @@ func (q *Request) Param(p *Param, target any) {
 	if !ok || len(vd.out) > 0 {
 		return
 	}
-	q.unmarshal(vd, &v, target)
+	q.unmarshal(vd, &v, 0, target)
 	if p.Fingerprint {
 		name := p.Name
 		if p.In == "header" {
@@ -150,7 +152,7 @@ func (q *Request) defaultOf(idx int) *Value {
 // unmarshal decodes target from v's canonical encoding. An error here means
 // the generated type and the schema disagree; it is reported as a violation
 // at the JSON pointer, without Go's type names.
-func (q *Request) unmarshal(vd *validator, v *Value, target any) {
+func (q *Request) unmarshal(vd *validator, v *Value, schema int, target any) {
 	if target == nil {
 		return
 	}
@@ -158,8 +160,17 @@ func (q *Request) unmarshal(vd *validator, v *Value, target any) {
 	var err error
 	if u, ok := target.(json.Unmarshaler); ok {
 		// A generated type's own method, without a decoder around it to
-		// find where the value ends (b is one value, well formed).
-		err = u.UnmarshalJSON(b)
+		// find where the value ends (b is one value, well formed). When
+		// the validator checked the object's required members against
+		// schema, the method's own check of them is skipped (validated.go).
+		if s := q.t.schemaAt(schema); schema > 0 && v.Kind == KindObject && vd.mode != modePatch && !s.NoValidate {
+			q.validated = validatedValue{data: &b[0], schema: s, t: q.t}
+			q.validated.register()
+			err = u.UnmarshalJSON(b)
+			q.validated.unregister()
+		} else {
+			err = u.UnmarshalJSON(b)
+		}
 	} else {
 		err = Unmarshal(b, target)
 	}
@@ -472,7 +483,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		q.out = append(q.out, vd.out...)
 		return
 	}
-	q.unmarshal(vd, &v, target)
+	q.unmarshal(vd, &v, m.Schema, target)
 	q.setBody(v, media)
 }
 
