@@ -37,3 +37,28 @@ func BenchmarkDecode(b *testing.B) {
 		}
 	})
 }
+
+// BenchmarkEncode is the generated encoder of the 201 response beside
+// encoding/json's Encoder writing the same value, what the hand-written
+// variant does.
+func BenchmarkEncode(b *testing.B) {
+	p := Payment{ID: 42, Amount: 1234, Currency: "EUR", Reference: "bench-1234"}
+	b.Run("generated", func(b *testing.B) {
+		b.ReportAllocs()
+		for b.Loop() {
+			if _, err := encodeCreateBaselineResponse(CreateBaseline201Response{Body: p}); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+	b.Run("encoding-json", func(b *testing.B) {
+		b.ReportAllocs()
+		var buf bytes.Buffer
+		for b.Loop() {
+			buf.Reset()
+			if err := json.NewEncoder(&buf).Encode(p); err != nil {
+				b.Fatal(err)
+			}
+		}
+	})
+}
