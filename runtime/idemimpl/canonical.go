@@ -423,7 +423,10 @@ type Body struct {
 // the request's Body field; for a AsBytes media type it is a *[]byte or
 // an *io.Reader.
 func (q *Request) Body(body []byte, b *Body, target any) {
-	ct := q.r.Header.Get("Content-Type")
+	var ct string
+	if v := q.r.Header["Content-Type"]; len(v) > 0 { // Get, without canonicalizing its constant
+		ct = v[0]
+	}
 	if len(body) == 0 {
 		if b.Required {
 			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})

@@ -448,6 +448,22 @@ func utf16First(r rune) rune {
 	return r
 }
 
+// appendQuoted appends s, valid UTF-8 (by construction in a Value), as a
+// JSON string in RFC 8785's form, as jsontext.AppendQuote writes it:
+// printable ASCII that needs no escape is copied as it is, anything else
+// goes through jsontext.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			dst, _ = jsontext.AppendQuote(dst, s)
+			return dst
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
+}
+
 // AppendJSON appends the canonical JSON encoding of v to dst: no white
 // space, members sorted, strings in RFC 8785's minimal form, numbers as
 // Number.Text. Members at the RFC 6901 pointers in exclude (parsed by
@@ -473,8 +489,7 @@ func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
 	case KindNumber:
 		return append(dst, v.Str...)
 	case KindString:
-		dst, _ = jsontext.AppendQuote(dst, v.Str) // valid UTF-8 by construction
-		return dst
+		return appendQuoted(dst, v.Str)
 	case KindArray:
 		dst = append(dst, '[')
 		first := true
@@ -503,7 +518,7 @@ func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst, _ = jsontext.AppendQuote(dst, m.Name)
+		dst = appendQuoted(dst, m.Name)
 		dst = append(dst, ':')
 		dst = appendJSON(dst, &m.Value, sub, depth+1)
 	}

@@ -3,15 +3,16 @@ package idemimpl_test
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
-	"math/rand/v2"
-	"slices"
-	"unicode/utf16"
 )
 
 func TestParseNumber(t *testing.T) {
@@ -228,6 +229,24 @@ func TestSortMembersUTF16(t *testing.T) {
 		}
 		if v.Member("zz-absent") != nil {
 			t.Fatal("Member found an absent name")
+		}
+	}
+}
+
+// TestAppendJSONStrings: strings and member names are written as
+// jsontext.AppendQuote writes them (RFC 8785's escapes), every ASCII byte
+// and some beyond.
+func TestAppendJSONStrings(t *testing.T) {
+	var ss []string
+	for c := range 128 {
+		ss = append(ss, "a"+string(rune(c))+"b")
+	}
+	ss = append(ss, "", "plain", "é", "\u2028", "😀", `"quoted"`, `back\slash`, "<&>")
+	for _, s := range ss {
+		v := idemimpl.Value{Kind: idemimpl.KindObject, Members: []idemimpl.Member{{Name: s, Value: idemimpl.Value{Kind: idemimpl.KindString, Str: s}}}}
+		q, _ := jsontext.AppendQuote(nil, s)
+		if got, want := string(idemimpl.AppendJSON(nil, &v, nil)), "{"+string(q)+":"+string(q)+"}"; got != want {
+			t.Errorf("AppendJSON(%q) = %s, want %s", s, got, want)
 		}
 	}
 }
