@@ -2,7 +2,7 @@
 #
 #   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency)
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
-#   make bench            benchmarks (see BENCHMARKS.md)
+#   make bench            benchmarks (see BENCHMARKS.md); make bench-headline: its headline table, three runs
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
 #   make check-generated  fails when any generated file differs from what is committed
 
