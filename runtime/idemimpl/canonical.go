@@ -124,7 +124,7 @@ func (q *Request) Param(p *Param, target any) {
 	if !ok || len(vd.out) > 0 {
 		return
 	}
-	q.unmarshal(vd, &v, 0, target)
+	q.unmarshal(vd, &v, 0, 0, target)
 	if p.Fingerprint {
 		name := p.Name
 		if p.In == "header" {
@@ -151,12 +151,14 @@ func (q *Request) defaultOf(idx int) *Value {
 
 // unmarshal decodes target from v's canonical encoding. An error here means
 // the generated type and the schema disagree; it is reported as a violation
-// at the JSON pointer, without Go's type names.
-func (q *Request) unmarshal(vd *validator, v *Value, schema int, target any) {
+// at the JSON pointer, without Go's type names. For a body, schema is the
+// one its validation used (0 for a parameter) and size the body's length,
+// which the encoding's is close to.
+func (q *Request) unmarshal(vd *validator, v *Value, schema, size int, target any) {
 	if target == nil {
 		return
 	}
-	b := AppendJSON(nil, v, nil)
+	b := AppendJSON(make([]byte, 0, size), v, nil)
 	var err error
 	if u, ok := target.(json.Unmarshaler); ok {
 		// A generated type's own method, without a decoder around it to
@@ -486,7 +488,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		q.out = append(q.out, vd.out...)
 		return
 	}
-	q.unmarshal(vd, &v, m.Schema, target)
+	q.unmarshal(vd, &v, m.Schema, len(body), target)
 	q.setBody(v, media)
 }
 
