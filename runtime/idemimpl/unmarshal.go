@@ -1,9 +1,43 @@
 package idemimpl
 
 import (
+	"encoding/json"
 	"sync/atomic"
 	"unsafe"
 )
+
+// unmarshal decodes target from v's canonical encoding. An error here means
+// the generated type and the schema disagree; it is reported as a violation
+// at the JSON pointer, without Go's type names. For a body, schema is the
+// one its validation used (0 for a parameter) and size the body's length,
+// which the encoding's is close to.
+func (q *Request) unmarshal(vd *validator, v *Value, schema, size int, target any) {
+	if target == nil {
+		return
+	}
+	b := AppendJSON(make([]byte, 0, size), v, nil)
+	var err error
+	if u, ok := target.(json.Unmarshaler); ok {
+		// A generated type's own method, without a decoder around it to
+		// find where the value ends (b is one value, well formed). When
+		// the validator checked the object's required members against
+		// schema, the method's own check of them is skipped (below).
+		if s := q.t.schemaAt(schema); schema > 0 && v.Kind == KindObject && vd.mode != modePatch && !s.NoValidate {
+			q.validated = validatedValue{data: &b[0], schema: s, t: q.t}
+			q.validated.register()
+			err = u.UnmarshalJSON(b)
+			q.validated.unregister()
+		} else {
+			err = u.UnmarshalJSON(b)
+		}
+	} else {
+		err = Unmarshal(b, target)
+	}
+	if err != nil {
+		vd.fail("type", unmarshalError(err).Error())
+		q.out = append(q.out, vd.out[len(vd.out)-1])
+	}
+}
 
 // A typed request is unmarshalled from the canonical encoding of a value
 // the validator has accepted (Request.unmarshal), through its type's
