@@ -3,7 +3,7 @@
 #   make test             throwaway PostgreSQL and Redis + gofmt + go mod tidy + check-generated + go test -vet=all (-race where it runs concurrency) + idemgen vet
 #   make test-loaded      make test beside two busy loops, one per core (a busy machine)
 #   make demo             the payments example, start to finish, against a throwaway PostgreSQL
-#   make bench            benchmarks (see BENCHMARKS.md)
+#   make bench            benchmarks (see BENCHMARKS.md); make bench-headline: its headline table, three runs
 #   make generate         sqlc (when its inputs changed: scripts/sqlc.sh) + go generate
 #   make check-generated  fails when any generated file differs from what is committed
 #   make api-check        runtime/...'s API against the last release's (api/, CHANGELOG.md)
@@ -15,11 +15,13 @@ GO ?= go
 PG := scripts/pg.sh
 REDIS := scripts/redis.sh
 
-# Every Go module of the repository except the sqlc tool module; generator
-# golden modules under testdata are built by the generator's own tests.
-MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' 2>/dev/null | sort))
+# Every Go module of the repository except the sqlc tool module and
+# bench/peers (the servers ogen and oapi-codegen generate, built by make bench
+# only: its generators are not fetched for the tests); generator golden
+# modules under testdata are built by the generator's own tests.
+MODULES := . $(patsubst %/go.mod,%,$(shell find examples bench -name go.mod -not -path '*/testdata/*' -not -path 'bench/peers/*' 2>/dev/null | sort))
 
-.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check mutants-check tidy-check vet vet-handlers unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-ab regions demo demo-in-db tools
+.PHONY: all test test-loaded test-in-db race-deps api-check rules-check fmt-check mutants-check tidy-check vet vet-handlers unit unit-generator unit-modules unit-examples unit-payments unit-env download generate check-generated bench bench-in-db bench-bin bench-headline bench-headline-in-db bench-ab regions demo demo-in-db tools
 
 all: test
 
@@ -33,8 +35,8 @@ download:
 
 # generate runs sqlc through scripts/sqlc.sh, which skips it while sqlc.sum
 # (committed beside each sqlc.yaml) matches the queries, the migrations,
-# sqlc's pinned version and the files sqlc wrote: building sqlc costs a clean
-# clone ~400 CPU seconds. SQLC_FORCE=1 runs it anyway. go generate skips the
+# sqlc's pinned version and the files sqlc wrote: building sqlc is the
+# costliest build a clean clone would make. SQLC_FORCE=1 runs it anyway. go generate skips the
 # example's own sqlc line (examples/payments/payments.go) for the same reason.
 generate:
 	scripts/sqlc.sh . examples/payments
@@ -87,14 +89,13 @@ test-loaded:
 #   2. check-generated, alone: it rewrites files the tests compile;
 #   3. race-deps: the root module's packages and tests compiled under -race
 #      by one go command on both cores, then examples/payments' (beside
-#      check-generated it would gain nothing: the two are ~500 CPU-s and
-#      ~250 s of a quiet clean-clone run, two busy cores already); beside
-#      it tidy-check, which reads go.mod files and sources and writes
-#      nothing (after check-generated, so that it never reads a file being
-#      rewritten): 24-72 s of fetching and loading that stage 1 used to
-#      wait for. After race-deps, api-check (its loads read the export
-#      data race-deps built); after tidy-check, rules-check (promtool,
-#      installed from Debian's packages the first time);
+#      check-generated it would gain nothing: each keeps both cores busy);
+#      beside it tidy-check, which reads go.mod files and sources and
+#      writes nothing (after check-generated, so that it never reads a file
+#      being rewritten), fetching and loading that stage 1 no longer waits
+#      for. After race-deps, api-check (its loads read the export data
+#      race-deps built); after tidy-check, rules-check (promtool, installed
+#      from Debian's packages the first time);
 #   4. the tests in four lanes: the generator's (they generate the real
 #      specs and compile them in child go commands), the root module's other
 #      packages, the other modules but payments (each one after the other),
@@ -126,8 +127,7 @@ test-in-db: fmt-check mutants-check
 # cache between runs, not work in flight. Then the same for
 # examples/payments (its e2e tests are the longest wait of stage 4: compiled
 # here, they start with the stage instead of after a compile that the
-# other lanes slow down; cold, its -race build after the root module's is
-# ~135 CPU-s).
+# other lanes slow down).
 race-deps:
 	$(GO) list -race -export -deps -test ./... >/dev/null
 	cd examples/payments && $(GO) list -race -export -deps -test ./... >/dev/null
@@ -197,41 +197,65 @@ unit-modules: unit-env
 # compiles a package without tests (docsnippets' world, bench's
 # benchserver) beside running the test binaries, and the tests that build
 # those packages in a child go command (TestSnippets, TestServersStopped)
-# compiled the same graph at the same time, a second time (docsnippets,
-# cold: 240 CPU-s, 136 of them in the child).
+# compiled the same graph at the same time, a second time.
 unit-examples: unit-env
 	@for m in $(filter-out . examples/payments $(NORACE_MODULES),$(MODULES)); do echo "go test -race ($$m)"; (cd $$m && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 	@for m in $(NORACE_MODULES); do echo "go test ($$m)"; (cd $$m && $(GO) build ./... && $(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 20m ./...); done
 
 # -parallel 8: the e2e tests mostly wait (clusters, restarts, killed
-# processes, the gateway's latency, leases), each on a schema of its own;
-# with one test per core (the default on two cores) the package took 142 s
-# alone, its sum of tests 180 s.
+# processes, the gateway's latency, leases), each on a schema of its own, so
+# one test per core (the default) would leave the cores idle.
 unit-payments: unit-env
 	cd examples/payments && $(GO) test -race -vet=all $(TESTEXEC) -count=1 -parallel 8 -timeout 20m ./...
 
 bench:
 	PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-in-db
 
-# bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
-# load tool (bench/cmd/benchload) against the generated bench server on a
-# PostgreSQL with durable commits: idemgen and its peers (a naive middleware,
-# Fiber's), the Redis fast path (atomic-redis, replay-redis: REDIS_URL is
-# set), duplicate storms (through Redis too, and with that Redis killed
-# mid-storm), the reused-key check, then the cost with 10 k,
-# 1 M and 10 M records in the table (about 6 GB of disk) and the sweeper
-# under traffic. Results: bench/results.md, docs/bench-latency.svg.
-BENCH_FLAGS ?= -duration 3s -rounds 5 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
-bench-in-db:
-	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
+# bench-bin builds what the HTTP benchmarks start: benchserver (idemgen's
+# variants, the hand-written handler, the naive and Fiber middlewares),
+# benchload, and the peers ogen and oapi-codegen generate from the same spec
+# at their pinned versions (bench/peers/build.sh).
+bench-bin:
 	cd bench && $(GO) build -o ../bin/benchserver ./cmd/benchserver && $(GO) build -o ../bin/benchload ./cmd/benchload
+	bench/peers/build.sh bin
+PEERS := -peers ogen=bin/ogen,oapi-codegen=bin/oapi-codegen -pgbench bench/pgbench
+
+# bench-in-db: Go benchmarks of the generator and the runtime, then the HTTP
+# load tool (bench/cmd/benchload) against the bench servers on a PostgreSQL
+# with durable commits: every variant as a ratio of the hand-written handler
+# in the same rounds (idemgen's modes, its Redis fast path, ogen's and
+# oapi-codegen's servers, the naive and Fiber middlewares, pgbench's floors),
+# duplicate storms (through Redis too, and with that Redis killed
+# mid-storm), the reused-key check, then the cost with 10 k, 1 M and 10 M
+# records in the table (about 6 GB of disk) and the sweeper under traffic.
+# Results: bench/results.md, docs/bench-latency.svg.
+BENCH_FLAGS ?= -duration 3s -rounds 5 -concurrency 1,8,32 -storm-keys 20 -scale 10000,1000000,10000000 -sweep 1000000
+bench-in-db: bench-bin
+	$(GO) test -run '^$$' -bench . -benchmem -count 1 ./generator/... ./runtime/...
 	mkdir -p docs
-	bin/benchload -server bin/benchserver $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
+	bin/benchload -server bin/benchserver $(PEERS) $(BENCH_FLAGS) -out bench/results.md -svg docs/bench-latency.svg
 	cd examples/payments && $(GO) test -run '^$$' -bench SlowUploads -benchtime 1x ./e2e/
+
+# bench-headline: BENCHMARKS.md's headline table, the measurement to run on
+# a quiet machine: every single-request variant at c=32 against the
+# hand-written handler, in alternating rounds, three separate runs (each
+# with servers and a database of its own), appended to
+# bench/results-headline.md with the load average before and after each.
+HEADLINE_FLAGS ?= -duration 15s -rounds 4 -concurrency 32 -scenarios handwritten,baseline,ogen,oapi-codegen,atomic,atomic-redis,lease,replay,replay-redis,naive,fiber,pgbench-base,pgbench-lease
+bench-headline: bench-bin
+	@: > bench/results-headline.md
+	@for run in 1 2 3; do \
+		PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-headline-in-db RUN=$$run; \
+	done
+	@cat bench/results-headline.md
+
+bench-headline-in-db:
+	@echo "## Run $(RUN), $$(date -u +%Y-%m-%dT%H:%MZ), $$(nproc) cores, $$(go version | cut -d' ' -f3)" >> bench/results-headline.md
+	bin/benchload -server bin/benchserver $(PEERS) $(HEADLINE_FLAGS) >> bench/results-headline.md
 
 # bench-ab: same-run A/B of the single-server path, benchserver built at
 # revisions A and B, driven alternately (scripts/benchab.sh; ROUNDS >= 5,
-# default 5): make bench-ab A=cd1d310^ B=cd1d310. About 5 minutes.
+# default 5): make bench-ab A=cd1d310^ B=cd1d310.
 bench-ab:
 	scripts/benchab.sh $(A) $(B) $(ROUNDS)
 
@@ -239,7 +263,7 @@ bench-ab:
 # PostgreSQL clusters from scripts/regions.sh, faults (lag, partition, a
 # crashed region), keys retried with and without home routing, duplicates
 # counted from the databases; fails when one executes under home routing or
-# one goes undetected. About 2 minutes; not part of make test.
+# one goes undetected. Not part of make test.
 regions:
 	scripts/regions.sh run sh -c 'cd bench && $(GO) run ./cmd/regionsim -out results-regions.md'
 

@@ -1,6 +1,8 @@
 -- The business transaction plus atomic mode's one write: the completed record.
+\set k random(1, 2000000000)
 BEGIN;
 INSERT INTO bench_payments (idempotency_key, amount, currency, reference) VALUES (NULL, 100, 'EUR', 'pgbench') RETURNING id;
-INSERT INTO idem_records (tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, created_at, completed_at, expires_at)
-VALUES ('', 'createAtomic', gen_random_uuid()::text, 'COMPLETED', sha256(convert_to(random()::text, 'UTF8')), 'bench', 201, '{"Content-Type": ["application/json"]}', convert_to('{"id":1,"amount":100,"currency":"EUR","reference":"pgbench"}', 'UTF8'), now(), now(), now() + interval '24 hours');
+INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, response_status, response_headers, response_body, created_at, completed_at, expires_at)
+VALUES (idem_record_id('', 'createAtomic', 'w' || :client_id || '-' || :k), '', 'createAtomic', 'w' || :client_id || '-' || :k, 'COMPLETED', sha256(convert_to(random()::text, 'UTF8')), 'bench', 201, '{"Content-Type": ["application/json"]}', convert_to('{"id":1,"amount":100,"currency":"EUR","reference":"pgbench"}', 'UTF8'), now(), now(), now() + interval '24 hours')
+ON CONFLICT DO NOTHING;
 COMMIT;

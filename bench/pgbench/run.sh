@@ -14,7 +14,7 @@ for f in ../../queries/migrations/0*.up.sql; do "$psql" -q "$DATABASE_URL" -f "$
 "$psql" -q "$DATABASE_URL" -c "CREATE TABLE bench_payments (id bigserial PRIMARY KEY, idempotency_key text,
     amount bigint NOT NULL, currency text NOT NULL, reference text NOT NULL, created_at timestamptz NOT NULL DEFAULT now())"
 for r in ${ROUNDS:-1 2 3}; do
-	for s in base record engine claim replay; do
+	for s in base record engine claim replay lease; do
 		tps=$("$pgbench" -n -M prepared -c 32 -j 2 -T 5 -f "$s.sql" "$DATABASE_URL" 2>/dev/null | sed -nE 's/^tps = ([0-9.]+).*/\1/p')
 		echo "round $r  $s  $tps tps"
 	done

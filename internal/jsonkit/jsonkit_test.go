@@ -3,6 +3,7 @@ package jsonkit_test
 import (
 	"encoding/json"
 	"errors"
+	"mime"
 	"reflect"
 	"strings"
 	"testing"
@@ -267,6 +268,34 @@ func TestCanonical(t *testing.T) {
 			t.Errorf("Canonical(%q): %v, want ErrInvalidJSON", in, err)
 		} else if !strings.HasPrefix(err.Error(), "body is not valid JSON: ") {
 			t.Errorf("Canonical(%q): %q does not say what was wrong", in, err)
+		}
+	}
+}
+
+// TestParseMediaTypeAsMime: ParseMediaType answers as mime.ParseMediaType
+// for every value that parses, the plain lower-case ones it takes without
+// parsing included.
+func TestParseMediaTypeAsMime(t *testing.T) {
+	for _, ct := range []string{
+		"application/json", "application/merge-patch+json", "*/*", "application/*", "text/x.y_z~1",
+		"Application/JSON", "application/json;charset=utf-8", "application/json ", " application/json",
+		"application/json/x", "application", "application/", "/json", "application/j\"son", "text/plain; format=flowed",
+	} {
+		mt, params, err := jsonkit.ParseMediaType(ct)
+		wmt, wparams, werr := mime.ParseMediaType(ct)
+		if werr != nil {
+			if err == nil {
+				t.Errorf("ParseMediaType(%q) = %q, no error; mime: %v", ct, mt, werr)
+			}
+			continue
+		}
+		if err != nil || mt != wmt || len(params) != len(wparams) {
+			t.Errorf("ParseMediaType(%q) = %q %v %v; mime: %q %v", ct, mt, params, err, wmt, wparams)
+		}
+		for k, v := range wparams {
+			if params[k] != v {
+				t.Errorf("ParseMediaType(%q): %s=%q, mime: %q", ct, k, params[k], v)
+			}
 		}
 	}
 }

@@ -14,12 +14,35 @@ func ParseMediaType(ct string) (essence string, params map[string]string, err er
 	if strings.TrimSpace(ct) == "" {
 		return "", nil, nil
 	}
+	if plainEssence(ct) {
+		return ct, nil, nil // what mime.ParseMediaType returns, without its work
+	}
 	essence, params, err = mime.ParseMediaType(ct)
 	if err != nil {
 		essence, _, _ = strings.Cut(ct, ";")
 		essence = strings.ToLower(strings.TrimSpace(essence))
 	}
 	return essence, params, err
+}
+
+// plainEssence reports whether ct is a media type without parameters, in
+// lower case, written as mime.ParseMediaType returns it (the usual
+// "application/json"): lower-case token characters around one slash.
+func plainEssence(ct string) bool {
+	slash := strings.IndexByte(ct, '/')
+	if slash <= 0 || slash == len(ct)-1 {
+		return false
+	}
+	for i := 0; i < len(ct); i++ {
+		c := ct[i]
+		switch {
+		case i == slash, 'a' <= c && c <= 'z', '0' <= c && c <= '9':
+		case strings.IndexByte("!#$%&'*+-.^_`|~", c) >= 0:
+		default:
+			return false
+		}
+	}
+	return true
 }
 
 // MediaType returns the essence of a Content-Type header value: type and

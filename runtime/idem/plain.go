@@ -30,33 +30,45 @@ func (e *Engine) Plain(w http.ResponseWriter, r *http.Request, operationID strin
 		return w, r, func() {}
 	}
 	op := e.plainOperation(operationID, r)
-	rq := &request{op: op, r: r, start: time.Now()}
-	var observed func(Outcome)
+	// One allocation for the request, its writer and what done needs.
+	p := &plainRequest{e: e, request: request{op: op, r: r, start: time.Now()}}
 	if len(e.cfg.Observers) > 0 {
 		var ctx context.Context
-		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
-		rq.r = r.WithContext(ctx)
+		ctx, p.observed = observers(e.cfg.Observers).request(r.Context(), op)
+		p.r = r.WithContext(ctx)
 	}
-	sw := &statusWriter{ResponseWriter: w, rq: rq}
-	rq.w = sw
-	return sw, rq.r, func() {
-		status := sw.status
-		if status == 0 {
-			status = http.StatusOK // net/http's answer when the handler writes nothing
-		}
-		rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status, Err: sw.err}
-		rq.bytes = sw.bytes // report copies it to the outcome
-		if status >= 500 || errors.Is(sw.err, ErrClientGone) {
-			rq.outcome.Result = ResultFailed
-		}
-		ctx := rq.r.Context()
-		e.report(ctx, rq)
-		if observed != nil {
-			observed(rq.outcome)
-		}
-		if h := e.cfg.Hooks.OnOutcome; h != nil {
-			h(ctx, op, rq.outcome)
-		}
+	p.sw.ResponseWriter, p.sw.rq = w, &p.request
+	p.w = &p.sw
+	return &p.sw, p.r, p.done
+}
+
+// plainRequest is a request Plain sees.
+type plainRequest struct {
+	request
+	e        *Engine
+	sw       statusWriter
+	observed func(Outcome)
+}
+
+// done reports the request once its response is written.
+func (p *plainRequest) done() {
+	rq, sw := &p.request, &p.sw
+	status := sw.status
+	if status == 0 {
+		status = http.StatusOK // net/http's answer when the handler writes nothing
+	}
+	rq.outcome = Outcome{Result: ResultNotIdempotent, Status: status, Err: sw.err}
+	rq.bytes = sw.bytes // report copies it to the outcome
+	if status >= 500 || errors.Is(sw.err, ErrClientGone) {
+		rq.outcome.Result = ResultFailed
+	}
+	ctx := rq.r.Context()
+	p.e.report(ctx, rq)
+	if p.observed != nil {
+		p.observed(rq.outcome)
+	}
+	if h := p.e.cfg.Hooks.OnOutcome; h != nil {
+		h(ctx, rq.op, rq.outcome)
 	}
 }
 

@@ -9,6 +9,11 @@ import (
 	"net/http"
 	"reflect"
 	"strings"
+	"sync"
+
+	jsonv2 "github.com/go-json-experiment/json"
+	"github.com/go-json-experiment/json/jsontext"
+	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -22,6 +27,16 @@ import (
 // generated types decode through it, so a request reaches the handler as
 // its fingerprint saw it; a typed number (int64, float64) is unaffected.
 func Unmarshal(b []byte, v any) error {
+	if !untyped(reflect.TypeOf(v)) {
+		// No number can land in an untyped value, so UseNumber changes
+		// nothing: encoding/json/v2 with v1's semantics (DefaultOptionsV1)
+		// decodes alike, in one pass, without a Decoder and its copy of b.
+		// Its errors read differently, so a failure is decoded again
+		// below (the same fields get the same values).
+		if jsonv2.Unmarshal(b, v, jsonv1.DefaultOptionsV1()) == nil {
+			return nil
+		}
+	}
 	dec := json.NewDecoder(bytes.NewReader(b))
 	dec.UseNumber()
 	if err := dec.Decode(v); err != nil {
@@ -34,6 +49,50 @@ func Unmarshal(b []byte, v any) error {
 		return fmt.Errorf("unexpected data after the JSON value")
 	}
 	return nil
+}
+
+// untypedTypes caches untyped by type.
+var untypedTypes sync.Map // reflect.Type -> bool
+
+// untyped reports whether encoding/json could decode a JSON number into an
+// untyped value (an interface) somewhere inside a value of type t, not
+// counting values that decode themselves (json.Unmarshaler): whether
+// UseNumber can make a difference.
+func untyped(t reflect.Type) bool {
+	if t == nil {
+		return true
+	}
+	if u, ok := untypedTypes.Load(t); ok {
+		return u.(bool)
+	}
+	u := untypedIn(t, map[reflect.Type]bool{})
+	untypedTypes.Store(t, u)
+	return u
+}
+
+var unmarshalerType = reflect.TypeFor[json.Unmarshaler]()
+
+func untypedIn(t reflect.Type, seen map[reflect.Type]bool) bool {
+	if seen[t] {
+		return false // a recursive type: its other paths decide
+	}
+	seen[t] = true
+	if t.Kind() != reflect.Interface && (t.Implements(unmarshalerType) || reflect.PointerTo(t).Implements(unmarshalerType)) {
+		return false
+	}
+	switch t.Kind() {
+	case reflect.Interface:
+		return true
+	case reflect.Pointer, reflect.Slice, reflect.Array, reflect.Map:
+		return untypedIn(t.Elem(), seen)
+	case reflect.Struct:
+		for i := range t.NumField() {
+			if untypedIn(t.Field(i).Type, seen) {
+				return true
+			}
+		}
+	}
+	return false
 }
 
 // UnmarshalEnum decodes a JSON string into an enum type, refusing undeclared
@@ -53,6 +112,17 @@ func UnmarshalEnum[E Enum](b []byte, v *E) error {
 // CheckRequired reports the first of names missing from the JSON object b.
 // A value that is not an object (or is null) is left to json.Unmarshal.
 func CheckRequired(b []byte, names ...string) error {
+	if validatedRequired(b, names) {
+		return nil
+	}
+	if missing, ok := missingName(b, names); ok {
+		if missing != "" {
+			return fmt.Errorf("property %q is required", missing)
+		}
+		return nil
+	}
+	// Not a well-formed object of unique names, or more than 64 names:
+	// as encoding/json sees it.
 	var m map[string]json.RawMessage
 	if err := json.Unmarshal(b, &m); err != nil || m == nil {
 		return err
@@ -63,6 +133,58 @@ func CheckRequired(b []byte, names ...string) error {
 		}
 	}
 	return nil
+}
+
+// missingName scans the members of the JSON object b for names without
+// decoding their values: the first name missing ("" when none is), and
+// whether b could be scanned so (a well-formed object with unique member
+// names, at most 64 names asked for).
+func missingName(b []byte, names []string) (string, bool) {
+	if len(names) > 64 {
+		return "", false
+	}
+	p := newParser(b)
+	defer p.release()
+	dec := p.dec
+	if dec.PeekKind() != '{' {
+		return "", false
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return "", false
+	}
+	var seen uint64
+	for dec.PeekKind() != '}' {
+		raw, err := dec.ReadValue() // the member's name, quoted
+		if err != nil {
+			return "", false
+		}
+		name := raw[1 : len(raw)-1]
+		if bytes.IndexByte(name, '\\') >= 0 {
+			if name, err = jsontext.AppendUnquote(nil, raw); err != nil {
+				return "", false
+			}
+		}
+		for i, n := range names {
+			if string(name) == n {
+				seen |= 1 << i
+			}
+		}
+		if err := dec.SkipValue(); err != nil {
+			return "", false
+		}
+	}
+	if _, err := dec.ReadToken(); err != nil {
+		return "", false
+	}
+	if _, err := dec.ReadToken(); err != io.EOF { // data after the object
+		return "", false
+	}
+	for i, n := range names {
+		if seen&(1<<i) == 0 {
+			return n, true
+		}
+	}
+	return "", true
 }
 
 // UnmarshalRequired decodes b into v, then refuses an object that lacks one

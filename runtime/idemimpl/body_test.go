@@ -5,10 +5,13 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"net/http/httptest"
+	"reflect"
 	"strings"
+	"sync"
 	"testing"
 	"time"
 
@@ -29,6 +32,13 @@ func TestCheckRequired(t *testing.T) {
 		{"null is left to json", `null`, ""},
 		{"not an object", `[1]`, "json: cannot unmarshal"},
 		{"invalid JSON", `{`, "unexpected end of JSON input"},
+		// Names are read without decoding values: an escaped name is
+		// unescaped, a name inside a member's value is not a member, and
+		// duplicates (which json.Unmarshal takes) still count.
+		{"escaped name", `{"\u0061":1,"b":2}`, ""},
+		{"nested name is no member", `{"x":{"a":1},"b":[{"a":2}]}`, `property "a" is required`},
+		{"duplicate names", `{"a":1,"a":2,"b":3}`, ""},
+		{"trailing data", `{"a":1,"b":2} x`, "invalid character"},
 	}
 	for _, tt := range tests {
 		t.Run(tt.name, func(t *testing.T) {
@@ -193,6 +203,85 @@ type color string
 
 func (c color) Valid() bool { return c == "red" || c == "green" }
 
+// TestCheckRequiredManyNames: past the 64 names scanned in one pass, the
+// check is still made (by encoding/json).
+func TestCheckRequiredManyNames(t *testing.T) {
+	names := make([]string, 70)
+	var b strings.Builder
+	b.WriteString("{")
+	for i := range names {
+		names[i] = fmt.Sprintf("n%d", i)
+		if i < 69 {
+			fmt.Fprintf(&b, `"n%d":%d,`, i, i)
+		}
+	}
+	b.WriteString(`"x":0}`)
+	if err := idemimpl.CheckRequired([]byte(b.String()), names...); err == nil || err.Error() != `property "n69" is required` {
+		t.Errorf("error %v, want n69 missing", err)
+	}
+}
+
+// TestUnmarshalTypedErrors: a type with no untyped value inside is decoded
+// without a Decoder, with the Decoder's errors all the same.
+func TestUnmarshalTypedErrors(t *testing.T) {
+	type typed struct {
+		A int64    `json:"a"`
+		B []string `json:"b"`
+	}
+	for _, body := range []string{`{"a":"x"}`, `{"a":1} {}`, `{"a":1`, `{"b":[1]}`, `[]`} {
+		var got, want typed
+		err := idemimpl.Unmarshal([]byte(body), &got)
+		dec := json.NewDecoder(strings.NewReader(body))
+		dec.UseNumber()
+		werr := dec.Decode(&want)
+		if werr == nil {
+			werr = errors.New("unexpected data after the JSON value")
+		}
+		if err == nil || err.Error() != werr.Error() && !(errors.Is(werr, io.EOF) && err == io.ErrUnexpectedEOF) {
+			t.Errorf("Unmarshal(%s): %v, want %v", body, err, werr)
+		}
+		if !reflect.DeepEqual(got, want) {
+			t.Errorf("Unmarshal(%s) left %+v, the Decoder %+v", body, got, want)
+		}
+	}
+	var ok typed
+	if err := idemimpl.Unmarshal([]byte(`{"a":2,"b":["x"]}`), &ok); err != nil || ok.A != 2 || len(ok.B) != 1 {
+		t.Errorf("Unmarshal: %+v, %v", ok, err)
+	}
+}
+
+// TestUnmarshalAsV1: where a type holds no untyped value, what Unmarshal
+// decodes is what encoding/json decodes, in the corners where JSON
+// libraries part ways: names matched without case, a repeated name (the
+// last wins), invalid UTF-8, ",string", embedded fields, null, a field of
+// a type with its own UnmarshalJSON.
+func TestUnmarshalAsV1(t *testing.T) {
+	type Inner struct {
+		X int `json:"x"`
+	}
+	type typed struct {
+		Inner
+		A     int64             `json:"a"`
+		S     string            `json:"s"`
+		N     int64             `json:"n,string"`
+		P     *int              `json:"p"`
+		M     map[string]string `json:"m"`
+		E     color             `json:"e"`
+		Other bool
+	}
+	for _, body := range []string{
+		`{"A":1,"S":"x","OTHER":true}`, `{"a":1,"a":2}`, "{\"s\":\"\xff\"}", `{"n":"12"}`,
+		`{"x":3,"p":null,"m":{"k":"v"}}`, `{"p":5,"m":null}`, `{"e":"red"}`, `{"e":"blue"}`, `{"a":1.5}`,
+	} {
+		var got, want typed
+		err := idemimpl.Unmarshal([]byte(body), &got)
+		werr := json.Unmarshal([]byte(body), &want)
+		if (err == nil) != (werr == nil) || !reflect.DeepEqual(got, want) {
+			t.Errorf("Unmarshal(%s) = %+v, %v; encoding/json: %+v, %v", body, got, err, want, werr)
+		}
+	}
+}
+
 // TestUnmarshalExact: a number in an untyped value is a json.Number with
 // its digits (9007199254740993 would be 9007199254740992 as a float64), at
 // any depth, through the helpers generated types decode with; typed
@@ -230,6 +319,63 @@ func TestUnmarshalExact(t *testing.T) {
 	if x, _ := n.Value(); x != json.Number(big) {
 		t.Errorf("Nullable[any]: %#v", x)
 	}
+}
+
+// reqBody decodes as a generated struct with required properties does.
+type reqBody struct {
+	A int    `json:"a"`
+	R string `json:"r"`
+}
+
+func (v *reqBody) UnmarshalJSON(b []byte) error {
+	type plain reqBody
+	return idemimpl.UnmarshalRequired(b, (*plain)(v), "a", "r")
+}
+
+// TestBodyRequiredChecked: the type's own check of its required members
+// is skipped only for members the validator required of the request, from
+// requests decoded side by side: a read-only member is not required of a
+// request (the validator lets it be absent), so the type's check still
+// refuses a body without it.
+func TestBodyRequiredChecked(t *testing.T) {
+	schemas := &idemimpl.Schemas{List: []idemimpl.Schema{
+		{},
+		{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "a", Schema: 2, Required: true}, {Name: "r", Schema: 3, Required: true}}},
+		{Types: idemimpl.TypeInteger},
+		{Types: idemimpl.TypeString},
+		{Types: idemimpl.TypeObject, Props: []idemimpl.Prop{{Name: "a", Schema: 2, Required: true}, {Name: "r", Schema: 5, Required: true}}},
+		{Types: idemimpl.TypeString, ReadOnly: true},
+	}}
+	decode := func(schema int, body string) (reqBody, error) {
+		r := httptest.NewRequest(http.MethodPost, "/", nil)
+		r.Header.Set("Content-Type", "application/json")
+		q := idemimpl.NewRequest(r, schemas)
+		var v reqBody
+		q.Body([]byte(body), &idemimpl.Body{Required: true, Media: []idemimpl.Media{{Type: "application/json", Decode: idemimpl.AsJSON, Schema: schema}}}, &v)
+		return v, q.Err()
+	}
+	var wg sync.WaitGroup
+	for g := range 8 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for i := range 200 {
+				if v, err := decode(1, fmt.Sprintf(`{"a":%d,"r":"x"}`, g*1000+i)); err != nil || v.A != g*1000+i || v.R != "x" {
+					t.Errorf("required members present: %+v, %v", v, err)
+					return
+				}
+				if _, err := decode(1, `{"a":1}`); err == nil || !strings.Contains(err.Error(), "required") {
+					t.Errorf("r absent: %v, want it required", err)
+					return
+				}
+				if _, err := decode(4, `{"a":1}`); err == nil || !strings.Contains(err.Error(), `property "r" is required`) {
+					t.Errorf("read-only r absent: %v, want the type's own check to refuse it", err)
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
 }
 
 // TestReadBodyRefusesBeforeTheBody: ReadBody, what generated handlers of

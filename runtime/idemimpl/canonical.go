@@ -41,6 +41,8 @@ type Request struct {
 	queryOK bool
 	spools  []*spooled // streamed content in temporary files, removed by Close
 	lim     Limits
+	// validated registers the body's encoding while its type decodes it.
+	validated validatedValue
 }
 
 // NewRequest starts decoding r against the schemas of t (nil: no schemas).
@@ -118,7 +120,7 @@ func (q *Request) Param(p *Param, target any) {
 	if !ok || len(vd.out) > 0 {
 		return
 	}
-	q.unmarshal(vd, &v, target)
+	q.unmarshal(vd, &v, 0, 0, target)
 	if p.Fingerprint {
 		name := p.Name
 		if p.In == "header" {
@@ -141,19 +143,6 @@ func (q *Request) defaultOf(idx int) *Value {
 		return nil
 	}
 	return q.t.compiled[idx].def
-}
-
-// unmarshal decodes target from v's canonical encoding. An error here means
-// the generated type and the schema disagree; it is reported as a violation
-// at the JSON pointer, without Go's type names.
-func (q *Request) unmarshal(vd *validator, v *Value, target any) {
-	if target == nil {
-		return
-	}
-	if err := Unmarshal(AppendJSON(nil, v, nil), target); err != nil {
-		vd.fail("type", unmarshalError(err).Error())
-		q.out = append(q.out, vd.out[len(vd.out)-1])
-	}
 }
 
 // rawValues returns the values of a parameter as sent, and whether it is
@@ -405,7 +394,10 @@ type Body struct {
 // the request's Body field; for a AsBytes media type it is a *[]byte or
 // an *io.Reader.
 func (q *Request) Body(body []byte, b *Body, target any) {
-	ct := q.r.Header.Get("Content-Type")
+	var ct string
+	if v := q.r.Header["Content-Type"]; len(v) > 0 { // Get, without canonicalizing its constant
+		ct = v[0]
+	}
 	if len(body) == 0 {
 		if b.Required {
 			q.out = append(q.out, idemproblem.Violation{In: "body", Pointer: "#", Rule: "required", Detail: "a request body is required"})
@@ -468,7 +460,7 @@ func (q *Request) Body(body []byte, b *Body, target any) {
 		q.out = append(q.out, vd.out...)
 		return
 	}
-	q.unmarshal(vd, &v, target)
+	q.unmarshal(vd, &v, m.Schema, len(body), target)
 	q.setBody(v, media)
 }
 

@@ -24,9 +24,9 @@ func UndeclaredResponse(resp any) error {
 // newResponse builds a response; headers are name, value pairs and a pair
 // with an empty value is not sent.
 func newResponse(status int, contentType string, body []byte, headers []string) *idem.Response {
-	h := http.Header{}
+	h := make(http.Header, 1+len(headers)/2)
 	if contentType != "" {
-		h.Set("Content-Type", contentType)
+		h["Content-Type"] = []string{contentType} // canonical: no Set
 	}
 	for i := 0; i+1 < len(headers); i += 2 {
 		if headers[i+1] != "" {

@@ -238,8 +238,11 @@ func (t *Schemas) prune(v *Value, idx int) (removed bool) {
 	}
 	switch v.Kind {
 	case KindObject:
+		// In place, by index: a loop variable's address would move every
+		// member to the heap.
 		kept := v.Members[:0]
-		for _, m := range v.Members {
+		for i := range v.Members {
+			m := &v.Members[i]
 			if p := findProp(s.Props, m.Name); p != nil {
 				removed = t.prune(&m.Value, p.Schema) || removed
 			} else if len(s.Props) > 0 && s.AdditionalProperties == 0 {
@@ -248,7 +251,7 @@ func (t *Schemas) prune(v *Value, idx int) (removed bool) {
 			} else {
 				removed = t.prune(&m.Value, s.AdditionalProperties) || removed
 			}
-			kept = append(kept, m)
+			kept = append(kept, *m)
 		}
 		v.Members = kept
 	case KindArray:

@@ -275,7 +275,7 @@ func (q *Request) multipart(r io.Reader, m *Media, media, ct string, target any)
 		}
 	}
 	n := len(q.out)
-	q.unmarshal(vd, &v, target)
+	q.unmarshal(vd, &v, 0, 0, target)
 	if len(q.out) > n {
 		return
 	}

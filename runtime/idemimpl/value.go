@@ -2,6 +2,7 @@ package idemimpl
 
 import (
 	"bytes"
+	"cmp"
 	"errors"
 	"fmt"
 	"io"
@@ -228,8 +229,8 @@ func ParseJSON(body []byte) (Value, error) {
 // objects in all and holding what values allows, both counted as the
 // tokens come.
 func parseJSON(body []byte, base, maxDepth int, values *budget) (Value, error) {
-	p := parsers.Get().(*jsonParser)
-	p.dec, p.maxDepth, p.values = jsontext.NewDecoder(bytes.NewReader(body)), maxDepth, values
+	p := newParser(body)
+	p.maxDepth, p.values = maxDepth, values
 	defer p.release()
 	v, err := p.value(base)
 	if err != nil {
@@ -281,6 +282,7 @@ func jsonError(dec *jsontext.Decoder, err error) error {
 // appending to each container's own slice would allocate up to five times
 // what it finally holds (append grows large slices by a quarter).
 type jsonParser struct {
+	in       bytes.Buffer // the body being read: dec's input
 	dec      *jsontext.Decoder
 	maxDepth int
 	values   *budget
@@ -296,6 +298,26 @@ var parsers = sync.Pool{New: func() any { return new(jsonParser) }}
 // maxPooledStack is the capacity beyond which a stack is not kept.
 const maxPooledStack = 1 << 14
 
+// maxPooledInput is the body size beyond which a parser's decoder is not
+// kept; emptyInput is what a kept one is left reading.
+const maxPooledInput = 1 << 16
+
+var emptyInput bytes.Buffer
+
+// newParser takes a parser from the pool, reading body. The decoder reads
+// body in place (a bytes.Buffer is not copied) and is kept with the parser,
+// its stacks and name sets with it.
+func newParser(body []byte) *jsonParser {
+	p := parsers.Get().(*jsonParser)
+	p.in = *bytes.NewBuffer(body)
+	if p.dec == nil {
+		p.dec = jsontext.NewDecoder(&p.in)
+	} else {
+		p.dec.Reset(&p.in)
+	}
+	return p
+}
+
 func (p *jsonParser) release() {
 	clear(p.items[:cap(p.items)])
 	clear(p.members[:cap(p.members)])
@@ -306,7 +328,14 @@ func (p *jsonParser) release() {
 	if cap(p.members) > maxPooledStack {
 		p.members = nil
 	}
-	p.dec, p.values = nil, nil
+	// A large body may have grown the decoder's name sets: not kept.
+	if p.in.Cap() > maxPooledInput {
+		p.dec = nil
+	} else {
+		p.dec.Reset(&emptyInput) // lets go of the body
+	}
+	p.in = bytes.Buffer{}
+	p.values = nil
 	parsers.Put(p)
 }
 
@@ -392,25 +421,43 @@ func (v *Value) SortMembers() {
 	if len(v.Members) < 2 {
 		return
 	}
-	slices.SortFunc(v.Members, func(a, b Member) int {
-		switch {
-		case lessUTF16(a.Name, b.Name):
-			return -1
-		case lessUTF16(b.Name, a.Name):
-			return 1
-		}
-		return 0
-	})
+	slices.SortFunc(v.Members, func(a, b Member) int { return compareUTF16(a.Name, b.Name) })
 }
 
 // Member returns the member named name, or nil.
 func (v *Value) Member(name string) *Value {
 	ms := v.Members
-	i := sort.Search(len(ms), func(i int) bool { return !lessUTF16(ms[i].Name, name) })
+	i := sort.Search(len(ms), func(i int) bool { return compareUTF16(ms[i].Name, name) >= 0 })
 	if i < len(ms) && ms[i].Name == name {
 		return &ms[i].Value
 	}
 	return nil
+}
+
+// compareUTF16 orders valid UTF-8 strings by their UTF-16 code units, as
+// lessUTF16 does, comparing bytes up to the first that differ: where one
+// of them is ASCII, the byte order is the code units' order (an ASCII code
+// unit is below every other, surrogates included); only two non-ASCII
+// characters are decoded (lessUTF16, from their first byte on).
+func compareUTF16(a, b string) int {
+	n := min(len(a), len(b))
+	i := 0
+	for i < n && a[i] == b[i] {
+		i++
+	}
+	switch {
+	case i == n:
+		return cmp.Compare(len(a), len(b))
+	case a[i] < utf8.RuneSelf || b[i] < utf8.RuneSelf:
+		return cmp.Compare(a[i], b[i])
+	}
+	for i > 0 && !utf8.RuneStart(a[i]) {
+		i-- // the same bytes in b: both at the start of the differing characters
+	}
+	if lessUTF16(a[i:], b[i:]) {
+		return -1
+	}
+	return 1
 }
 
 // lessUTF16 orders valid UTF-8 strings by their UTF-16 code units.
@@ -432,6 +479,22 @@ func utf16First(r rune) rune {
 		return 0xD800 + (r-0x10000)>>10
 	}
 	return r
+}
+
+// appendQuoted appends s, valid UTF-8 (by construction in a Value), as a
+// JSON string in RFC 8785's form, as jsontext.AppendQuote writes it:
+// printable ASCII that needs no escape is copied as it is, anything else
+// goes through jsontext.
+func appendQuoted(dst []byte, s string) []byte {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < ' ' || c == '"' || c == '\\' || c >= utf8.RuneSelf {
+			dst, _ = jsontext.AppendQuote(dst, s)
+			return dst
+		}
+	}
+	dst = append(dst, '"')
+	dst = append(dst, s...)
+	return append(dst, '"')
 }
 
 // AppendJSON appends the canonical JSON encoding of v to dst: no white
@@ -459,8 +522,7 @@ func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
 	case KindNumber:
 		return append(dst, v.Str...)
 	case KindString:
-		dst, _ = jsontext.AppendQuote(dst, v.Str) // valid UTF-8 by construction
-		return dst
+		return appendQuoted(dst, v.Str)
 	case KindArray:
 		dst = append(dst, '[')
 		first := true
@@ -489,7 +551,7 @@ func appendJSON(dst []byte, v *Value, exclude [][]string, depth int) []byte {
 			dst = append(dst, ',')
 		}
 		first = false
-		dst, _ = jsontext.AppendQuote(dst, m.Name)
+		dst = appendQuoted(dst, m.Name)
 		dst = append(dst, ':')
 		dst = appendJSON(dst, &m.Value, sub, depth+1)
 	}

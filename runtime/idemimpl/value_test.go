@@ -3,9 +3,13 @@ package idemimpl_test
 import (
 	"bytes"
 	"math"
+	"math/rand/v2"
+	"slices"
 	"strings"
 	"testing"
+	"unicode/utf16"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/gowebpki/jcs"
 
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -196,4 +200,61 @@ func safeNumbers(v *idemimpl.Value) bool {
 		}
 	}
 	return true
+}
+
+// TestSortMembersUTF16: members are sorted by UTF-16 code units (RFC 8785),
+// which differs from byte order where a character past U+FFFF (a surrogate
+// pair, from 0xD800) meets one from U+E000 to U+FFFF, and Member finds
+// each by that order; names share prefixes of every kind.
+func TestSortMembersUTF16(t *testing.T) {
+	alphabet := []string{"a", "b", "é", "\u00ff", "\u0800", "\ue000", "\uffee", "😀", "\U0010ffff", "~"}
+	rng := rand.New(rand.NewPCG(1, 2))
+	for range 200 {
+		seen := map[string]bool{}
+		var v idemimpl.Value
+		v.Kind = idemimpl.KindObject
+		for range 12 {
+			var b strings.Builder
+			for range 1 + rng.IntN(4) {
+				b.WriteString(alphabet[rng.IntN(len(alphabet))])
+			}
+			if name := b.String(); !seen[name] {
+				seen[name] = true
+				v.Members = append(v.Members, idemimpl.Member{Name: name, Value: idemimpl.Value{Kind: idemimpl.KindString, Str: name}})
+			}
+		}
+		v.SortMembers()
+		for i := 1; i < len(v.Members); i++ {
+			a, b := utf16.Encode([]rune(v.Members[i-1].Name)), utf16.Encode([]rune(v.Members[i].Name))
+			if slices.Compare(a, b) >= 0 {
+				t.Fatalf("%q sorted before %q", v.Members[i-1].Name, v.Members[i].Name)
+			}
+		}
+		for name := range seen {
+			if m := v.Member(name); m == nil || m.Str != name {
+				t.Fatalf("Member(%q) = %v", name, m)
+			}
+		}
+		if v.Member("zz-absent") != nil {
+			t.Fatal("Member found an absent name")
+		}
+	}
+}
+
+// TestAppendJSONStrings: strings and member names are written as
+// jsontext.AppendQuote writes them (RFC 8785's escapes), every ASCII byte
+// and some beyond.
+func TestAppendJSONStrings(t *testing.T) {
+	var ss []string
+	for c := range 128 {
+		ss = append(ss, "a"+string(rune(c))+"b")
+	}
+	ss = append(ss, "", "plain", "é", "\u2028", "😀", `"quoted"`, `back\slash`, "<&>")
+	for _, s := range ss {
+		v := idemimpl.Value{Kind: idemimpl.KindObject, Members: []idemimpl.Member{{Name: s, Value: idemimpl.Value{Kind: idemimpl.KindString, Str: s}}}}
+		q, _ := jsontext.AppendQuote(nil, s)
+		if got, want := string(idemimpl.AppendJSON(nil, &v, nil)), "{"+string(q)+":"+string(q)+"}"; got != want {
+			t.Errorf("AppendJSON(%q) = %s, want %s", s, got, want)
+		}
+	}
 }

@@ -10,10 +10,14 @@
 //
 //	benchload -server ./benchserver -database-url $DATABASE_URL -out results.md -svg latency.svg
 //
-// Besides idemgen's scenarios it measures two peers on the same operation in
-// the same run (benchserver's peers.go): "naive", a SELECT-then-INSERT
-// middleware, and "fiber", Fiber v3's middleware/idempotency with its
-// PostgreSQL storage. Every system also gets a duplicate storm with one and
+// Every ratio is of "handwritten", the same operation written by hand with
+// net/http and encoding/json (benchserver's handwritten.go), in the same
+// round. Besides idemgen's scenarios it measures peers on the same
+// operation in the same run: "naive", a SELECT-then-INSERT middleware, and
+// "fiber", Fiber v3's middleware/idempotency with its PostgreSQL storage
+// (benchserver's peers.go); with -peers, servers of the same spec generated
+// by other tools, each a process of its own (bench/peers: ogen,
+// oapi-codegen); with -pgbench, the database's floors (pgbench.go). Every system also gets a duplicate storm with one and
 // two server processes (handler runs and committed effects per key), and a
 // reused-key check (same key, another body). -scale and -sweep add the
 // record-count curve and the sweeper under traffic (scale.go).
@@ -35,6 +39,7 @@ import (
 	"io"
 	"net/http"
 	"os"
+	"path/filepath"
 	"sort"
 	"strings"
 	"sync"
@@ -46,13 +51,17 @@ import (
 
 type scenario struct {
 	name string
-	// path is the operation's route (on the Fiber listener when fiber);
-	// key says how a request picks its key.
+	// path is the operation's route (on the Fiber listener when fiber, on
+	// the peer process on when set); key says how a request picks its key.
 	path  string
 	fiber bool
+	on    *server
 	key   func(w *worker) string
 	// want is the status every request must get.
 	want []int
+	// pgbench, when set, is a pgbench script run instead of HTTP requests
+	// (a floor of the database's own: pgbench.go).
+	pgbench string
 }
 
 type worker struct {
@@ -84,6 +93,8 @@ func main() {
 		scalePairDB = flag.String("scale-pair", "", "a second database, holding a table an earlier -scale run loaded: measure it against -database-url's in alternating rounds of the same run (-scale-rounds, -duration), without loading or checkpointing either")
 		scaleReuse  = flag.Bool("scale-reuse", false, "keep the records an earlier -scale run loaded (a 50 M table loaded once, measured later)")
 		sweepBatch  = flag.Int("sweep-batch", 0, "the sweeper's SweeperConfig.BatchSize in that run (0: its default)")
+		peersFlag   = flag.String("peers", "", "other servers of the bench spec to measure, name=binary,... (bench/peers/build.sh builds ogen's and oapi-codegen's)")
+		pgbenchDir  = flag.String("pgbench", "", "directory of pgbench scripts (bench/pgbench): measure the database floors base.sql and lease.sql in the same rounds")
 	)
 	flag.Parse()
 	if *serverBin == "" || *dbURL == "" {
@@ -132,6 +143,9 @@ func main() {
 		startOn: func(db string) (*server, error) { return startServer(ctx, *serverBin, db, *pool) }}
 	defer b.stopExtra()
 
+	if b.postmaster, err = postmaster(ctx, *dbURL); err != nil {
+		fatalf("database: %v", err)
+	}
 	replayKeys, err := b.prepareReplayKeys(2000)
 	if err != nil {
 		fatalf("preparing replay keys: %v", err)
@@ -139,6 +153,7 @@ func main() {
 	b.replayKeys = replayKeys
 
 	scenarios := []scenario{
+		{name: "handwritten", path: "/handwritten", want: []int{201}},
 		{name: "baseline", path: "/baseline", want: []int{201}},
 		{name: "atomic", path: "/atomic", key: newKey, want: []int{201}},
 		{name: "lease", path: "/lease", key: newKey, want: []int{201}},
@@ -158,6 +173,27 @@ func main() {
 			scenario{name: "replay-redis", path: "/redis/atomic", key: func(w *worker) string {
 				return w.keys[w.n%len(w.keys)]
 			}, want: []int{201}})
+	}
+	peers, err := parsePeers(*peersFlag)
+	if err != nil {
+		fatalf("-peers: %v", err)
+	}
+	for _, p := range peers {
+		if len(want) > 0 && !want[p.name] {
+			continue
+		}
+		// A peer shares the database and the table benchserver created.
+		srv, err := startServer(ctx, p.bin, *dbURL, *pool)
+		if err != nil {
+			fatalf("peer %s: %v", p.name, err)
+		}
+		defer srv.stop()
+		scenarios = append(scenarios, scenario{name: p.name, path: "/baseline", on: srv, want: []int{201}})
+	}
+	if *pgbenchDir != "" {
+		for _, f := range []string{"base", "lease"} {
+			scenarios = append(scenarios, scenario{name: "pgbench-" + f, pgbench: filepath.Join(*pgbenchDir, f+".sql")})
+		}
 	}
 	if len(want) > 0 {
 		var keep []scenario
@@ -331,6 +367,8 @@ type bench struct {
 	startOn func(db string) (*server, error)
 	// replayKeys are completed keys with their bodies in replayBodies.
 	replayKeys []string
+	// postmaster is the database cluster's first process (cpu.go).
+	postmaster string
 }
 
 func (b *bench) stopExtra() {
@@ -339,8 +377,11 @@ func (b *bench) stopExtra() {
 	}
 }
 
-// url is where a request of s goes.
+// url is where a request of s goes: to srv unless s has a server of its own.
 func (s scenario) url(srv *server) string {
+	if s.on != nil {
+		srv = s.on
+	}
 	if s.fiber {
 		return srv.fiber + s.path
 	}
@@ -355,6 +396,8 @@ type run struct {
 	// fallbacks counts the Redis engine's requests whose cache call failed
 	// (Outcome.Cache "fallback": a time-out, most often, on a busy machine).
 	fallbacks int64
+	// cpu is what the server, the database and the client spent (cpu.go).
+	cpu cpuTimes
 }
 
 func (r run) rps() float64 { return float64(r.n) / r.elapsed.Seconds() }
@@ -432,19 +475,27 @@ func (b *bench) prepareReplayKeys(n int) ([]string, error) {
 }
 
 func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []string, round int) (run, error) {
-	st0, err := b.stats(b.srv)
+	if s.pgbench != "" {
+		return b.pgbench(s.pgbench, conc, d)
+	}
+	srv := b.srv
+	if s.on != nil {
+		srv = s.on
+	}
+	st0, err := b.stats(srv)
 	before := st0.Mallocs
 	if err != nil {
 		return run{}, err
 	}
+	cpu0 := b.cpuNow(srv)
 	profDone := make(chan struct{})
-	if b.profDir == "" {
+	if b.profDir == "" || s.on != nil { // the peers serve no profiles
 		close(profDone)
 	} else {
 		go func() {
 			defer close(profDone)
 			secs := max(int(d/time.Second)-1, 1)
-			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", b.srv.base, secs))
+			resp, err := b.client.Get(fmt.Sprintf("%s/debug/pprof/profile?seconds=%d", srv.base, secs))
 			if err != nil {
 				fmt.Fprintf(os.Stderr, "profile: %v\n", err)
 				return
@@ -463,7 +514,8 @@ func (b *bench) measure(s scenario, conc int, d time.Duration, replayKeys []stri
 	if err != nil {
 		return run{}, err
 	}
-	st1, err := b.stats(b.srv)
+	res.cpu = b.cpuNow(srv).sub(cpu0)
+	st1, err := b.stats(srv)
 	if err != nil {
 		return run{}, err
 	}

@@ -59,13 +59,25 @@ func ratios(rs []float64) string {
 	return strings.Join(f, " ")
 }
 
-func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storms []stormResult, mismatches []mismatchResult) {
-	fiber := false
+// reference is the variant every other is a ratio of: the hand-written
+// handler when it was measured, else idemgen's plain path (baseline).
+func reference(scenarios []scenario) string {
 	for _, s := range scenarios {
-		fiber = fiber || s.fiber
+		if s.name == "handwritten" {
+			return s.name
+		}
 	}
-	fmt.Fprintln(w, "| scenario | concurrency | req/s (median) | × baseline | per round × baseline | × fiber | per round × fiber | p50 ms | p90 ms | p99 ms | allocs/req (server) |")
-	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---|---:|---:|---:|---:|")
+	return "baseline"
+}
+
+func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[string][]run, storms []stormResult, mismatches []mismatchResult) {
+	has := map[string]bool{}
+	for _, s := range scenarios {
+		has[s.name] = true
+	}
+	ref := reference(scenarios)
+	fmt.Fprintf(w, "| scenario | concurrency | req/s (median) | × %s | per round | × baseline | × fiber | per round × fiber | p50 ms | p90 ms | p99 ms | allocs/req (server) | CPU µs/req: server + database + client |\n", ref)
+	fmt.Fprintln(w, "|---|---:|---:|---:|---|---:|---:|---|---:|---:|---:|---:|---:|")
 	for _, c := range concs {
 		for _, s := range scenarios {
 			runs := results[rkey(s.name, c)]
@@ -75,15 +87,36 @@ func writeTable(w io.Writer, scenarios []scenario, concs []int, results map[stri
 				allocs = append(allocs, r.allocsPerReq())
 			}
 			lat := pooled(runs)
-			mb, rb := ratioTo(results, s.name, "baseline", c)
+			mr, rr := ratioTo(results, s.name, ref, c)
+			bcol := ""
+			if has["baseline"] && ref != "baseline" {
+				mb, _ := ratioTo(results, s.name, "baseline", c)
+				bcol = fmt.Sprintf("%.2f", mb)
+			}
 			fcol, frounds := "", ""
-			if fiber && s.name != "baseline" && !s.fiber {
+			if has["fiber"] && s.name != ref && !s.fiber {
 				mf, rf := ratioTo(results, s.name, "fiber", c)
 				fcol, frounds = fmt.Sprintf("%.2f", mf), ratios(rf)
 			}
-			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %s | %s | %s | %.2f | %.2f | %.2f | %.0f |\n",
-				s.name, c, median(rps), mb, ratios(rb), fcol, frounds,
-				ms(percentile(lat, 50)), ms(percentile(lat, 90)), ms(percentile(lat, 99)), median(allocs))
+			p50, p90, p99, alloc := fmt.Sprintf("%.2f", ms(percentile(lat, 50))), fmt.Sprintf("%.2f", ms(percentile(lat, 90))), fmt.Sprintf("%.2f", ms(percentile(lat, 99))), fmt.Sprintf("%.0f", median(allocs))
+			if s.pgbench != "" {
+				p50, p90, p99, alloc = "", "", "", "" // pgbench's transactions, no requests
+			}
+			fmt.Fprintf(w, "| %s | %d | %.0f | %.2f | %s | %s | %s | %s | %s | %s | %s | %s | %s |\n",
+				s.name, c, median(rps), mr, ratios(rr), bcol, fcol, frounds, p50, p90, p99, alloc, cpuPerReq(runs))
+		}
+	}
+	if has["lease"] && has["pgbench-lease"] {
+		fmt.Fprintln(w)
+		fmt.Fprintln(w, "| against the database's floor | concurrency | median | per round |")
+		fmt.Fprintln(w, "|---|---:|---:|---|")
+		for _, c := range concs {
+			for _, p := range [][2]string{{ref, "pgbench-base"}, {"baseline", "pgbench-base"}, {"atomic", "pgbench-base"}, {"lease", "pgbench-lease"}} {
+				if has[p[0]] && has[p[1]] {
+					m, rs := ratioTo(results, p[0], p[1], c)
+					fmt.Fprintf(w, "| %s ÷ %s | %d | %.2f | %s |\n", p[0], p[1], c, m, ratios(rs))
+				}
+			}
 		}
 	}
 	if len(storms) > 0 {

@@ -19,6 +19,7 @@ import (
 // server is one benchserver process: its net/http and Fiber listeners.
 type server struct {
 	base, fiber string
+	pid         int
 	stop        func()
 }
 
@@ -43,7 +44,7 @@ func startServer(ctx context.Context, bin, dbURL string, pool int, env ...string
 	if err != nil {
 		return nil, fmt.Errorf("start %s: %w", bin, err)
 	}
-	s := &server{base: "http://" + addr, fiber: "http://" + fiberAddr, stop: p.Stop}
+	s := &server{base: "http://" + addr, fiber: "http://" + fiberAddr, pid: cmd.Process.Pid, stop: p.Stop}
 	deadline := time.Now().Add(30 * time.Second)
 	for time.Now().Before(deadline) {
 		if done, err := p.exited(); done {

@@ -56,7 +56,7 @@ VALUES ($1, $2, $3, $4) RETURNING id`
 // invocations counts the runs of each operation's business handler.
 var invocations = map[string]*atomic.Int64{
 	"baseline": new(atomic.Int64), "atomic": new(atomic.Int64), "lease": new(atomic.Int64),
-	"naive": new(atomic.Int64), "fiber": new(atomic.Int64),
+	"handwritten": new(atomic.Int64), "naive": new(atomic.Int64), "fiber": new(atomic.Int64),
 }
 
 // cacheResults counts the Redis engine's requests by what the cache did.
@@ -134,13 +134,8 @@ func run() error {
 		return err
 	}
 	defer pool.Close()
-	if err := schema.Migrate(ctx, pool); err != nil {
+	if err := setup(ctx, pool); err != nil {
 		return err
-	}
-	for _, ddl := range []string{benchSchema, naiveSchema} {
-		if _, err := pool.Exec(ctx, ddl); err != nil {
-			return err
-		}
 	}
 	// The engine logs one line per request at Info; the baseline and the
 	// peers log nothing, so the engines here log from Warn up, like a
@@ -150,39 +145,11 @@ func run() error {
 		level = slog.LevelInfo
 	}
 	logger := slog.New(slog.NewTextHandler(os.Stderr, &slog.HandlerOptions{Level: level}))
-	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Logger: logger})
+	mux, closeMux, err := newMux(pool, logger, os.Getenv("REDIS_URL"))
 	if err != nil {
 		return err
 	}
-
-	mux := http.NewServeMux()
-	mux.Handle("/", api.NewHandler(service{pool: pool}, engine))
-	mux.HandleFunc("POST /naive", naive(pool))
-	if url := os.Getenv("REDIS_URL"); url != "" {
-		// Timeout: a cache call that takes longer falls back to
-		// PostgreSQL; REDIS_TIMEOUT sets it (default: the runtime's).
-		var timeout time.Duration
-		if t := os.Getenv("REDIS_TIMEOUT"); t != "" {
-			if timeout, err = time.ParseDuration(t); err != nil {
-				return fmt.Errorf("REDIS_TIMEOUT: %w", err)
-			}
-		}
-		cache, err := idemredis.New(url, idemredis.Options{Prefix: "bench:", Timeout: timeout})
-		if err != nil {
-			return fmt.Errorf("REDIS_URL: %w", err)
-		}
-		defer cache.Close()
-		cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: countingCache{cache}, Logger: logger,
-			Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) {
-				if c := cacheResults[o.Cache]; c != nil {
-					c.Add(1)
-				}
-			}}})
-		if err != nil {
-			return err
-		}
-		mux.Handle("/redis/", http.StripPrefix("/redis", api.NewHandler(service{pool: pool}, cached)))
-	}
+	defer closeMux()
 	mux.HandleFunc("GET /_stats", func(w http.ResponseWriter, r *http.Request) {
 		var m runtime.MemStats
 		runtime.ReadMemStats(&m)
@@ -233,6 +200,68 @@ func run() error {
 		return err
 	}
 	return nil
+}
+
+// setup applies the runtime's migrations and creates benchserver's tables.
+func setup(ctx context.Context, pool *pgxpool.Pool) error {
+	if err := schema.Migrate(ctx, pool); err != nil {
+		return err
+	}
+	for _, ddl := range []string{benchSchema, naiveSchema} {
+		if _, err := pool.Exec(ctx, ddl); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// newMux serves the variants benchload measures on one ServeMux: the
+// generated server's operations (idemgen's plain path, atomic and lease),
+// the hand-written variant, the naive middleware and, with redisURL, the
+// operations again under /redis/ through an engine with the Redis fast path.
+// closeAll closes the Redis client.
+func newMux(pool *pgxpool.Pool, logger *slog.Logger, redisURL string) (mux *http.ServeMux, closeAll func(), err error) {
+	engine, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Logger: logger})
+	if err != nil {
+		return nil, nil, err
+	}
+	mux = http.NewServeMux()
+	// Each operation's route here, not "/": a request of every variant
+	// then costs this mux one exact match, as the hand-written one's does.
+	gen := api.NewHandler(service{pool: pool}, engine)
+	for _, rt := range api.Routes(service{}, nil) {
+		mux.Handle(rt.Method+" "+rt.Pattern, gen)
+	}
+	mux.HandleFunc("POST /handwritten", handwritten(poolWrite(pool)))
+	mux.HandleFunc("POST /naive", naive(pool))
+	closeAll = func() {}
+	if redisURL == "" {
+		return mux, closeAll, nil
+	}
+	// Timeout: a cache call that takes longer falls back to PostgreSQL;
+	// REDIS_TIMEOUT sets it (default: the runtime's).
+	var timeout time.Duration
+	if t := os.Getenv("REDIS_TIMEOUT"); t != "" {
+		if timeout, err = time.ParseDuration(t); err != nil {
+			return nil, nil, fmt.Errorf("REDIS_TIMEOUT: %w", err)
+		}
+	}
+	cache, err := idemredis.New(redisURL, idemredis.Options{Prefix: "bench:", Timeout: timeout})
+	if err != nil {
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	cached, err := idem.New(pool, idem.Config{Operations: api.IdempotentOperations, Cache: countingCache{cache}, Logger: logger,
+		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) {
+			if c := cacheResults[o.Cache]; c != nil {
+				c.Add(1)
+			}
+		}}})
+	if err != nil {
+		cache.Close()
+		return nil, nil, err
+	}
+	mux.Handle("/redis/", http.StripPrefix("/redis", api.NewHandler(service{pool: pool}, cached)))
+	return mux, cache.Close, nil
 }
 
 // cacheErrors counts the Redis engine's failed cache calls by kind.

@@ -1,0 +1,80 @@
+package main
+
+import (
+	"bytes"
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"testing"
+
+	"github.com/google/uuid"
+	"github.com/jackc/pgx/v5/pgxpool"
+)
+
+// BenchmarkServe runs one request of each variant through benchserver's
+// handler in-process, against the database (DATABASE_URL): no client, no
+// sockets, so that allocations per request and, under
+// `valgrind --tool=callgrind`, instructions per request are the server's
+// alone and do not depend on the machine's load. Every variant gets the
+// same request (a fresh key, a body of the same shape), so the difference
+// between two variants is the difference of their paths:
+//
+//	scripts/pg.sh run sh -c 'cd bench && go test -run ^$ -bench Serve -benchmem ./cmd/benchserver'
+func BenchmarkServe(b *testing.B) {
+	dbURL := os.Getenv("DATABASE_URL")
+	if dbURL == "" {
+		b.Skip("DATABASE_URL is not set")
+	}
+	ctx := context.Background()
+	pool, err := pgxpool.New(ctx, dbURL)
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer pool.Close()
+	if err := setup(ctx, pool); err != nil {
+		b.Fatal(err)
+	}
+	mux, closeMux, err := newMux(pool, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})), "")
+	if err != nil {
+		b.Fatal(err)
+	}
+	defer closeMux()
+
+	body := func(i int) []byte {
+		return fmt.Appendf(nil, `{"amount":%d,"currency":"EUR","reference":"bench-%d"}`, 100+i%900, i)
+	}
+	serve := func(b *testing.B, path, key string, body []byte) {
+		req := httptest.NewRequest(http.MethodPost, path, bytes.NewReader(body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("Idempotency-Key", key)
+		w := httptest.NewRecorder()
+		mux.ServeHTTP(w, req)
+		if w.Code != http.StatusCreated {
+			b.Fatalf("POST %s: status %d: %s", path, w.Code, w.Body)
+		}
+	}
+	// Replays cycle through keys completed before the clock starts.
+	replay := make([]string, 100)
+	for i := range replay {
+		replay[i] = uuid.Must(uuid.NewV7()).String()
+		serve(b, "/atomic", replay[i], body(i))
+	}
+	for _, v := range []struct{ name, path string }{
+		{"handwritten", "/handwritten"}, {"plain", "/baseline"}, {"atomic", "/atomic"}, {"lease", "/lease"}, {"replay", "/atomic"},
+	} {
+		b.Run(v.name, func(b *testing.B) {
+			b.ReportAllocs()
+			for i := 0; b.Loop(); i++ {
+				key, n := uuid.Must(uuid.NewV7()).String(), i
+				if v.name == "replay" {
+					key, n = replay[i%len(replay)], i%len(replay)
+				}
+				serve(b, v.path, key, body(n))
+			}
+		})
+	}
+}
