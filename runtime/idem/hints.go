@@ -30,7 +30,8 @@ var ErrHandlerTxFailed = errors.New("the handler answered after a statement of i
 // timeout. The answer, status 499 (nobody reads it), is logged as the
 // request's failure, with the handler's error. Only atomic-mode and
 // keyless handlers see it; a lease-mode handler's context outlives its
-// client.
+// client. A client that goes away before the handler runs, while the
+// engine reads the key's record or claims it, gets the same answer.
 var ErrClientGone = errors.New("the client closed the connection while the handler ran")
 
 // DefaultSlowAtomicHandler is Config.SlowAtomicHandler when it is zero.
@@ -62,13 +63,19 @@ func txAborted(err error) bool {
 }
 
 // clientGoneError is ErrClientGone wrapping the handler's error; atomic
-// says the key stays FAILED_RETRYABLE and the retry runs the handler again.
+// says the key stays FAILED_RETRYABLE and the retry runs the handler again;
+// early, that the handler had not run: the engine's own statements (the
+// record's read, a lease claim) were cut off.
 type clientGoneError struct {
 	cause  error
 	atomic bool
+	early  bool
 }
 
 func (e *clientGoneError) Error() string {
+	if e.early {
+		return "idem: the client closed the connection before its request was decided, which cancelled its context (" + e.cause.Error() + ")"
+	}
 	s := "idem: the client closed the connection while the handler ran, which cancelled its context (handler: " + e.cause.Error() + ")"
 	if e.atomic {
 		s += "; its transaction rolled back and a retry of the key runs the handler again, with whatever it did outside " +
@@ -90,6 +97,18 @@ func hangUp(ctx context.Context, herr error, atomic bool) error {
 		return herr
 	}
 	return &clientGoneError{cause: herr, atomic: atomic}
+}
+
+// hungUpEarly wraps err, a request's failure, as a clientGoneError when
+// the client's going away cancelled the request's context (ctx) and cut off
+// one of the engine's own statements (the record's read, a lease claim):
+// it failed with "context canceled", which is neither the engine's failure
+// (500) nor a timeout. A handler's failure has been judged by hangUp.
+func hungUpEarly(ctx context.Context, err error) error {
+	if err == nil || errors.Is(err, ErrClientGone) || !errors.Is(err, context.Canceled) || context.Cause(ctx) != context.Canceled {
+		return err
+	}
+	return &clientGoneError{cause: err, early: true}
 }
 
 // hintSlow logs, once per operation, that an atomic-mode handler ran

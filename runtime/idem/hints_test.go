@@ -250,6 +250,76 @@ func TestClientHangUpIsNotATimeout(t *testing.T) {
 	}
 }
 
+// TestHangUpBeforeTheHandler: a client hangs up while the engine's own
+// statement for its request runs (a lease claim, waiting for a row lock
+// another transaction holds on the key's record). The statement fails with
+// "context canceled": that is the client's going away (499, ErrClientGone
+// on the request's log line), not the engine failing (500) nor a timeout.
+func TestHangUpBeforeTheHandler(t *testing.T) {
+	t.Parallel()
+	logs := &logBuffer{}
+	outcomes := make(chan idem.Outcome, 10)
+	e := newEnv(t, testPolicy(idem.ModeLease), idem.Config{Logger: logs.logger(),
+		Hooks: idem.Hooks{OnOutcome: func(_ context.Context, _ *idem.Operation, o idem.Outcome) { outcomes <- o }}})
+	var calls atomic.Int32
+	e.handle("fails-once", func(context.Context, pgx.Tx) (*idem.Response, error) {
+		if calls.Add(1) == 1 {
+			return nil, errors.New("the first attempt fails")
+		}
+		return &idem.Response{Status: 201, Body: []byte("paid")}, nil
+	})
+	key := newKey()
+	body := `{"amount":1,"behave":"fails-once"}`
+	if r := e.post(key, body); r.Status != 500 {
+		t.Fatalf("first attempt: %d, want 500", r.Status)
+	}
+	<-outcomes
+	// The retry's claim must update the record, which this transaction
+	// holds locked until the client has gone.
+	lock, err := e.db.Pool.Begin(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer lock.Rollback(context.Background())
+	if _, err := lock.Exec(context.Background(), "SELECT 1 FROM idem_records WHERE idempotency_key = $1 FOR UPDATE", key); err != nil {
+		t.Fatal(err)
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	req, err := http.NewRequestWithContext(ctx, "POST", e.srv.URL+"/accounts/acc-1/payments", strings.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	req.Header.Set("Content-Type", "application/json")
+	req.Header.Set("Idempotency-Key", key)
+	go func() {
+		// Hang up once the claim waits for the lock.
+		for e.count(`SELECT count(*) FROM pg_stat_activity WHERE wait_event_type = 'Lock' AND query LIKE '%name: Claim %'`) == 0 {
+			time.Sleep(5 * time.Millisecond)
+		}
+		cancel()
+	}()
+	if resp, err := e.srv.Client().Do(req); err == nil {
+		resp.Body.Close()
+		t.Fatalf("the request was answered (%d) although its client hung up", resp.StatusCode)
+	}
+	o := nextOutcome(t, outcomes)
+	if o.Status != 499 || !errors.Is(o.Err, idem.ErrClientGone) || !errors.Is(o.Err, context.Canceled) {
+		t.Errorf("outcome %d %s (%v), want 499 wrapping ErrClientGone", o.Status, o.Label(), o.Err)
+	}
+	lines := logs.lines(t, "idem: request")
+	last := lines[len(lines)-1]
+	if msg, _ := last["error"].(string); !strings.Contains(msg, "the client closed the connection before its request was decided") ||
+		last["status"] != float64(499) {
+		t.Errorf("the request's log line (status %v) says %q; want a hang-up", last["status"], msg)
+	}
+	if err := lock.Rollback(context.Background()); err != nil {
+		t.Fatal(err)
+	}
+	if r := e.post(key, body); r.Status != 201 || calls.Load() != 2 {
+		t.Errorf("retry: %d after %d handler calls, want 201 from a second run", r.Status, calls.Load())
+	}
+}
+
 // TestPlainHangUp: a GET (through Engine.Plain) whose Server method fails
 // because its client hung up is reported as a hang-up too: outcome failed,
 // status 499, ErrClientGone on the request's log line.

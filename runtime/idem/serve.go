@@ -179,7 +179,7 @@ func (e *Engine) serveHTTP(w http.ResponseWriter, r *http.Request, op *Operation
 		ctx, observed = observers(e.cfg.Observers).request(r.Context(), op)
 		rq.r = r.WithContext(ctx)
 	}
-	err := e.serve(rq, read)
+	err := hungUpEarly(r.Context(), e.serve(rq, read))
 	var pe *PanicError
 	abort := errors.As(err, &pe) && pe.Value == http.ErrAbortHandler
 	if err != nil && !abort {
