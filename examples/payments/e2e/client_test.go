@@ -344,7 +344,7 @@ func dropThrough(t *testing.T, s *stack, proxy *dropProxy, c *api.Client, everyD
 	why := map[string]int{}
 	var timedOut atomic.Int64
 	sem := make(chan struct{}, 8)
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
 	for _, key := range keys {
 		sem <- struct{}{}

@@ -68,7 +68,7 @@ func runConformance(t *testing.T, url string, tenants bool, ops ...string) *conf
 	if tenants {
 		cfg.TenantHeader, cfg.Tenants = tenantHeader, []string{"acme", "globex"}
 	}
-	ctx, cancel := context.WithTimeout(context.Background(), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
 	rep, err := conformance.Run(ctx, cfg)
 	if err != nil {

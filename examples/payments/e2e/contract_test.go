@@ -142,7 +142,7 @@ func TestContract(t *testing.T) {
 			ex, _ := c.Do(context.Background(), "POST", "/payments", k, newPayment(300))
 			done <- ex
 		}()
-		waitFor(t, 10*time.Second, "the first request to reach the gateway", func() bool { return s.gw.Calls(k) == 1 })
+		waitFor(t, "the first request to reach the gateway", func() bool { return s.gw.Calls(k) == 1 })
 		dup := mustDo(t, c, "POST", "/payments", k, newPayment(300))
 		wantProblem(t, dup, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
 		if dup.Header.Get("Retry-After") == "" {

@@ -88,7 +88,7 @@ func (s *serviceProc) start() {
 }
 
 func (s *serviceProc) tryStart() error {
-	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+	ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 	defer cancel()
 	p, err := harness.Start(ctx, s.bin, s.addr, s.env...)
 	if err != nil {
@@ -157,7 +157,7 @@ func TestProcessCrash(t *testing.T) {
 		want[key] = 4321
 		gw.Set(gateway.Switches{Latency: 2 * time.Second}) // charges after 1s, answers after 2s
 		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(4321)) }()
-		waitFor(t, 20*time.Second, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
+		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
 		svc.kill9()
 		gw.Set(gateway.Switches{})
 		svc.start()
@@ -211,13 +211,13 @@ func TestProcessCrash(t *testing.T) {
 		var mu sync.Mutex
 		var attempts []idemclient.Attempt
 		go func() {
-			ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
+			ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 			defer cancel()
 			res, err := client.CreatePayment(ctx, paymentRequest(5432), idemclient.WithIdempotencyKey(key),
 				idemclient.WithAttemptObserver(func(a idemclient.Attempt) { mu.Lock(); attempts = append(attempts, a); mu.Unlock() }))
 			done <- result{res, err}
 		}()
-		waitFor(t, 20*time.Second, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
+		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
 		svc.kill9()
 		gw.Set(gateway.Switches{})
 		svc.start()
@@ -260,7 +260,7 @@ func TestProcessCrash(t *testing.T) {
 		gw.Set(gateway.Switches{Latency: 30 * time.Millisecond})
 		defer gw.Set(gateway.Switches{})
 		const keys, clientsPerKey, kills = 60, 2, 4
-		ctx, cancel := context.WithTimeout(context.Background(), 90*time.Second)
+		ctx, cancel := context.WithTimeout(context.Background(), hangBound)
 		defer cancel()
 
 		st := newRetryStats()

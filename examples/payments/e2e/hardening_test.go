@@ -53,7 +53,7 @@ func TestNoInternalsInResponses(t *testing.T) {
 			t.Errorf("the 502 body shows %q: %s", leak, ex.RespBody)
 		}
 	}
-	waitFor(t, 10*time.Second, "the gateway's error in the service log", func() bool {
+	waitFor(t, "the gateway's error in the service log", func() bool {
 		return strings.Contains(svc.proc.Logs(), "connection refused")
 	})
 
@@ -72,7 +72,7 @@ func TestNoInternalsInResponses(t *testing.T) {
 		t.Fatalf("/healthz body is not a 503 problem: %q", body)
 	}
 	// What the driver said is in the log, and not in the body.
-	waitFor(t, 10*time.Second, "the failed ping in the service log", func() bool {
+	waitFor(t, "the failed ping in the service log", func() bool {
 		return strings.Contains(svc.proc.Logs(), "healthz: database ping")
 	})
 	logs := svc.proc.Logs()
@@ -246,7 +246,7 @@ func TestIdleAndWriteTimeouts(t *testing.T) {
 		// a retry gets it (409 while it still runs).
 		gw.Set(gateway.Switches{})
 		var got *harness.Exchange
-		waitFor(t, 20*time.Second, "the retry to get the payment", func() bool {
+		waitFor(t, "the retry to get the payment", func() bool {
 			got = mustDo(t, c, "POST", "/payments", key, newPayment(1500))
 			if got.Status == 409 {
 				time.Sleep(200 * time.Millisecond)

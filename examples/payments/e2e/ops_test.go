@@ -43,7 +43,7 @@ func TestOperatingTheService(t *testing.T) {
 	gw.Set(gateway.Switches{Latency: 3 * time.Second})
 	first := make(chan *harness.Exchange)
 	go func() { ex, _ := c.Do(context.Background(), "POST", "/payments", k2, newPayment(200)); first <- ex }()
-	waitFor(t, 10*time.Second, "the gateway call", func() bool { return gw.Calls(k2) == 1 })
+	waitFor(t, "the gateway call", func() bool { return gw.Calls(k2) == 1 })
 	wantProblem(t, mustDo(t, c, "POST", "/payments", k2, newPayment(200)), 409, // in flight
 		"ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
 	if ex := <-first; ex == nil || ex.Status != 201 {
@@ -241,7 +241,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 	// gauge waits until the sweeper's count on /metrics reads line.
 	gauge := func(line string) {
 		t.Helper()
-		waitFor(t, 20*time.Second, "/metrics to show "+line, func() bool {
+		waitFor(t, "/metrics to show "+line, func() bool {
 			resp, err := http.Get(svc.url() + "/metrics")
 			if err != nil {
 				return false
@@ -257,13 +257,13 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 	dieMidCharge := func(key string, amount int64) {
 		gw.Set(gateway.Switches{Latency: 4 * time.Second}) // charges after 2 s
 		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(amount)) }()
-		waitFor(t, 20*time.Second, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
+		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
 		svc.kill9()
 		gw.Set(gateway.Switches{})
 		svc.start()
 	}
 	waitAbandoned := func(key string) {
-		waitFor(t, 30*time.Second, "the lease to lapse", func() bool { return cli.get(key).Abandoned })
+		waitFor(t, "the lease to lapse", func() bool { return cli.get(key).Abandoned })
 	}
 
 	t.Run("a stuck claim, resolved as expired", func(t *testing.T) {
@@ -389,7 +389,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		defer gw.Set(gateway.Switches{})
 		hung := make(chan *harness.Exchange, 1)
 		go func() { ex, _ := c.Do(context.Background(), "POST", "/payments", key, newPayment(900)); hung <- ex }()
-		waitFor(t, 10*time.Second, "the gateway call", func() bool { return gw.Calls(key) == 1 })
+		waitFor(t, "the gateway call", func() bool { return gw.Calls(key) == 1 })
 		before := cli.get(key)
 		if !before.LeaseLive {
 			t.Fatalf("the running request's lease is not live: %+v", before)
