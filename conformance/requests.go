@@ -15,6 +15,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Request is a request that the spec describes as valid for one operation,
@@ -114,7 +115,7 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 			path = strings.ReplaceAll(path, "{"+pr.Name+"}", url.PathEscape(styled(gp, v)))
 		case "query":
 			addQuery(query, gp, v)
-			if w, where, ok := wrongTyped(sr, v, gp.Style == "StyleJSON"); ok {
+			if w, where, ok := wrongTyped(sr, v, gp.Style == idemimpl.StyleJSON); ok {
 				wrong = append(wrong, wrongParam{gp, w, where})
 			}
 		case "header":
@@ -358,7 +359,7 @@ func (p *opRun) malformed(body any) []Malformed {
 // them.
 func multipartMedia(b *generator.Body) *generator.BodyMedia {
 	for _, m := range b.Media {
-		if m.Decode == "AsMultipart" {
+		if m.Decode == idemimpl.AsMultipart {
 			return m
 		}
 	}
@@ -447,7 +448,7 @@ func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *generator.BodyMedia) 
 // styled is a path, header or cookie parameter's value in its style: JSON
 // for one declared with content (content: application/json), else simple.
 func styled(p *generator.Param, v any) string {
-	if p.Style == "StyleJSON" {
+	if p.Style == idemimpl.StyleJSON {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
@@ -473,11 +474,11 @@ func simple(v any, explode bool) string {
 // addQuery adds a query parameter in its declared style.
 func addQuery(q url.Values, p *generator.Param, v any) {
 	switch p.Style {
-	case "StyleJSON":
+	case idemimpl.StyleJSON:
 		b, _ := json.Marshal(v)
 		q.Add(p.Name, string(b))
 		return
-	case "StyleDeepObject":
+	case idemimpl.StyleDeepObject:
 		var rec func(prefix string, v any)
 		rec = func(prefix string, v any) {
 			switch c := v.(type) {
@@ -504,9 +505,9 @@ func addQuery(q url.Values, p *generator.Param, v any) {
 	}
 	sep := ","
 	switch p.Style {
-	case "StyleSpaceDelimited":
+	case idemimpl.StyleSpaceDelimited:
 		sep = " "
-	case "StylePipeDelimited":
+	case idemimpl.StylePipeDelimited:
 		sep = "|"
 	}
 	switch c := v.(type) {
@@ -542,17 +543,17 @@ func addQuery(q url.Values, p *generator.Param, v any) {
 // credential adds a made-up credential for the scheme where it looks.
 func credential(q *Request, query url.Values, s *generator.SecurityScheme) {
 	switch s.Kind {
-	case "SchemeAPIKeyHeader":
+	case idemimpl.SchemeAPIKeyHeader:
 		q.Header.Set(s.Param, "conformance")
-	case "SchemeAPIKeyQuery":
+	case idemimpl.SchemeAPIKeyQuery:
 		query.Set(s.Param, "conformance")
-	case "SchemeAPIKeyCookie":
+	case idemimpl.SchemeAPIKeyCookie:
 		q.Header.Add("Cookie", (&http.Cookie{Name: s.Param, Value: "conformance"}).String())
-	case "SchemeBearer":
+	case idemimpl.SchemeBearer:
 		q.Header.Set("Authorization", "Bearer conformance")
-	case "SchemeBasic":
+	case idemimpl.SchemeBasic:
 		q.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("conformance:secret")))
-	case "SchemeHTTP":
+	case idemimpl.SchemeHTTP:
 		q.Header.Set("Authorization", s.Param+" conformance")
 	}
 }

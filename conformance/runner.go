@@ -14,6 +14,7 @@ import (
 	"github.com/google/uuid"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 type runner struct {
@@ -321,7 +322,7 @@ func (p *opRun) paramValue(prm *generator.Param) (string, error) {
 	if err != nil {
 		return "", unbuildable{err}
 	}
-	if prm.Style == "StyleJSON" {
+	if prm.Style == idemimpl.StyleJSON {
 		b, _ := json.Marshal(v)
 		return string(b), nil
 	}

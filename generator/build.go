@@ -169,7 +169,6 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		return nil, b.locate(err.(*SpecError))
 	}
 	b.typeDefaults()
-	finishParams(m.Operations)
 	markWriteOnly(b.types)
 	m.Types = b.types
 	sort.Slice(m.Types, func(i, j int) bool { return m.Types[i].Name < m.Types[j].Name })

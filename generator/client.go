@@ -10,6 +10,8 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // ClientConfig is the `client` section of the config: whether idemgen also
@@ -251,15 +253,15 @@ func (o *Operation) ClientParams() []*Param {
 func (p *Param) ObjectEncoder() string {
 	object := !p.List && objectShaped(p.Type)
 	switch {
-	case p.In == "query" && p.Style == "StyleDeepObject":
+	case p.In == "query" && p.Style == idemimpl.StyleDeepObject:
 		return "QueryDeepObject"
-	case p.In == "query" && p.Style == "StyleJSON":
+	case p.In == "query" && p.Style == idemimpl.StyleJSON:
 		return "QueryJSON"
-	case p.In == "query" && p.Style == "StyleForm" && object:
+	case p.In == "query" && p.Style == idemimpl.StyleForm && object:
 		return "QueryFormObject"
-	case p.In == "header" && p.Style == "StyleSimple" && object:
+	case p.In == "header" && p.Style == idemimpl.StyleSimple && object:
 		return "HeaderObject"
-	case p.In == "cookie" && p.Style == "StyleForm" && object:
+	case p.In == "cookie" && p.Style == idemimpl.StyleForm && object:
 		return "CookieObject"
 	}
 	return ""

@@ -4,9 +4,9 @@ import (
 	"fmt"
 	"strconv"
 	"strings"
-)
 
-const implPkgPath = "github.com/idemgen/idemgen/runtime/idemimpl"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
+)
 
 // literal prints a runtime table entry of the model as a Go composite
 // literal without its type name (the template prints the type), naming the
@@ -14,26 +14,56 @@ const implPkgPath = "github.com/idemgen/idemgen/runtime/idemimpl"
 // *ReqSchema, *Param, *BodyMedia, *SecurityScheme, SecurityRequirement,
 // PathSegment, *RequestLimits or []ResponseHeaderSet.
 func literal(im *importer, v any) (string, error) {
-	impl := func(name string) string { return importRef{im, implPkgPath}.String() + "." + name }
+	p := &runtimePrinter{im: im}
+	var out string
 	switch v := v.(type) {
 	case *ReqSchema:
-		return schemaLiteral(v, impl), nil
+		out = schemaLiteral(v, p)
 	case *Param:
-		return paramLiteral(v, impl), nil
+		out = paramLiteral(v, p)
 	case *BodyMedia:
-		return mediaLiteral(v, impl), nil
+		out = mediaLiteral(v, p)
 	case *SecurityScheme:
-		return schemeLiteral(v, impl), nil
+		out = schemeLiteral(v, p)
 	case SecurityRequirement:
-		return requirementLiteral(v), nil
+		out = requirementLiteral(v)
 	case PathSegment:
-		return segmentLiteral(v), nil
+		out = segmentLiteral(v)
 	case *RequestLimits:
-		return fmt.Sprintf("{MaxDepth: %d, MaxFields: %d, MaxNameLength: %d, MaxValues: %d}", v.MaxDepth, v.MaxFields, v.MaxNameLength, v.MaxValues), nil
+		out = fmt.Sprintf("{MaxDepth: %d, MaxFields: %d, MaxNameLength: %d, MaxValues: %d}", v.MaxDepth, v.MaxFields, v.MaxNameLength, v.MaxValues)
 	case []ResponseHeaderSet:
-		return responseHeadersLiteral(v), nil
+		out = responseHeadersLiteral(v)
+	default:
+		return "", fmt.Errorf("literal: no literal for %T", v)
 	}
-	return "", fmt.Errorf("literal: no literal for %T", v)
+	if p.err != nil {
+		return "", fmt.Errorf("literal: %w", p.err)
+	}
+	return out, nil
+}
+
+// runtimePrinter names the runtime's identifiers in a literal through the
+// importer; err is the first constant it had no name for.
+type runtimePrinter struct {
+	im  *importer
+	err error
+}
+
+// impl is idemimpl's identifier name, qualified.
+func (p *runtimePrinter) impl(name string) string {
+	return importRef{p.im, implPkg}.String() + "." + name
+}
+
+// constant is runtime constant v (runtimeNames), qualified.
+func (p *runtimePrinter) constant(v any) string {
+	id, err := runtimeName(v)
+	if err != nil {
+		if p.err == nil {
+			p.err = err
+		}
+		return ""
+	}
+	return importRef{p.im, id.path}.String() + "." + id.name
 }
 
 // quoted is a []string literal's elements: "a", "b".
@@ -53,80 +83,84 @@ func ints(xs []int) string {
 	return strings.Join(q, ", ")
 }
 
-// qualified joins constant names, each through impl: impl.A|impl.B.
-func qualified(names []string, impl func(string) string, sep string) string {
-	q := make([]string, len(names))
-	for i, n := range names {
-		q[i] = impl(n)
+// constants joins runtime constants, each qualified: impl.A|impl.B.
+func constants[T any](p *runtimePrinter, vs []T, sep string) string {
+	q := make([]string, len(vs))
+	for i, v := range vs {
+		q[i] = p.constant(v)
 	}
 	return strings.Join(q, sep)
 }
 
+// bits are the flags of set, in the order of their bits.
+func bits[T ~uint8 | ~uint16](set T) []T {
+	var out []T
+	for b := T(1); b != 0 && b <= set; b <<= 1 {
+		if set&b != 0 {
+			out = append(out, b)
+		}
+	}
+	return out
+}
+
 // schemaLiteral prints an idemimpl.Schema: {Types: idemimpl.TypeString}.
-func schemaLiteral(e *ReqSchema, impl func(string) string) string {
+func schemaLiteral(e *ReqSchema, p *runtimePrinter) string {
 	var f []string
 	add := func(name, value string) { f = append(f, name+": "+value) }
-	has := func(h string) bool {
-		for _, x := range e.Has {
-			if x == h {
-				return true
-			}
-		}
-		return false
-	}
+	has := func(h idemimpl.Has) bool { return e.Has&h != 0 }
 	u := func(n uint64) string { return strconv.FormatUint(n, 10) }
-	if len(e.Has) > 0 {
-		add("Has", qualified(e.Has, impl, "|"))
+	if e.Has != 0 {
+		add("Has", constants(p, bits(e.Has), "|"))
 	}
 	if len(e.Types) > 0 {
-		add("Types", qualified(e.Types, impl, "|"))
+		add("Types", constants(p, e.Types, "|"))
 	}
 	if e.Nullable {
 		add("Nullable", "true")
 	}
-	if e.Format != "" {
-		add("Format", impl(e.Format))
+	if e.Format != idemimpl.FormatNone {
+		add("Format", p.constant(e.Format))
 	}
 	if len(e.Enum) > 0 {
 		add("Enum", "[]string{"+quoted(e.Enum)+"}")
 	}
-	if has("HasMinimum") {
+	if has(idemimpl.HasMinimum) {
 		add("Minimum", strconv.Quote(e.Minimum))
 		if e.ExclusiveMinimum {
 			add("ExclusiveMinimum", "true")
 		}
 	}
-	if has("HasMaximum") {
+	if has(idemimpl.HasMaximum) {
 		add("Maximum", strconv.Quote(e.Maximum))
 		if e.ExclusiveMaximum {
 			add("ExclusiveMaximum", "true")
 		}
 	}
-	if has("HasMultipleOf") {
+	if has(idemimpl.HasMultipleOf) {
 		add("MultipleOf", strconv.Quote(e.MultipleOf))
 	}
-	if has("HasMinLength") {
+	if has(idemimpl.HasMinLength) {
 		add("MinLength", u(e.MinLength))
 	}
-	if has("HasMaxLength") {
+	if has(idemimpl.HasMaxLength) {
 		add("MaxLength", u(e.MaxLength))
 	}
 	if e.Pattern != "" {
 		add("Pattern", strconv.Quote(e.Pattern))
 	}
-	if has("HasMinItems") {
+	if has(idemimpl.HasMinItems) {
 		add("MinItems", u(e.MinItems))
 	}
-	if has("HasMaxItems") {
+	if has(idemimpl.HasMaxItems) {
 		add("MaxItems", u(e.MaxItems))
 	}
 	if e.UniqueItems {
 		add("UniqueItems", "true")
 	}
-	if has("HasMinProperties") {
+	if has(idemimpl.HasMinProperties) {
 		add("MinProperties", u(e.MinProperties))
 	}
-	if has("HasMaxProperties") {
+	if has(idemimpl.HasMaxProperties) {
 		add("MaxProperties", u(e.MaxProperties))
 	}
 	if e.Items != 0 {
@@ -141,12 +175,12 @@ func schemaLiteral(e *ReqSchema, impl func(string) string) string {
 			}
 			props[i] += "}"
 		}
-		add("Props", "[]"+impl("Prop")+"{"+strings.Join(props, ", ")+"}")
+		add("Props", "[]"+p.impl("Prop")+"{"+strings.Join(props, ", ")+"}")
 	}
 	switch {
-	case e.AdditionalConst != "":
-		add("AdditionalProperties", impl(e.AdditionalConst))
-	case e.AdditionalProperties != 0:
+	case e.AdditionalProperties < 0:
+		add("AdditionalProperties", p.constant(additional(e.AdditionalProperties)))
+	case e.AdditionalProperties > 0:
 		add("AdditionalProperties", strconv.Itoa(e.AdditionalProperties))
 	}
 	for _, c := range []struct {
@@ -164,7 +198,7 @@ func schemaLiteral(e *ReqSchema, impl func(string) string) string {
 			for i, m := range e.Mapping {
 				ms[i] = fmt.Sprintf("{Value: %s, Schema: %d}", strconv.Quote(m.Value), m.Schema)
 			}
-			add("Mapping", "[]"+impl("Mapping")+"{"+strings.Join(ms, ", ")+"}")
+			add("Mapping", "[]"+p.impl("Mapping")+"{"+strings.Join(ms, ", ")+"}")
 		}
 	}
 	if e.Not != 0 {
@@ -183,12 +217,12 @@ func schemaLiteral(e *ReqSchema, impl func(string) string) string {
 }
 
 // paramLiteral prints an idemimpl.Param.
-func paramLiteral(p *Param, impl func(string) string) string {
+func paramLiteral(p *Param, rt *runtimePrinter) string {
 	s := fmt.Sprintf("{In: %s, Name: %s, Key: %s", strconv.Quote(p.In), strconv.Quote(p.Name), strconv.Quote(p.Key))
 	if p.Schema != 0 {
 		s += fmt.Sprintf(", Schema: %d", p.Schema)
 	}
-	s += ", Style: " + impl(p.Style)
+	s += ", Style: " + rt.constant(p.Style)
 	if p.Explode {
 		s += ", Explode: true"
 	}
@@ -202,8 +236,8 @@ func paramLiteral(p *Param, impl func(string) string) string {
 }
 
 // mediaLiteral prints an idemimpl.Media.
-func mediaLiteral(m *BodyMedia, impl func(string) string) string {
-	s := fmt.Sprintf("{Type: %s, Decode: %s", strconv.Quote(m.Type), impl(m.Decode))
+func mediaLiteral(m *BodyMedia, p *runtimePrinter) string {
+	s := fmt.Sprintf("{Type: %s, Decode: %s", strconv.Quote(m.Type), p.constant(m.Decode))
 	if m.Schema != 0 {
 		s += fmt.Sprintf(", Schema: %d", m.Schema)
 	}
@@ -219,8 +253,8 @@ func mediaLiteral(m *BodyMedia, impl func(string) string) string {
 }
 
 // schemeLiteral prints an idemimpl.Scheme.
-func schemeLiteral(s *SecurityScheme, impl func(string) string) string {
-	out := fmt.Sprintf("{Name: %s, Kind: %s", strconv.Quote(s.Name), impl(s.Kind))
+func schemeLiteral(s *SecurityScheme, p *runtimePrinter) string {
+	out := fmt.Sprintf("{Name: %s, Kind: %s", strconv.Quote(s.Name), p.constant(s.Kind))
 	if s.Param != "" {
 		out += ", Param: " + strconv.Quote(s.Param)
 	}
@@ -276,23 +310,49 @@ func responseHeadersLiteral(sets []ResponseHeaderSet) string {
 // *idemimpl.Credential.
 func schemeParams(im *importer, s *SecurityScheme) string {
 	switch s.Kind {
-	case "SchemeBasic":
+	case idemimpl.SchemeBasic:
 		return "username, password string"
-	case "SchemeMutualTLS":
+	case idemimpl.SchemeMutualTLS:
 		return "chain []*" + importRef{im, "crypto/x509"}.String() + ".Certificate"
-	case "SchemeBearer":
+	case idemimpl.SchemeBearer:
 		return "token string"
-	case "SchemeHTTP":
+	case idemimpl.SchemeHTTP:
 		return "credentials string"
 	}
 	return "key string"
 }
 
+// headerParser is the idemimpl function that parses a response header's
+// value (its element's, when the field is a pointer): idemimpl.ParseInt64,
+// idemimpl.ParseEnum[Status]; types qualifies the package's types ("" or
+// "api.").
+func headerParser(im *importer, h *Header, types string) (string, error) {
+	t := h.Type
+	if t.Kind == GoPointer {
+		t = *t.Elem
+	}
+	for t.Kind == GoNamed && t.Named.Kind == KindAlias {
+		t = t.Named.Alias
+	}
+	name := map[GoKind]string{GoTime: "ParseTime", GoUUID: "ParseUUID", GoDate: "ParseDate"}[t.Kind]
+	switch {
+	case t.Kind == GoBuiltin:
+		name = map[string]string{"string": "ParseString", "bool": "ParseBool", "int32": "ParseInt32", "int64": "ParseInt64",
+			"float32": "ParseFloat32", "float64": "ParseFloat64"}[t.Name]
+	case t.Kind == GoNamed && t.Named.Kind == KindEnum:
+		name = "ParseEnum[" + types + t.Named.Name + "]"
+	}
+	if name == "" {
+		return "", fmt.Errorf("headerParser: header %s: no parser for its type", h.Name)
+	}
+	return importRef{im, implPkg}.String() + "." + name, nil
+}
+
 func schemeArgs(s *SecurityScheme) string {
 	switch s.Kind {
-	case "SchemeBasic":
+	case idemimpl.SchemeBasic:
 		return "c.Username, c.Password"
-	case "SchemeMutualTLS":
+	case idemimpl.SchemeMutualTLS:
 		return "c.Certificates"
 	}
 	return "c.Value"

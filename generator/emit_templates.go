@@ -116,13 +116,7 @@ func funcMap(im *importer) template.FuncMap {
 		// headerParser is the idemimpl function that parses a response
 		// header's value: idemimpl.ParseInt64, idemimpl.ParseEnum[Status];
 		// types is the qualifier of the package's types ("" or "api.").
-		"headerParser": func(h *Header, types string) string {
-			s := importRef{im, implPkgPath}.String() + "." + h.Parse
-			if h.ParseEnumOf != nil {
-				s += "[" + types + h.ParseEnumOf.Name + "]"
-			}
-			return s
-		},
+		"headerParser": func(h *Header, types string) (string, error) { return headerParser(im, h, types) },
 		// describeSecurity says a list of security alternatives in words:
 		// "apiKey and bearerAuth, or basicAuth".
 		"describeSecurity": describeSecurity,
@@ -132,11 +126,15 @@ func funcMap(im *importer) template.FuncMap {
 		// idemConst names the runtime constant of a policy value:
 		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
 		"idemConst": func(kind, value string) (string, error) {
-			name, ok := idemConsts[kind+"/"+value]
+			v, ok := policyValue(kind, value)
 			if !ok {
+				return "", fmt.Errorf("idemConst: no x-idempotent field %s", kind)
+			}
+			id, err := runtimeName(v)
+			if err != nil {
 				return "", fmt.Errorf("idemConst: no constant for %s %q", kind, value)
 			}
-			return importRef{im, idemPkgPath}.String() + "." + name, nil
+			return importRef{im, id.path}.String() + "." + id.name, nil
 		},
 		"duration": func(d time.Duration) string {
 			t := importRef{im, "time"}.String()
@@ -181,9 +179,9 @@ func qualType(im *importer, t GoType) string {
 	case GoUUID:
 		return q(uuidPkg, "UUID")
 	case GoDate:
-		return q(typePkgPath, "Date")
+		return q(typePkg, "Date")
 	case GoFile:
-		return q(typePkgPath, "File")
+		return q(typePkg, "File")
 	case GoReader:
 		return q("io", "Reader")
 	case GoSlice:
@@ -193,25 +191,11 @@ func qualType(im *importer, t GoType) string {
 	case GoPointer:
 		return "*" + qualType(im, *t.Elem)
 	case GoNullable:
-		return q(typePkgPath, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
+		return q(typePkg, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
 	case GoOrEmpty:
-		return q(typePkgPath, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
+		return q(typePkg, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
 	}
 	return t.String() // any, builtins, []byte, the package's own types
-}
-
-const (
-	idemPkgPath = "github.com/idemgen/idemgen/runtime/idem"
-	typePkgPath = "github.com/idemgen/idemgen/runtime/idemtype"
-)
-
-var idemConsts = map[string]string{
-	"KeyFormat/uuid": "KeyFormatUUID", "KeyFormat/uuidv4": "KeyFormatUUIDv4", "KeyFormat/uuidv7": "KeyFormatUUIDv7", "KeyFormat/opaque": "KeyFormatOpaque", "KeyFormat/printable": "KeyFormatPrintable",
-	"Mode/atomic": "ModeAtomic", "Mode/lease": "ModeLease",
-	"InFlight/reject": "InFlightReject", "InFlight/wait": "InFlightWait",
-	"OnSchemaChange/replay": "SchemaChangeReplay", "OnSchemaChange/reject": "SchemaChangeReject",
-	"OnExpired/execute": "ExpiredExecute", "OnExpired/reject": "ExpiredReject",
-	"Profile/default": "ProfileDefault", "Profile/ietf": "ProfileIETF", "Profile/stripe": "ProfileStripe",
 }
 
 // templateSet is a fresh set per run; the importer is swapped per file.

@@ -3,6 +3,8 @@ package generator
 import (
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // TestLiteralsQualifyThroughImporter: the runtime tables' literals name
@@ -14,11 +16,11 @@ func TestLiteralsQualifyThroughImporter(t *testing.T) {
 		t.Fatalf("first import named %s", n)
 	}
 	for _, v := range []any{
-		&Param{In: "query", Name: "limit", Key: "limit", Style: "StyleForm"},
-		&BodyMedia{Type: "application/json", Decode: "AsJSON"},
-		&SecurityScheme{Name: "key", Kind: "SchemeAPIKeyHeader", Param: "X-Key"},
-		&ReqSchema{Types: []string{"TypeString", "TypeNull"}, Format: "FormatUUID", Has: []string{"HasMaxLength"}, MaxLength: 5,
-			Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalConst: "NoAdditional",
+		&Param{In: "query", Name: "limit", Key: "limit", Style: idemimpl.StyleForm},
+		&BodyMedia{Type: "application/json", Decode: idemimpl.AsJSON},
+		&SecurityScheme{Name: "key", Kind: idemimpl.SchemeAPIKeyHeader, Param: "X-Key"},
+		&ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
+			Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
 			Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}},
 	} {
 		got, err := literal(im, v)
@@ -31,8 +33,8 @@ func TestLiteralsQualifyThroughImporter(t *testing.T) {
 	}
 	want := `{Has: idemimpl2.HasMaxLength, Types: idemimpl2.TypeString|idemimpl2.TypeNull, Format: idemimpl2.FormatUUID, MaxLength: 5, ` +
 		`Props: []idemimpl2.Prop{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl2.NoAdditional, Discriminator: "kind", Mapping: []idemimpl2.Mapping{{Value: "a", Schema: 1}}}`
-	if got, _ := literal(im, &ReqSchema{Types: []string{"TypeString", "TypeNull"}, Format: "FormatUUID", Has: []string{"HasMaxLength"}, MaxLength: 5,
-		Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalConst: "NoAdditional",
+	if got, _ := literal(im, &ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
+		Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
 		Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}}); got != want {
 		t.Errorf("schema literal\n got %s\nwant %s", got, want)
 	}

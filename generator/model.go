@@ -5,6 +5,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Model is everything the renderers need, decided once: names, order, types
@@ -329,10 +331,10 @@ type Param struct {
 	Required bool
 	List     bool   // an array, typed []Type
 	Key      string // lookup key: the spec name, or the ServeMux wildcard of a path parameter
-	// Style is the idemimpl.Style constant of its serialisation
-	// (StyleForm, StyleDeepObject, ...; StyleJSON for content:
+	// Style is its serialisation (idemimpl.StyleForm,
+	// idemimpl.StyleDeepObject, ...; idemimpl.StyleJSON for content:
 	// application/json), and Explode its explode.
-	Style   string
+	Style   idemimpl.Style
 	Explode bool
 	Schema  int // index in Model.RequestSchemas
 	// Fingerprint is whether the parameter is part of the idempotency
@@ -396,12 +398,12 @@ func (o *Operation) Streamed() bool { return o.Body != nil && o.Body.Stream }
 
 // BodyMedia is one media type a request body is accepted in.
 type BodyMedia struct {
-	Type       string   // as declared, lower-cased
-	Decode     string   // idemimpl.Decoding constant: AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
-	Schema     int      // index in the request schema table
-	Unexploded []string // form members with explode: false
-	JSONParts  []string // multipart members whose parts hold JSON
-	FormParts  []string // multipart members whose part holds a form
+	Type       string            // as declared, lower-cased
+	Decode     idemimpl.Decoding // how it is read: idemimpl.AsJSON, AsMergePatch, AsForm, AsBytes, AsMultipart, AsBinary
+	Schema     int               // index in the request schema table
+	Unexploded []string          // form members with explode: false
+	JSONParts  []string          // multipart members whose parts hold JSON
+	FormParts  []string          // multipart members whose part holds a form
 }
 
 // SecurityScheme is a security scheme that some operation requires: a
@@ -411,13 +413,13 @@ type SecurityScheme struct {
 	Name        string // as in components.securitySchemes
 	Method      string // Go method of Security
 	Description string // first line of the scheme's description
-	// Kind is the idemimpl.SchemeKind constant: SchemeAPIKeyHeader,
+	// Kind is where the credential is: idemimpl.SchemeAPIKeyHeader,
 	// SchemeAPIKeyQuery, SchemeAPIKeyCookie, SchemeBearer (HTTP bearer,
 	// OAuth2, OpenID Connect), SchemeBasic, SchemeHTTP (another HTTP
 	// authentication scheme), SchemeMutualTLS, or SchemeUndefined for a
 	// name that requirements use and components do not define (it never
 	// authenticates anything, and has no method).
-	Kind string
+	Kind idemimpl.SchemeKind
 	// Param is the API key's header, query parameter or cookie name, or
 	// the HTTP authentication scheme of SchemeHTTP.
 	Param string
@@ -430,7 +432,7 @@ type SecurityScheme struct {
 }
 
 // Defined reports whether the spec defines the scheme (it has a method).
-func (s *SecurityScheme) Defined() bool { return s.Kind != "SchemeUndefined" }
+func (s *SecurityScheme) Defined() bool { return s.Kind != idemimpl.SchemeUndefined }
 
 // SecurityUse is one scheme of a requirement, with the scopes (or, in
 // OpenAPI 3.1, roles) the operation requires of it.
@@ -451,7 +453,7 @@ func (m *Model) Secured() bool { return len(m.SecuritySchemes) > 0 }
 // X509 reports whether a Security method takes a certificate chain.
 func (m *Model) X509() bool {
 	for _, s := range m.SecuritySchemes {
-		if s.Kind == "SchemeMutualTLS" {
+		if s.Kind == idemimpl.SchemeMutualTLS {
 			return true
 		}
 	}
@@ -532,14 +534,13 @@ type ReqSchema struct {
 	// Source is the spec location the entry was built from.
 	Source string
 
-	// The keywords, each the field of idemimpl.Schema of the same name;
-	// constants are named without their package.
-	Types                              []string // idemimpl.Types constants, in the spec's order: TypeString, TypeNull
+	// The keywords, each the field of idemimpl.Schema of the same name.
+	Types                              []idemimpl.Types // one type each, in the spec's order: idemimpl.TypeString, idemimpl.TypeNull
 	Nullable                           bool
-	Format                             string   // idemimpl.Format constant; "" for none
-	Enum                               []string // canonical JSON of the allowed values
-	Has                                []string // idemimpl.Has constants of the limits set: HasMinimum, ...
-	Minimum, Maximum                   string   // exact decimals
+	Format                             idemimpl.Format // idemimpl.FormatNone for none
+	Enum                               []string        // canonical JSON of the allowed values
+	Has                                idemimpl.Has    // the limits set: idemimpl.HasMinimum|...
+	Minimum, Maximum                   string          // exact decimals
 	ExclusiveMinimum, ExclusiveMaximum bool
 	MultipleOf                         string
 	MinLength, MaxLength               uint64 // set when Has says so
@@ -550,10 +551,8 @@ type ReqSchema struct {
 	Items                              int // index; 0: any
 	Props                              []ReqProp
 	// AdditionalProperties is the index of the schema of undeclared
-	// members, or 0 with AdditionalConst the idemimpl constant
-	// (NoAdditional, AnyAdditional) or "".
+	// members, idemimpl.NoAdditional or idemimpl.AnyAdditional, or 0.
 	AdditionalProperties int
-	AdditionalConst      string
 	AllOf, AnyOf, OneOf  []int
 	Discriminator        string
 	Mapping              []ReqMapping

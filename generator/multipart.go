@@ -4,7 +4,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // jsonParts lists the top-level properties of a multipart/form-data body
@@ -128,7 +130,7 @@ func (bd *Body) ClientFormParts() []string {
 // clientMultipart is the multipart media type the generated client sends
 // the body in, or nil when it sends another.
 func (bd *Body) clientMultipart() *BodyMedia {
-	if len(bd.Media) == 0 || bd.Media[0].Decode != "AsMultipart" || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
+	if len(bd.Media) == 0 || bd.Media[0].Decode != idemimpl.AsMultipart || bd.MediaType != bd.Media[0].Type && !strings.EqualFold(bd.MediaType, bd.Media[0].Type) {
 		return nil
 	}
 	return bd.Media[0]

@@ -195,8 +195,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 					}
 				}
 			}
-			h.Parse, _ = b.scalarParse(h.Type)
-			if !h.Required && !(h.Type.Kind == GoBuiltin && h.Type.Name == "string") {
+			if !h.Required && !h.IsString() {
 				h.Type = ptr(h.Type)
 			}
 			r.Headers = append(r.Headers, h)
@@ -372,54 +371,6 @@ func (b *builder) notMediaTypes(c openapi3.Content, where string) {
 			b.warnf(WarnSpec, where, "content %q is not a media type: it is left out", k)
 		}
 	}
-}
-
-// finishParams sets the enum type of a response header's ParseEnum once
-// types are shared.
-func finishParams(ops []*Operation) {
-	for _, o := range ops {
-		for _, r := range o.Responses {
-			for _, h := range r.Headers {
-				if h.Parse == "ParseEnum" {
-					t := h.Type
-					if t.Kind == GoPointer {
-						t = *t.Elem
-					}
-					h.ParseEnumOf = enumOf(t)
-				}
-			}
-		}
-	}
-}
-
-// enumOf returns the enum type t is or aliases.
-func enumOf(t GoType) *Type {
-	for t.Kind == GoNamed && t.Named.Kind == KindAlias {
-		t = t.Named.Alias
-	}
-	return t.Named
-}
-
-func (b *builder) scalarParse(t GoType) (string, bool) {
-	switch t.Kind {
-	case GoTime:
-		return "ParseTime", true
-	case GoUUID:
-		return "ParseUUID", true
-	case GoBuiltin:
-		return "Parse" + goName(t.Name), true
-	case GoDate:
-		return "ParseDate", true
-	case GoNamed:
-		nt := t.Named
-		switch nt.Kind {
-		case KindEnum:
-			return "ParseEnum", true // its type argument is set once types are shared (finishParams)
-		case KindAlias:
-			return b.scalarParse(nt.Alias)
-		}
-	}
-	return "", false
 }
 
 // nameHelpers declares the names the generated code derives from the

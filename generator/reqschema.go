@@ -101,13 +101,18 @@ func leaf(s *openapi3.Schema) bool {
 func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate bool) {
 	types, nullable := typesOf(s)
 	for _, ty := range types {
-		e.Types = append(e.Types, "Type"+goName(ty))
+		c, ok := jsonTypes[ty]
+		if !ok {
+			t.b.errs.addf("%s: %s: type %q is not one of %s%s", t.b.file, loc, ty, strings.Join(sortedKeys(jsonTypes), ", "), didYouMean(ty, sortedKeys(jsonTypes)))
+			continue
+		}
+		e.Types = append(e.Types, c)
 	}
 	switch {
 	case nullable && len(types) > 0, len(types) == 0 && s.Type.IncludesNull():
 		// `type: "null"` alone allows null and nothing else; `nullable:
 		// true` without a type (OpenAPI 3.0) adds null to any value.
-		e.Types = append(e.Types, "TypeNull")
+		e.Types = append(e.Types, idemimpl.TypeNull)
 	default:
 		e.Nullable = nullable && len(types) == 0
 	}
@@ -131,23 +136,23 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 		max, exclMax = v, true
 	}
 	if min != nil {
-		e.Has = append(e.Has, "HasMinimum")
+		e.Has |= idemimpl.HasMinimum
 		e.Minimum, e.ExclusiveMinimum = decimal(*min), exclMin
 	}
 	if max != nil {
-		e.Has = append(e.Has, "HasMaximum")
+		e.Has |= idemimpl.HasMaximum
 		e.Maximum, e.ExclusiveMaximum = decimal(*max), exclMax
 	}
 	if s.MultipleOf != nil && *s.MultipleOf > 0 {
-		e.Has = append(e.Has, "HasMultipleOf")
+		e.Has |= idemimpl.HasMultipleOf
 		e.MultipleOf = decimal(*s.MultipleOf)
 	}
 	if s.MinLength > 0 {
-		e.Has = append(e.Has, "HasMinLength")
+		e.Has |= idemimpl.HasMinLength
 		e.MinLength = s.MinLength
 	}
 	if s.MaxLength != nil {
-		e.Has = append(e.Has, "HasMaxLength")
+		e.Has |= idemimpl.HasMaxLength
 		e.MaxLength = *s.MaxLength
 	}
 	if s.Pattern != "" {
@@ -158,20 +163,20 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 		}
 	}
 	if s.MinItems > 0 {
-		e.Has = append(e.Has, "HasMinItems")
+		e.Has |= idemimpl.HasMinItems
 		e.MinItems = s.MinItems
 	}
 	if s.MaxItems != nil {
-		e.Has = append(e.Has, "HasMaxItems")
+		e.Has |= idemimpl.HasMaxItems
 		e.MaxItems = *s.MaxItems
 	}
 	e.UniqueItems = s.UniqueItems
 	if s.MinProps > 0 {
-		e.Has = append(e.Has, "HasMinProperties")
+		e.Has |= idemimpl.HasMinProperties
 		e.MinProperties = s.MinProps
 	}
 	if s.MaxProps != nil {
-		e.Has = append(e.Has, "HasMaxProperties")
+		e.Has |= idemimpl.HasMaxProperties
 		e.MaxProperties = *s.MaxProps
 	}
 	if s.Items != nil {
@@ -198,22 +203,22 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 		}
 	}
 	if ap := s.AdditionalProperties; ap.Has != nil && !*ap.Has {
-		e.AdditionalConst = "NoAdditional"
+		e.AdditionalProperties = idemimpl.NoAdditional
 	} else if i := t.index(ap.Schema, loc+"/additionalProperties", noValidate); i > 0 {
 		e.AdditionalProperties = i
 	} else if (ap.Schema != nil || ap.Has != nil) && len(s.Properties) > 0 {
 		// Declared beside properties: the typed request keeps undeclared
 		// members in its AdditionalProperties map. Without the keyword it
 		// drops them, and so does the decoded request (idemimpl's prune).
-		e.AdditionalConst = "AnyAdditional"
+		e.AdditionalProperties = idemimpl.AnyAdditional
 	}
 	for _, c := range []struct {
 		kw   string
 		refs openapi3.SchemaRefs
 		dst  *[]int
-	}{{"AllOf", s.AllOf, &e.AllOf}, {"AnyOf", s.AnyOf, &e.AnyOf}, {"OneOf", s.OneOf, &e.OneOf}} {
+	}{{"allOf", s.AllOf, &e.AllOf}, {"anyOf", s.AnyOf, &e.AnyOf}, {"oneOf", s.OneOf, &e.OneOf}} {
 		for i, m := range c.refs {
-			*c.dst = append(*c.dst, t.index(m, fmt.Sprintf("%s/%s/%d", loc, lowerFirst(c.kw), i), noValidate))
+			*c.dst = append(*c.dst, t.index(m, fmt.Sprintf("%s/%s/%d", loc, c.kw, i), noValidate))
 		}
 	}
 	if d := s.Discriminator; d != nil && d.PropertyName != "" && (len(s.OneOf) > 0 || len(s.AnyOf) > 0) {
@@ -294,7 +299,16 @@ func (t *reqTable) unenforced(s *openapi3.Schema, loc string) {
 	}
 }
 
-func formatConst(format string, types []string) string {
+// jsonTypes are the JSON types of the type keyword, as idemimpl.Types.
+var jsonTypes = map[string]idemimpl.Types{
+	openapi3.TypeNull: idemimpl.TypeNull, openapi3.TypeBoolean: idemimpl.TypeBoolean, openapi3.TypeInteger: idemimpl.TypeInteger,
+	openapi3.TypeNumber: idemimpl.TypeNumber, openapi3.TypeString: idemimpl.TypeString, openapi3.TypeArray: idemimpl.TypeArray,
+	openapi3.TypeObject: idemimpl.TypeObject,
+}
+
+// formatConst is the format the validator checks for a schema of the
+// types given; idemimpl.FormatNone for one it does not check.
+func formatConst(format string, types []string) idemimpl.Format {
 	is := func(ty string) bool {
 		for _, x := range types {
 			if x == ty {
@@ -305,15 +319,15 @@ func formatConst(format string, types []string) string {
 	}
 	switch {
 	case is(openapi3.TypeInteger) && format == "int32":
-		return "FormatInt32"
+		return idemimpl.FormatInt32
 	case is(openapi3.TypeNumber) && format == "float":
-		return "FormatFloat"
+		return idemimpl.FormatFloat
 	case !is(openapi3.TypeString) && len(types) > 0:
-		return ""
+		return idemimpl.FormatNone
 	}
-	return map[string]string{
-		"date-time": "FormatDateTime", "date": "FormatDate", "uuid": "FormatUUID", "email": "FormatEmail",
-		"uri": "FormatURI", "ipv4": "FormatIPv4", "ipv6": "FormatIPv6", "byte": "FormatByte",
+	return map[string]idemimpl.Format{
+		"date-time": idemimpl.FormatDateTime, "date": idemimpl.FormatDate, "uuid": idemimpl.FormatUUID, "email": idemimpl.FormatEmail,
+		"uri": idemimpl.FormatURI, "ipv4": idemimpl.FormatIPv4, "ipv6": idemimpl.FormatIPv6, "byte": idemimpl.FormatByte,
 	}[format]
 }
 

@@ -10,7 +10,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // params builds the operation's parameters, the path item's overridden by
@@ -72,13 +74,17 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		if p.In == "path" {
 			prm.Key = muxWildcard(p.Name)
 		}
-		sr, style := p.Schema, paramStyle(p)
+		style, ok := paramStyle(p)
+		if !ok {
+			b.errs.addf("%s%s: style %q is not one of %s%s", where, prm.Where(), p.Style, strings.Join(sortedKeys(paramStyles), ", "), didYouMean(p.Style, sortedKeys(paramStyles)))
+		}
+		sr := p.Schema
 		schemaLoc := ploc + "/schema"
 		if sr == nil && len(p.Content) > 0 {
 			b.notMediaTypes(p.Content, strings.TrimSuffix(where, ": ")+" "+prm.Where())
 			mt, media := pickMedia(p.Content)
 			if media != nil {
-				sr, style = media.Schema, "StyleJSON"
+				sr, style = media.Schema, idemimpl.StyleJSON
 				schemaLoc = ploc + "/content/" + jsonkit.EscapeToken(mt) + "/schema"
 				if !speaksJSON(mt) {
 					b.warnf(WarnTyped, strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
@@ -86,7 +92,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 			}
 		}
 		prm.Style = style
-		prm.Explode = p.Explode == nil && (style == "StyleForm" || style == "StyleDeepObject") || p.Explode != nil && *p.Explode
+		prm.Explode = p.Explode == nil && (style == idemimpl.StyleForm || style == idemimpl.StyleDeepObject) || p.Explode != nil && *p.Explode
 		b.paramType(prm, sr, nameHint{parent: b.ob(o).ident, suffix: want}, schemaLoc)
 		if keyHeader {
 			b.keyParam(o, prm, sr, where, noValidate)
@@ -127,7 +133,7 @@ func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, whe
 	uuidKey := strings.HasPrefix(o.Policy.KeyFormat, "uuid") // uuid, uuidv4, uuidv7
 	format := formatConst(s.Format, []string{openapi3.TypeString})
 	prm.KeyChecked = prm.KeyChecked || s.Pattern != "" || len(s.Enum) > 0 || s.MinLength > 1 ||
-		s.MaxLength != nil && *s.MaxLength < 255 || format != "" && !(format == "FormatUUID" && uuidKey)
+		s.MaxLength != nil && *s.MaxLength < 255 || format != idemimpl.FormatNone && !(format == idemimpl.FormatUUID && uuidKey)
 	if uuidKey {
 		b.uuidKeyRefused(at, o.Policy.KeyFormat, s)
 	}
@@ -174,14 +180,20 @@ func inRank(in string) int {
 	return 3
 }
 
-// paramStyle is the idemimpl.Style constant of a parameter's style, its
-// location's default when it has none.
-func paramStyle(p *openapi3.Parameter) string {
-	style := p.Style
-	if style == "" {
-		style = map[string]string{"path": "simple", "header": "simple", "query": "form", "cookie": "form"}[p.In]
+// paramStyles are OpenAPI's parameter styles.
+var paramStyles = map[string]idemimpl.Style{
+	"simple": idemimpl.StyleSimple, "form": idemimpl.StyleForm, "label": idemimpl.StyleLabel, "matrix": idemimpl.StyleMatrix,
+	"spaceDelimited": idemimpl.StyleSpaceDelimited, "pipeDelimited": idemimpl.StylePipeDelimited, "deepObject": idemimpl.StyleDeepObject,
+}
+
+// paramStyle is a parameter's style, its location's default when it has
+// none; false for a style OpenAPI does not define.
+func paramStyle(p *openapi3.Parameter) (idemimpl.Style, bool) {
+	if p.Style == "" {
+		return map[string]idemimpl.Style{"path": idemimpl.StyleSimple, "header": idemimpl.StyleSimple, "query": idemimpl.StyleForm, "cookie": idemimpl.StyleForm}[p.In], true
 	}
-	return "Style" + goName(style)
+	style, ok := paramStyles[p.Style]
+	return style, ok
 }
 
 // ParameterSchema is the schema a parameter's values are read with: its
@@ -249,16 +261,16 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 		if firstSchema == nil {
 			firstSchema = sr
 		}
-		if dec == "AsBytes" && isBinarySchema(sr) {
-			dec = "AsBinary"
+		if dec == idemimpl.AsBytes && isBinarySchema(sr) {
+			dec = idemimpl.AsBinary
 		}
 		var gt GoType
 		switch dec {
-		case "AsBytes":
+		case idemimpl.AsBytes:
 			gt = GoType{Kind: GoBytes}
-		case "AsBinary":
+		case idemimpl.AsBinary:
 			gt = GoType{Kind: GoReader}
-		case "AsMultipart":
+		case idemimpl.AsMultipart:
 			b.fileParts = true
 			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 			b.fileParts = false
@@ -266,7 +278,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			gt = b.goType(sr, nameHint{parent: b.ob(o).ident, suffix: "RequestBody", alone: true}, loc)
 		}
 		if body.Media == nil {
-			body.MediaType, body.JSON, body.Type = mt, dec == "AsJSON" || dec == "AsMergePatch", gt
+			body.MediaType, body.JSON, body.Type = mt, dec == idemimpl.AsJSON || dec == idemimpl.AsMergePatch, gt
 		} else if !sameType(gt, body.Type) {
 			why := fmt.Sprintf("its schema is not the one of %s, which types the body", body.MediaType)
 			if sr != nil && firstSchema != nil && sr.Value == firstSchema.Value {
@@ -276,15 +288,15 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}
-		body.Stream = body.Stream || dec == "AsBinary" || dec == "AsMultipart"
-		if dec != "AsBytes" && dec != "AsBinary" && media != nil {
+		body.Stream = body.Stream || dec == idemimpl.AsBinary || dec == idemimpl.AsMultipart
+		if dec != idemimpl.AsBytes && dec != idemimpl.AsBinary && media != nil {
 			m.Schema = b.req.index(media.Schema, loc, noValidate)
 			for _, name := range sortedKeys(media.Encoding) {
-				if e := media.Encoding[name]; e != nil && e.Explode != nil && !*e.Explode && (dec == "AsForm" || dec == "AsMultipart") {
+				if e := media.Encoding[name]; e != nil && e.Explode != nil && !*e.Explode && (dec == idemimpl.AsForm || dec == idemimpl.AsMultipart) {
 					m.Unexploded = append(m.Unexploded, name)
 				}
 			}
-			if dec == "AsMultipart" {
+			if dec == idemimpl.AsMultipart {
 				m.JSONParts = b.jsonParts(media)
 				m.FormParts = formParts(media)
 			}
@@ -297,22 +309,22 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 	o.Body = body
 }
 
-// decoding is the idemimpl.Decoding constant for a declared media type.
-func decoding(mt string) string {
+// decoding is how a body of a declared media type is read.
+func decoding(mt string) idemimpl.Decoding {
 	mt = strings.ToLower(mt)
 	switch {
 	case mt == "application/merge-patch+json":
-		return "AsMergePatch"
+		return idemimpl.AsMergePatch
 	case jsonkit.IsJSON(mt):
-		return "AsJSON"
+		return idemimpl.AsJSON
 	case mt == "application/x-www-form-urlencoded":
-		return "AsForm"
+		return idemimpl.AsForm
 	case mt == "multipart/form-data":
-		return "AsMultipart"
+		return idemimpl.AsMultipart
 	case mt == "application/octet-stream":
-		return "AsBinary"
+		return idemimpl.AsBinary
 	}
-	return "AsBytes"
+	return idemimpl.AsBytes
 }
 
 // isBinarySchema reports whether a body's schema declares binary content
@@ -326,15 +338,15 @@ func isBinarySchema(sr *openapi3.SchemaRef) bool {
 }
 
 // decodedAs says in words how a body of decoding dec is read.
-func decodedAs(dec string) string {
+func decodedAs(dec idemimpl.Decoding) string {
 	switch dec {
-	case "AsJSON", "AsMergePatch":
+	case idemimpl.AsJSON, idemimpl.AsMergePatch:
 		return "JSON"
-	case "AsForm":
+	case idemimpl.AsForm:
 		return "a form"
-	case "AsMultipart":
+	case idemimpl.AsMultipart:
 		return "multipart/form-data"
-	case "AsBinary":
+	case idemimpl.AsBinary:
 		return "a binary stream"
 	}
 	return "raw bytes"
@@ -343,13 +355,13 @@ func decodedAs(dec string) string {
 // mediaRank orders request media types: JSON, then forms, then the rest.
 func mediaRank(mt string) int {
 	switch decoding(mt) {
-	case "AsJSON":
+	case idemimpl.AsJSON:
 		return 0
-	case "AsMergePatch":
+	case idemimpl.AsMergePatch:
 		return 1
-	case "AsForm":
+	case idemimpl.AsForm:
 		return 2
-	case "AsMultipart":
+	case idemimpl.AsMultipart:
 		return 3
 	}
 	return 4
@@ -371,7 +383,7 @@ func (b *builder) checkExclusions(o *Operation, where string) {
 		if o.Body != nil {
 			media = "decoded as " + o.Body.mediaList()
 			for _, m := range o.Body.Media {
-				if m.Decode != "AsBytes" && m.Decode != "AsBinary" && b.req.resolves(m.Schema, toks) {
+				if m.Decode != idemimpl.AsBytes && m.Decode != idemimpl.AsBinary && b.req.resolves(m.Schema, toks) {
 					found = true
 				}
 			}

@@ -47,13 +47,11 @@ type Header struct {
 	// not nil). idemimpl.HeaderValue formats it.
 	Type     GoType
 	Required bool
-	// Parse is the idemimpl function that parses the header's value (its
-	// element's, when Type is a pointer): ParseString, ParseInt64,
-	// ParseEnum; a client decodes the header with it. ParseEnum is generic:
-	// ParseEnumOf is its type argument, the enum type.
-	Parse       string
-	ParseEnumOf *Type
 }
 
 // Pointer reports whether the header's field is a pointer (optional, not a string).
 func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
+
+// IsString reports whether the header's field is a string: the value as
+// sent, sent when not empty.
+func (h *Header) IsString() bool { return h.Type.Kind == GoBuiltin && h.Type.Name == "string" }

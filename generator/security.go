@@ -7,7 +7,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // security resolves the operation's security requirements: its own
@@ -45,19 +47,19 @@ func (o *Operation) credentialParam(in, name string) bool {
 		for _, u := range alt {
 			s := u.Scheme
 			switch s.Kind {
-			case "SchemeAPIKeyHeader":
+			case idemimpl.SchemeAPIKeyHeader:
 				if in == "header" && strings.EqualFold(name, s.Param) {
 					return true
 				}
-			case "SchemeAPIKeyQuery":
+			case idemimpl.SchemeAPIKeyQuery:
 				if in == "query" && name == s.Param {
 					return true
 				}
-			case "SchemeAPIKeyCookie":
+			case idemimpl.SchemeAPIKeyCookie:
 				if in == "cookie" && name == s.Param {
 					return true
 				}
-			case "SchemeBearer", "SchemeBasic", "SchemeHTTP":
+			case idemimpl.SchemeBearer, idemimpl.SchemeBasic, idemimpl.SchemeHTTP:
 				if in == "header" && strings.EqualFold(name, "Authorization") {
 					return true
 				}
@@ -83,7 +85,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 	}
 	loc := "#/components/securitySchemes/" + jsonkit.EscapeToken(name)
 	undefined := func(why string) {
-		s.Kind, s.What = "SchemeUndefined", "undefined"
+		s.Kind, s.What = idemimpl.SchemeUndefined, "undefined"
 		if why != "" {
 			b.warnf(WarnRefused, where, "security scheme %q %s: a requirement that names it never admits a request (401)", name, why)
 		}
@@ -98,11 +100,11 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 		s.Param = ss.Name
 		switch ss.In {
 		case "header":
-			s.Kind, s.Param = "SchemeAPIKeyHeader", http.CanonicalHeaderKey(ss.Name)
+			s.Kind, s.Param = idemimpl.SchemeAPIKeyHeader, http.CanonicalHeaderKey(ss.Name)
 		case "query":
-			s.Kind = "SchemeAPIKeyQuery"
+			s.Kind = idemimpl.SchemeAPIKeyQuery
 		case "cookie":
-			s.Kind = "SchemeAPIKeyCookie"
+			s.Kind = idemimpl.SchemeAPIKeyCookie
 		default:
 			s.Param = ""
 			undefined(fmt.Sprintf("(%s) has in: %q, not header, query or cookie", loc, ss.In))
@@ -116,22 +118,22 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 	case "http":
 		switch sch := strings.ToLower(ss.Scheme); sch {
 		case "bearer":
-			s.Kind, s.Challenge, s.What = "SchemeBearer", "Bearer", "HTTP bearer token"
+			s.Kind, s.Challenge, s.What = idemimpl.SchemeBearer, "Bearer", "HTTP bearer token"
 		case "basic":
-			s.Kind, s.What = "SchemeBasic", "HTTP basic credentials"
+			s.Kind, s.What = idemimpl.SchemeBasic, "HTTP basic credentials"
 			s.Challenge = `Basic realm="` + quotedString(b.realm()) + `", charset="UTF-8"`
 		case "":
 			undefined(fmt.Sprintf("(%s) has no scheme", loc))
 			return s
 		default:
-			s.Kind, s.Param, s.What = "SchemeHTTP", ss.Scheme, "HTTP "+ss.Scheme+" credentials"
+			s.Kind, s.Param, s.What = idemimpl.SchemeHTTP, ss.Scheme, "HTTP "+ss.Scheme+" credentials"
 		}
 	case "oauth2":
-		s.Kind, s.Challenge, s.What = "SchemeBearer", "Bearer", "OAuth2 bearer token"
+		s.Kind, s.Challenge, s.What = idemimpl.SchemeBearer, "Bearer", "OAuth2 bearer token"
 	case "openidconnect":
-		s.Kind, s.Challenge, s.What = "SchemeBearer", "Bearer", "OpenID Connect bearer token"
+		s.Kind, s.Challenge, s.What = idemimpl.SchemeBearer, "Bearer", "OpenID Connect bearer token"
 	case "mutualtls":
-		s.Kind, s.What = "SchemeMutualTLS", "TLS client certificate"
+		s.Kind, s.What = idemimpl.SchemeMutualTLS, "TLS client certificate"
 	default:
 		undefined(fmt.Sprintf("(%s) has type %q, which idemgen does not know", loc, ss.Type))
 		return s
