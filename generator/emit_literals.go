@@ -358,48 +358,6 @@ func schemeArgs(s *SecurityScheme) string {
 	return "c.Value"
 }
 
-// String renders the type as Go source with the packages' usual names (for
-// comments and messages; templates print types with goType, which records
-// the imports).
-func (t GoType) String() string {
-	switch t.Kind {
-	case GoAny:
-		return "any"
-	case GoBuiltin:
-		return t.Name
-	case GoNamed:
-		return t.TypeName()
-	case GoTime:
-		return "time.Time"
-	case GoUUID:
-		return "uuid.UUID"
-	case GoDate:
-		return "idemtype.Date"
-	case GoBytes:
-		return "[]byte"
-	case GoReader:
-		return "io.Reader"
-	case GoFile:
-		return "idemtype.File"
-	case GoSlice:
-		return "[]" + t.Elem.String()
-	case GoMap:
-		return "map[string]" + t.Elem.String()
-	case GoPointer:
-		return "*" + t.Elem.String()
-	case GoNullable:
-		return "idemtype.Nullable[" + t.Elem.String() + "]"
-	case GoOrEmpty:
-		return "idemtype.OrEmpty[" + t.Elem.String() + "]"
-	}
-	return "any"
-}
-
-// Go is the default value as a Go expression of its type: `int64(10)`,
-// `"eur"`, `PetStatusAvailable`; "" when the value has none (objects,
-// arrays): decode its JSON instead.
-func (d *Default) Go() string { return goLiteral(d.Type, d.Value) }
-
 // goLiteral spells v as a Go expression of type t; "" when it cannot.
 func goLiteral(t GoType, v any) string {
 	switch t.Kind {

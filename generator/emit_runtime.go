@@ -15,7 +15,17 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
-// goIdent is a Go identifier of another package: its import path and name.
+// The import paths of the packages generated code uses beside the
+// standard library.
+const (
+	idemPkg = "github.com/idemgen/idemgen/runtime/idem"
+	typePkg = "github.com/idemgen/idemgen/runtime/idemtype"
+	implPkg = "github.com/idemgen/idemgen/runtime/idemimpl"
+	uuidPkg = "github.com/google/uuid"
+)
+
+// goIdent is a Go identifier: the import path of its package ("" for a
+// predeclared one) and its name.
 type goIdent struct{ path, name string }
 
 // additional is idemimpl.Schema.AdditionalProperties when it is one of

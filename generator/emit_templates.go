@@ -122,7 +122,11 @@ func funcMap(im *importer) template.FuncMap {
 		"describeSecurity": describeSecurity,
 		// goType prints a GoType, recording the imports it needs:
 		// {{goType .Payload}} -> []time.Time (imports time).
-		"goType": func(t GoType) string { return qualType(im, t) },
+		"goType": func(t GoType) string { return spellType(t, sourceTypes{im}) },
+		// goDefault spells a default value as a Go expression of its
+		// type: {{goDefault .Default}} -> int64(10), PetStatusAvailable;
+		// "" for objects and arrays (decode its JSON instead).
+		"goDefault": func(d *Default) string { return goLiteral(d.Type, d.Value) },
 		// idemConst names the runtime constant of a policy value:
 		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
 		"idemConst": func(kind, value string) (string, error) {
@@ -169,33 +173,6 @@ func funcMap(im *importer) template.FuncMap {
 			return "[]int{" + strings.Join(q, ", ") + "}"
 		},
 	}
-}
-
-func qualType(im *importer, t GoType) string {
-	q := func(path, name string) string { return importRef{im, path}.String() + "." + name }
-	switch t.Kind {
-	case GoTime:
-		return q("time", "Time")
-	case GoUUID:
-		return q(uuidPkg, "UUID")
-	case GoDate:
-		return q(typePkg, "Date")
-	case GoFile:
-		return q(typePkg, "File")
-	case GoReader:
-		return q("io", "Reader")
-	case GoSlice:
-		return "[]" + qualType(im, *t.Elem)
-	case GoMap:
-		return "map[string]" + qualType(im, *t.Elem)
-	case GoPointer:
-		return "*" + qualType(im, *t.Elem)
-	case GoNullable:
-		return q(typePkg, "Nullable") + "[" + qualType(im, *t.Elem) + "]"
-	case GoOrEmpty:
-		return q(typePkg, "OrEmpty") + "[" + qualType(im, *t.Elem) + "]"
-	}
-	return t.String() // any, builtins, []byte, the package's own types
 }
 
 // templateSet is a fresh set per run; the importer is swapped per file.

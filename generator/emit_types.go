@@ -10,13 +10,6 @@ import (
 	"github.com/dave/jennifer/jen"
 )
 
-const (
-	idemPkg = "github.com/idemgen/idemgen/runtime/idem"
-	typePkg = "github.com/idemgen/idemgen/runtime/idemtype"
-	implPkg = "github.com/idemgen/idemgen/runtime/idemimpl"
-	uuidPkg = "github.com/google/uuid"
-)
-
 // typeEmitter renders types into one file: types.gen.go, or, when the
 // types are split (Model.Split), the file of one of their packages.
 type typeEmitter struct {
@@ -32,40 +25,7 @@ type typeEmitter struct {
 }
 
 // typ is the Go type t as the file spells it.
-func (e *typeEmitter) typ(t GoType) jen.Code {
-	switch t.Kind {
-	case GoBuiltin:
-		return jen.Id(t.Name)
-	case GoNamed:
-		if e.schemaPkg != "" {
-			return jen.Qual(e.schemaPkg, t.Named.Name)
-		}
-		return jen.Id(t.Named.Name)
-	case GoDate:
-		return jen.Qual(typePkg, "Date")
-	case GoNullable:
-		return jen.Qual(typePkg, "Nullable").Types(e.typ(*t.Elem))
-	case GoOrEmpty:
-		return jen.Qual(typePkg, "OrEmpty").Types(e.typ(*t.Elem))
-	case GoTime:
-		return jen.Qual("time", "Time")
-	case GoUUID:
-		return jen.Qual(uuidPkg, "UUID")
-	case GoBytes:
-		return jen.Index().Byte()
-	case GoReader:
-		return jen.Qual("io", "Reader")
-	case GoFile:
-		return jen.Qual(typePkg, "File")
-	case GoSlice:
-		return jen.Index().Add(e.typ(*t.Elem))
-	case GoMap:
-		return jen.Map(jen.String()).Add(e.typ(*t.Elem))
-	case GoPointer:
-		return jen.Op("*").Add(e.typ(*t.Elem))
-	}
-	return jen.Any()
-}
+func (e *typeEmitter) typ(t GoType) jen.Code { return spellType(t, jenTypes{e.schemaPkg}) }
 
 // renderTypes emits the schema types, request and response types with
 // jennifer, which records imports as identifiers are used: one file,

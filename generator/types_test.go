@@ -343,10 +343,10 @@ func TestGeneratedTypes(t *testing.T) {
 	if f := fields["password"]; !f.WriteOnly || f.ReadOnly {
 		t.Errorf("password: %+v", f)
 	}
-	if d := fields["limit"].Default; d == nil || d.JSON != "10" || d.Go() != "int64(10)" {
+	if d := fields["limit"].Default; d == nil || d.JSON != "10" || goLiteral(d.Type, d.Value) != "int64(10)" {
 		t.Errorf("limit default: %+v", d)
 	}
-	if d := fields["kind"].Default; d == nil || d.JSON != `"business"` || d.Go() != "AccountKindBusiness" {
+	if d := fields["kind"].Default; d == nil || d.JSON != `"business"` || goLiteral(d.Type, d.Value) != "AccountKindBusiness" {
 		t.Errorf("kind default: %+v", d)
 	}
 	if fields["note"].Location != "#/components/schemas/Account/properties/note" {
