@@ -78,6 +78,10 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 	q := Request{Operation: o.ID, Method: o.Method, Header: http.Header{}}
 	p := &opRun{r: r, o: o, kin: r.spec.Operation(o)}
 	q.KeyHeader, q.keyFormat = p.keyHeader(), o.Policy.KeyFormat
+	if err := p.keyFormatKnown(); err != nil {
+		q.Err = err
+		return q
+	}
 	if err := p.validBody(&q); err != nil {
 		q.Err = err
 		return q

@@ -11,9 +11,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/google/uuid"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -68,6 +68,10 @@ func (r *runner) prepare(o *generator.Operation) *opRun {
 	}
 	p := &opRun{r: r, o: o, kin: r.spec.Operation(o)}
 	r.ops[o.ID] = p
+	if err := p.keyFormatKnown(); err != nil {
+		p.err = err
+		return p
+	}
 	if o.Body == nil {
 		return p
 	}
@@ -217,12 +221,28 @@ func scalarString(v any) string {
 	return string(b)
 }
 
-// newKey returns a fresh key in the operation's format.
+// newKey returns a fresh key in the operation's format, minted as the
+// generated client mints it (idemclient.NewKey); "" for a format it does
+// not know, which keyFormatKnown reports.
 func (p *opRun) newKey() string {
-	if p.o.Policy.KeyFormat == "uuidv4" {
-		return uuid.NewString()
+	k, _ := idemclient.NewKey(p.o.Policy.KeyFormat)
+	return k
+}
+
+// keyFormatKnown is an error for an idempotent operation whose key format
+// conformance cannot mint or break keys of (a format added to the runtime
+// and not here): no request is sent for it.
+func (p *opRun) keyFormatKnown() error {
+	if !p.o.Idempotent {
+		return nil
 	}
-	return uuid.Must(uuid.NewV7()).String()
+	if _, err := idemclient.NewKey(p.o.Policy.KeyFormat); err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
+	if _, err := badKeys(p.o.Policy.KeyFormat, ""); err != nil {
+		return err
+	}
+	return nil
 }
 
 // keyHeader is the header carrying the operation's key ("" when it has no

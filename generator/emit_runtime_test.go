@@ -59,6 +59,13 @@ func TestRuntimeNameUnknown(t *testing.T) {
 	if _, err := literal(newImporter(), &Param{In: "query", Name: "q", Key: "q", Style: idemimpl.Style(200)}); err == nil || !strings.Contains(err.Error(), "idemimpl.Style 200") {
 		t.Errorf("literal of an unknown style: %v", err)
 	}
+	// A key format registered here that the table does not name, as one
+	// added to the runtime alone would be (TestPolicyRulesAgree names the
+	// runtime's).
+	idemConst := funcMap(newImporter())["idemConst"].(func(string, string) (string, error))
+	if got, err := idemConst("KeyFormat", "uuidv9"); err == nil || !strings.Contains(err.Error(), `KeyFormat "uuidv9"`) {
+		t.Errorf("idemConst of an unknown key format: %q, %v", got, err)
+	}
 }
 
 // runtimeConstants type-checks the constant declarations of the

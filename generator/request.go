@@ -12,6 +12,7 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -130,13 +131,27 @@ func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, whe
 		return
 	}
 	s := sr.Value
-	uuidKey := strings.HasPrefix(o.Policy.KeyFormat, "uuid") // uuid, uuidv4, uuidv7
+	samples, uuidKey := uuidKeys(o.Policy.KeyFormat)
 	format := formatConst(s.Format, []string{openapi3.TypeString})
 	prm.KeyChecked = prm.KeyChecked || s.Pattern != "" || len(s.Enum) > 0 || s.MinLength > 1 ||
 		s.MaxLength != nil && *s.MaxLength < 255 || format != idemimpl.FormatNone && !(format == idemimpl.FormatUUID && uuidKey)
 	if uuidKey {
-		b.uuidKeyRefused(at, o.Policy.KeyFormat, s)
+		b.uuidKeyRefused(at, o.Policy.KeyFormat, samples, s)
 	}
+}
+
+// uuidKeys are the sample UUIDs (lower case, as the engine writes a parsed
+// key) that key format f accepts, and whether every key of f is a UUID
+// (uuid, uuidv4, uuidv7): asked of the runtime's parser, so that a key
+// format added there needs no case here.
+func uuidKeys(f string) (samples []string, uuidOnly bool) {
+	for _, k := range []string{"3f2504e0-4f89-41d3-9a0c-0305e82c3301", "01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"} {
+		if _, err := idem.ParseKey(k, idem.KeyFormat(f)); err == nil {
+			samples = append(samples, k)
+		}
+	}
+	_, err := idem.ParseKey("not-a-uuid", idem.KeyFormat(f))
+	return samples, len(samples) > 0 && err != nil
 }
 
 // uuidKeyRefused warns when the schema of a UUID key's header parameter
@@ -144,12 +159,7 @@ func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, whe
 // a UUID of the key format in lower case, so a pattern written for the
 // header as sent (upper-case hex) or a length other than 36 turns every
 // request away.
-func (b *builder) uuidKeyRefused(at, keyFormat string, s *openapi3.Schema) {
-	samples := map[string][]string{ // lower-case keys of each format, as the engine writes them
-		"uuid":   {"3f2504e0-4f89-41d3-9a0c-0305e82c3301", "01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d", "6ba7b810-9dad-11d1-80b4-00c04fd430c8"},
-		"uuidv4": {"3f2504e0-4f89-41d3-9a0c-0305e82c3301"},
-		"uuidv7": {"01936b2e-8c4a-7b3e-9f1d-2a4c6e8f0b1d"},
-	}[keyFormat]
+func (b *builder) uuidKeyRefused(at, keyFormat string, samples []string, s *openapi3.Schema) {
 	const n = 36
 	switch {
 	case s.MaxLength != nil && *s.MaxLength < n || s.MinLength > n:
