@@ -27,7 +27,7 @@ import (
 // additional properties, enum values, union members (types, JSON types,
 // discriminator tags) and alias target, where a named type inside is the
 // same type: a component by identity, an inline type by this same rule, bottom
-// up (a Merkle hash, as the schema versions are computed, version.go). Request
+// up (a Merkle hash, as the schema versions are computed, schemaversion.go). Request
 // validation and decoding (form or JSON, defaults, readOnly refusal) do not
 // depend on the Go type: they follow the request schema table, built per spec
 // location (reqschema.go), so sharing a type changes none of them.
