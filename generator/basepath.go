@@ -8,12 +8,14 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
 )
 
 // resolveBasePath decides the prefix of every route: the config's basePath
 // when the config sets one ("" or "/" for none), else the path of the spec's
 // first server (see serversBasePath).
-func resolveBasePath(cfg *Config, doc *openapi3.T) (string, []Warning, error) {
+func resolveBasePath(cfg *Config, doc *openapi3.T) (string, []diag.Warning, error) {
 	if cfg.BasePath != nil {
 		p := strings.TrimSuffix(*cfg.BasePath, "/")
 		if err := checkBasePath(p); err != nil {
@@ -33,13 +35,13 @@ func resolveBasePath(cfg *Config, doc *openapi3.T) (string, []Warning, error) {
 // server whose path cannot be known at generation (a URL relative to where
 // the document is served, such as "v1") or cannot be a route prefix gives
 // no base path and a warning.
-func serversBasePath(servers openapi3.Servers, file string) (string, []Warning, error) {
+func serversBasePath(servers openapi3.Servers, file string) (string, []diag.Warning, error) {
 	if len(servers) == 0 {
 		return "", nil, nil
 	}
-	var ws []Warning
+	var ws []diag.Warning
 	warn := func(format string, args ...any) {
-		ws = append(ws, Warning{Where: file, Message: fmt.Sprintf(format, args...), Kind: WarnRefused})
+		ws = append(ws, diag.Warning{Where: file, Message: fmt.Sprintf(format, args...), Kind: diag.WarnRefused})
 	}
 	const choose = `set basePath in the config to choose ("" for none)`
 	first, alt, err := serverPath(servers[0])

@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -33,7 +36,7 @@ type builder struct {
 	copies   map[*openapi3.Schema]*refCopy
 	unions   map[string]*Type // unions of named or scalar members, by members
 	defaults []*Field         // fields whose Default.Type is set once types are shared
-	warns    []Warning
+	warns    []diag.Warning
 	// responseUses counts the operations answering with each response
 	// component (responseKey); sharedResponses are the types of those
 	// several answer with, by key, sharedList in the order declared.
@@ -79,16 +82,16 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
 		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split,
 		data: cfg.SpecData, opLocs: map[string]string{}}
-	b.names.pkg.reserve(reservedNames[reservedPackage]...)
+	b.names.pkg.reserve(reserved.Names[reserved.Package]...)
 	switch {
 	case cfg.Client.Enabled && cfg.Client.separate():
-		b.clientPkg = b.names.scope("client package", reservedNames[reservedClient]...)
+		b.clientPkg = b.names.scope("client package", reserved.Names[reserved.Client]...)
 	case cfg.Client.Enabled:
 		b.clientPkg = b.names.pkg
-		b.names.pkg.reserve(reservedNames[reservedClient]...)
+		b.names.pkg.reserve(reserved.Names[reserved.Client]...)
 	}
-	b.handlerMethods = b.names.scope("methods of handler", reservedNames[reservedHandlerMethods]...)
-	b.markers = b.names.scope("response markers", reservedNames[reservedResponseMarkers]...)
+	b.handlerMethods = b.names.scope("methods of handler", reserved.Names[reserved.HandlerMethods]...)
+	b.markers = b.names.scope("response markers", reserved.Names[reserved.ResponseMarkers]...)
 	b.methods = b.names.scope("methods of Server")
 	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
 	b.req = newReqTable(b, cfg.Validation.Skip)
@@ -166,7 +169,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
 	b.names.resolve()
 	if err := errs.err(); err != nil {
-		return nil, b.locate(err.(*SpecError))
+		return nil, b.locate(err.(*diag.SpecError))
 	}
 	b.typeDefaults()
 	markWriteOnly(b.types)
@@ -216,9 +219,9 @@ func (b *builder) newType(s *openapi3.Schema, loc string) *Type {
 // warnf adds a warning at where: a location or a phrase ("operation
 // \"x\""), which may already start with the spec file's name (the "where"
 // prefix of error messages): the file is named once.
-func (b *builder) warnf(kind WarningKind, where, format string, args ...any) {
+func (b *builder) warnf(kind diag.WarningKind, where, format string, args ...any) {
 	where = strings.TrimSuffix(strings.TrimPrefix(where, b.file+": "), ": ")
-	b.warns = append(b.warns, Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...), Kind: kind})
+	b.warns = append(b.warns, diag.Warning{Where: b.file + ": " + where, Message: fmt.Sprintf(format, args...), Kind: kind})
 }
 
 // typeBuild is what the builder keeps about a type while it builds the

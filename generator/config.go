@@ -13,7 +13,9 @@ import (
 
 	"gopkg.in/yaml.v3"
 
+	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/internal/load"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 )
 
 // Config is one generation run, usually read from idemgen.yaml. Relative
@@ -148,7 +150,7 @@ func LoadConfig(path string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
 		if problems := unknownKeys(path, err); problems != nil {
-			return Config{}, &SpecError{Problems: problems}
+			return Config{}, &diag.SpecError{Problems: problems}
 		}
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}
@@ -235,7 +237,7 @@ func unknownKeys(path string, err error) []string {
 				keys = append(keys, k)
 			}
 		}
-		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], didYouMean(m[2], keys)))
+		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], suggest.DidYouMean(m[2], keys)))
 	}
 	return problems
 }
@@ -258,7 +260,7 @@ func (cfg *Config) specFileError(err error) error {
 			for _, e := range entries {
 				names = append(names, e.Name())
 			}
-			hint = didYouMean(filepath.Base(cfg.Spec), names)
+			hint = suggest.DidYouMean(filepath.Base(cfg.Spec), names)
 		}
 	}
 	spec := cfg.Source

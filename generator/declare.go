@@ -11,6 +11,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -121,7 +124,7 @@ func (b *builder) declareUnion(t *Type, list []member, kw string) {
 		target := d.Mapping[value]
 		i := mappingMember(members, target.Ref, target.Value)
 		if i < 0 {
-			b.warnf(WarnRefused, loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
+			b.warnf(diag.WarnRefused, loc, "discriminator mapping %q: %s is not a member of the %s; the value is refused", value, target.Ref, kw)
 			continue
 		}
 		t.Variants[i].Tags = append(t.Variants[i].Tags, value)
@@ -298,7 +301,7 @@ func markWriteOnly(types []*Type) {
 // may take.
 func (b *builder) typeMembers() []string {
 	if b.split {
-		return append(slices.Clone(reservedNames[reservedTypeMembers]), reservedNames[reservedSplitTypeMembers]...)
+		return append(slices.Clone(reserved.Names[reserved.TypeMembers]), reserved.Names[reserved.SplitTypeMembers]...)
 	}
-	return reservedNames[reservedTypeMembers]
+	return reserved.Names[reserved.TypeMembers]
 }

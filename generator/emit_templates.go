@@ -20,6 +20,10 @@ import (
 	"time"
 	"unicode"
 
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/gofile"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/templates"
 )
 
@@ -48,7 +52,7 @@ func (im *importer) name(path string) string {
 	}
 	base := cleanPackageName(pkgName(path))
 	n := base
-	for i := 2; im.names[n] != "" || templateIdents[n]; i++ {
+	for i := 2; im.names[n] != "" || reserved.TemplateIdents[n]; i++ {
 		n = base + strconv.Itoa(i)
 	}
 	im.paths[path], im.names[n] = n, path
@@ -185,7 +189,7 @@ type templateSet struct {
 // file there replaces the default of the same name; any other name is an
 // error. A whole template replaced (not slots.tmpl) is a warning unless it
 // is a copy of today's built-in one (its eject header says which).
-func loadTemplates(dir string) (*templateSet, []Warning, error) {
+func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
 	im := newImporter()
 	set := template.New("idemgen").Funcs(funcMap(im))
 	known := map[string]bool{}
@@ -206,7 +210,7 @@ func loadTemplates(dir string) (*templateSet, []Warning, error) {
 	if err != nil {
 		return nil, nil, fmt.Errorf("templates: %w", err)
 	}
-	var warnings []Warning
+	var warnings []diag.Warning
 	for _, e := range entries {
 		if e.IsDir() {
 			continue
@@ -214,7 +218,7 @@ func loadTemplates(dir string) (*templateSet, []Warning, error) {
 		path := filepath.Join(dir, e.Name())
 		if !known[e.Name()] {
 			names := sortedKeys(known)
-			return nil, nil, fmt.Errorf("templates: %s matches no default template (want one of %s)%s", path, strings.Join(names, ", "), didYouMean(e.Name(), names))
+			return nil, nil, fmt.Errorf("templates: %s matches no default template (want one of %s)%s", path, strings.Join(names, ", "), suggest.DidYouMean(e.Name(), names))
 		}
 		data, err := os.ReadFile(path)
 		if err != nil {
@@ -228,9 +232,9 @@ func loadTemplates(dir string) (*templateSet, []Warning, error) {
 		if e.Name() != "slots.tmpl" {
 			switch sum, now := templates.EjectedSum(data), templates.Sum(e.Name()); {
 			case sum == "":
-				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name()), Kind: WarnTemplates})
+				warnings = append(warnings, diag.Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, and idemgen cannot tell which version it copies (no `idemgen templates eject` header): it no longer gets idemgen's fixes; prefer the slots of slots.tmpl, or eject it again and carry your changes over", e.Name()), Kind: diag.WarnTemplates})
 			case sum != now:
-				warnings = append(warnings, Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now), Kind: WarnTemplates})
+				warnings = append(warnings, diag.Warning{Where: path, Message: fmt.Sprintf("replaces the built-in %s, which changed since this copy was ejected (sha256:%s, now sha256:%s): eject it again into another directory and carry your changes over, or move them into slots.tmpl", e.Name(), sum, now), Kind: diag.WarnTemplates})
 			}
 		}
 	}
@@ -249,7 +253,7 @@ func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, er
 		return nil, nil
 	}
 	var src bytes.Buffer
-	src.WriteString("// " + headerLine(m.Version) + "\n")
+	src.WriteString("// " + gofile.Header(m.Version) + "\n")
 	fmt.Fprintf(&src, "// source: %s\n\npackage %s\n\n", m.Source, m.Package)
 	if len(set.im.paths) > 0 {
 		src.WriteString("import (\n")

@@ -5,6 +5,8 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 )
 
 // readExtensions are the specification extensions idemgen reads, at the
@@ -19,7 +21,7 @@ func misspelt(key string) string {
 	if slices.Contains(readExtensions, key) {
 		return ""
 	}
-	return nearestWithin(key, readExtensions, 2)
+	return suggest.NearestWithin(key, readExtensions, 2)
 }
 
 // misspeltExtensions reports the near misses among ext, the extensions

@@ -5,6 +5,8 @@ import (
 	"fmt"
 	"sort"
 	"strings"
+
+	"github.com/idemgen/idemgen/generator/diag"
 )
 
 // Severity of a lint finding.
@@ -40,7 +42,7 @@ type Finding struct {
 	Message  string // located: `openapi.yaml: operation "createOrder" (POST /orders): ...`
 	// Kind is a warning's kind (SeverityWarning), by which the command
 	// groups them (WarningLines).
-	Kind WarningKind
+	Kind diag.WarningKind
 }
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
@@ -69,7 +71,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	add := func(s Severity, format string, args ...any) {
 		findings = append(findings, Finding{Severity: s, Message: fmt.Sprintf(format, args...)})
 	}
-	warn := func(w Warning) {
+	warn := func(w diag.Warning) {
 		findings = append(findings, Finding{Severity: SeverityWarning, Message: w.String(), Kind: w.Kind})
 	}
 	for _, w := range specWarnings(doc, file, true) {
@@ -79,7 +81,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	model := cfg
 	model.RequireIdempotent = false
 	if m, err := buildModel(doc, &model, ""); err != nil {
-		var se *SpecError
+		var se *diag.SpecError
 		if !errors.As(err, &se) {
 			return nil, err
 		}
@@ -122,7 +124,7 @@ func Lint(cfg Config) ([]Finding, error) {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		return locatedLess(a.Message, b.Message)
+		return diag.LocatedLess(a.Message, b.Message)
 	})
 	return findings, nil
 }

@@ -2,7 +2,6 @@ package generator
 
 import (
 	"context"
-	"errors"
 	"fmt"
 	"os"
 	"path/filepath"
@@ -11,50 +10,9 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/internal/load"
 )
-
-// Warning is a problem in the spec that generation worked around.
-type Warning struct {
-	Where   string // spec file and, when known, operation or component
-	Message string
-	Kind    WarningKind // what it is about: how it is grouped, whether -strict fails on it
-}
-
-func (w Warning) String() string {
-	if w.Where == "" {
-		return w.Message
-	}
-	return w.Where + ": " + w.Message
-}
-
-// ErrSpec is returned (wrapped) when the spec holds errors; the error text
-// lists every one of them, sorted, one per line.
-var ErrSpec = errors.New("invalid spec")
-
-// SpecError lists every problem found in one spec.
-type SpecError struct {
-	Problems []string // sorted, each located
-}
-
-func (e *SpecError) Error() string { return strings.Join(e.Problems, "\n") }
-func (e *SpecError) Unwrap() error { return ErrSpec }
-
-func (e errList) err() error {
-	if len(e) == 0 {
-		return nil
-	}
-	p := append([]string(nil), e...)
-	sort.Strings(p)
-	// drop exact duplicates (a schema reached twice reports once)
-	out := p[:1]
-	for _, s := range p[1:] {
-		if s != out[len(out)-1] {
-			out = append(out, s)
-		}
-	}
-	return &SpecError{Problems: out}
-}
 
 // loadSpec reads the spec cfg names and loads it (internal/load): local
 // $refs to other files are followed; remote ones only when
@@ -71,7 +29,7 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
 		if problems := diagnose(data, specName(cfg), cfg.Spec); len(problems) > 0 {
-			return nil, &SpecError{Problems: problems}
+			return nil, &diag.SpecError{Problems: problems}
 		}
 		return nil, specLoadError(specName(cfg), data, err)
 	}
@@ -84,13 +42,13 @@ func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }
 // validate, the first problem kin-openapi's validation of the whole document
 // finds. Generation leaves that validation to lint: on Stripe's spec it took
 // half of the generator's time, and the model checks what generation needs.
-func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
-	var ws []Warning
-	add := func(kind WarningKind, where, format string, args ...any) {
-		ws = append(ws, Warning{Where: where, Message: fmt.Sprintf(format, args...), Kind: kind})
+func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
+	var ws []diag.Warning
+	add := func(kind diag.WarningKind, where, format string, args ...any) {
+		ws = append(ws, diag.Warning{Where: where, Message: fmt.Sprintf(format, args...), Kind: kind})
 	}
 	if doc.Info == nil || doc.Info.Version == "" {
-		add(WarnSpec, file, "info.version is empty")
+		add(diag.WarnSpec, file, "info.version is empty")
 	}
 	schemes := map[string]bool{}
 	if doc.Components != nil {
@@ -127,7 +85,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 	for _, name := range sortedKeys(undefined) {
 		refs := undefined[name]
 		sort.Strings(refs)
-		add(WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
+		add(diag.WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
 	}
 	if validate {
 		if err := doc.Validate(context.Background(),
@@ -136,7 +94,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 			openapi3.DisableSchemaPatternValidation(),
 			openapi3.AllowExtraSiblingFields("description", "summary")); err != nil {
 			msg := strings.SplitN(err.Error(), "\n", 2)[0]
-			add(WarnSpec, file, "openapi validation (not fatal): %s", msg)
+			add(diag.WarnSpec, file, "openapi validation (not fatal): %s", msg)
 		}
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })

@@ -30,6 +30,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/generator/internal/load"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -251,7 +252,7 @@ func resolveIn(f *file, frag string) string {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			keys = append(keys, n.Content[i].Value)
 		}
-		return fmt.Sprintf("%s has no %s%s", at, tok, didYouMean(tok, keys))
+		return fmt.Sprintf("%s has no %s%s", at, tok, suggest.DidYouMean(tok, keys))
 	case yaml.SequenceNode:
 		return fmt.Sprintf("%s has no item %s", at, tok)
 	}

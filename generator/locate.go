@@ -7,12 +7,11 @@ package generator
 
 import (
 	"fmt"
-	"math"
 	"regexp"
 	"sort"
-	"strconv"
 	"strings"
 
+	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/internal/load"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
@@ -37,7 +36,7 @@ var (
 // an x- extension (or another key) of an operation, a path item or the
 // root, else the operation, else the #/ location the problem starts with;
 // then sorts them by line.
-func (b *builder) locate(e *SpecError) *SpecError {
+func (b *builder) locate(e *diag.SpecError) *diag.SpecError {
 	if len(b.data) == 0 {
 		return e
 	}
@@ -72,33 +71,6 @@ func (b *builder) locate(e *SpecError) *SpecError {
 			e.Problems[i] = fmt.Sprintf("%sline %d: %s", prefix, line, rest)
 		}
 	}
-	sort.SliceStable(e.Problems, func(i, j int) bool { return locatedLess(e.Problems[i], e.Problems[j]) })
+	sort.SliceStable(e.Problems, func(i, j int) bool { return diag.LocatedLess(e.Problems[i], e.Problems[j]) })
 	return e
-}
-
-var problemLine = regexp.MustCompile(`^([^:]*): line (\d+): `)
-
-// locatedLess orders located messages by file, then line (those without
-// one last), then text.
-func locatedLess(a, b string) bool {
-	fa, la := messageLine(a)
-	fb, lb := messageLine(b)
-	switch {
-	case fa != fb:
-		return a < b
-	case la != lb:
-		return la < lb
-	}
-	return a < b
-}
-
-// messageLine is the file and line a located message starts with; the
-// line is math.MaxInt when it has none.
-func messageLine(msg string) (file string, line int) {
-	if m := problemLine.FindStringSubmatch(msg); m != nil {
-		n, _ := strconv.Atoi(m[2])
-		return m[1], n
-	}
-	file, _, _ = strings.Cut(msg, ": ")
-	return file, math.MaxInt
 }

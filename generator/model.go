@@ -6,6 +6,7 @@ import (
 	"strings"
 	"unicode"
 
+	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -49,7 +50,7 @@ type Model struct {
 	// paths of the internal packages the types and Unimplemented are
 	// declared in; nil when they are declared in the package itself.
 	Split    *SplitModel
-	Warnings []Warning
+	Warnings []diag.Warning
 }
 
 // IdempotentOperations returns the operations that go through the engine.

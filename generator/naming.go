@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"unicode"
+
+	"github.com/idemgen/idemgen/generator/diag"
 )
 
 var initialisms = map[string]string{
@@ -217,7 +219,7 @@ type namer struct {
 	pkg    *scope
 	rename map[string]Rename
 	used   map[string]bool // rename keys that matched an identifier
-	warns  []Warning
+	warns  []diag.Warning
 	errs   *errList
 }
 
@@ -499,11 +501,11 @@ func (n *namer) resolve() {
 			if l.winner == l.id.describe() {
 				both = fmt.Sprintf("twice for %s; the second", l.winner) // one location, never named twice
 			}
-			kind := WarnNameClash
+			kind := diag.WarnNameClash
 			if l.yields {
-				kind = WarnNameYields
+				kind = diag.WarnNameYields
 			}
-			n.warns = append(n.warns, Warning{Where: n.file, Message: fmt.Sprintf(
+			n.warns = append(n.warns, diag.Warning{Where: n.file, Message: fmt.Sprintf(
 				"Go identifier %s (%s) is generated %s is named %s (set rename %q in the config to choose another name)",
 				l.name, sc.what, both, *l.id.dst, l.id.loc), Kind: kind})
 		}

@@ -8,6 +8,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -54,7 +57,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	b.names.derived(b.names.pkg, &o.RequestTypeName, b.ob(o).ident, "Request", o.Location, what, rankDerived, false)
 	b.names.derived(b.names.pkg, &o.ResponseTypeName, b.ob(o).ident, "Response", o.Location, what, rankDerived, false)
 	b.nameHelpers(o, what)
-	b.ob(o).requestFields = b.names.scope("fields of the request of "+what, reservedNames[reservedRequestFields]...)
+	b.ob(o).requestFields = b.names.scope("fields of the request of "+what, reserved.Names[reserved.RequestFields]...)
 
 	// Responses first: replayStatuses are checked against them.
 	b.responses(o, op)
@@ -78,7 +81,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	case idempotentByDefault[method]:
 		// Most likely an annotation forgotten: say so (lint makes it an
 		// error, generate -strict too).
-		b.warnf(WarnNotIdempotent, fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
+		b.warnf(diag.WarnNotIdempotent, fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
 	}
 	if o.Idempotent {
 		o.Policy = patch.apply(root.apply(DefaultPolicy()))
@@ -178,7 +181,7 @@ func (b *builder) responses(o *Operation, op *openapi3.Operation) {
 				r.Body = GoType{Kind: GoBytes}
 			}
 		}
-		fields := b.names.scope("fields of response "+rloc, reservedNames[reservedResponseFields]...)
+		fields := b.names.scope("fields of response "+rloc, reserved.Names[reserved.ResponseFields]...)
 		for _, name := range sortedKeys(rr.Value.Headers) {
 			if strings.EqualFold(name, "Content-Type") {
 				continue
@@ -368,7 +371,7 @@ func isMediaType(key string) bool {
 func (b *builder) notMediaTypes(c openapi3.Content, where string) {
 	for _, k := range sortedKeys(c) {
 		if !isMediaType(k) {
-			b.warnf(WarnSpec, where, "content %q is not a media type: it is left out", k)
+			b.warnf(diag.WarnSpec, where, "content %q is not a media type: it is left out", k)
 		}
 	}
 }

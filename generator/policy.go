@@ -8,6 +8,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -112,6 +114,22 @@ type policyPatch struct {
 type errList []string
 
 func (e *errList) addf(format string, args ...any) { *e = append(*e, fmt.Sprintf(format, args...)) }
+
+func (e errList) err() error {
+	if len(e) == 0 {
+		return nil
+	}
+	p := append([]string(nil), e...)
+	sort.Strings(p)
+	// drop exact duplicates (a schema reached twice reports once)
+	out := p[:1]
+	for _, s := range p[1:] {
+		if s != out[len(out)-1] {
+			out = append(out, s)
+		}
+	}
+	return &diag.SpecError{Problems: out}
+}
 
 // policyFields are the fields of an x-idempotent object.
 var policyFields = []string{"header", "required", "keyFormat", "ttl", "mode", "lease", "inFlight", "wait",
@@ -225,7 +243,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 					continue
 				}
 				if fk != "exclude" {
-					errs.addf("%s%s.fingerprint.%s: unknown field%s", where, path, fk, didYouMean(fk, []string{"exclude", "excludeParameters"}))
+					errs.addf("%s%s.fingerprint.%s: unknown field%s", where, path, fk, suggest.DidYouMean(fk, []string{"exclude", "excludeParameters"}))
 					ok = false
 					continue
 				}
@@ -264,7 +282,7 @@ func parseExtension(v any, where string, errs *errList) (patch *policyPatch, opt
 		case "profile":
 			p.policy.Profile, ok = str(k, val)
 		default:
-			errs.addf("%s%s.%s: unknown field%s", where, path, k, didYouMean(k, policyFields))
+			errs.addf("%s%s.%s: unknown field%s", where, path, k, suggest.DidYouMean(k, policyFields))
 			ok = false
 		}
 		if ok {

@@ -10,6 +10,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -103,7 +105,7 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	for _, ty := range types {
 		c, ok := jsonTypes[ty]
 		if !ok {
-			t.b.errs.addf("%s: %s: type %q is not one of %s%s", t.b.file, loc, ty, strings.Join(sortedKeys(jsonTypes), ", "), didYouMean(ty, sortedKeys(jsonTypes)))
+			t.b.errs.addf("%s: %s: type %q is not one of %s%s", t.b.file, loc, ty, strings.Join(sortedKeys(jsonTypes), ", "), suggest.DidYouMean(ty, sortedKeys(jsonTypes)))
 			continue
 		}
 		e.Types = append(e.Types, c)
@@ -157,7 +159,7 @@ func (t *reqTable) fill(e *ReqSchema, s *openapi3.Schema, loc string, noValidate
 	}
 	if s.Pattern != "" {
 		if _, err := regexp.Compile(s.Pattern); err != nil {
-			t.b.warnf(WarnTyped, loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
+			t.b.warnf(diag.WarnTyped, loc, "pattern %q is not enforced: Go's regexp (RE2 syntax) cannot compile it: %v", s.Pattern, err)
 		} else {
 			e.Pattern = s.Pattern
 		}
@@ -295,7 +297,7 @@ func (t *reqTable) unenforced(s *openapi3.Schema, loc string) {
 		kws = append(kws, "unevaluatedProperties")
 	}
 	if len(kws) > 0 {
-		t.b.warnf(WarnTyped, loc, "%s not enforced on requests", strings.Join(kws, ", "))
+		t.b.warnf(diag.WarnTyped, loc, "%s not enforced on requests", strings.Join(kws, ", "))
 	}
 }
 

@@ -11,6 +11,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
@@ -63,7 +65,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		if p.In == "path" && !slices.Contains(o.PathParams, muxWildcard(p.Name)) {
 			// No request can carry it: as a required parameter it would
 			// refuse every request. A spec one cannot edit still generates.
-			b.warnf(WarnTyped, where, "path parameter %q is not in the path %s: it is ignored (no request field)", p.Name, o.Path)
+			b.warnf(diag.WarnTyped, where, "path parameter %q is not in the path %s: it is ignored (no request field)", p.Name, o.Path)
 			continue
 		}
 		prm := &Param{Name: p.Name, Key: p.Name, In: p.In, Required: p.Required || p.In == "path"}
@@ -77,7 +79,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 		}
 		style, ok := paramStyle(p)
 		if !ok {
-			b.errs.addf("%s%s: style %q is not one of %s%s", where, prm.Where(), p.Style, strings.Join(sortedKeys(paramStyles), ", "), didYouMean(p.Style, sortedKeys(paramStyles)))
+			b.errs.addf("%s%s: style %q is not one of %s%s", where, prm.Where(), p.Style, strings.Join(sortedKeys(paramStyles), ", "), suggest.DidYouMean(p.Style, sortedKeys(paramStyles)))
 		}
 		sr := p.Schema
 		schemaLoc := ploc + "/schema"
@@ -88,7 +90,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 				sr, style = media.Schema, idemimpl.StyleJSON
 				schemaLoc = ploc + "/content/" + jsonkit.EscapeToken(mt) + "/schema"
 				if !speaksJSON(mt) {
-					b.warnf(WarnTyped, strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
+					b.warnf(diag.WarnTyped, strings.TrimSuffix(where, ": ")+" "+prm.Where(), "content %s is read as JSON", mt)
 				}
 			}
 		}
@@ -119,7 +121,7 @@ func (b *builder) params(o *Operation, item *openapi3.PathItem, op *openapi3.Ope
 func (b *builder) keyParam(o *Operation, prm *Param, sr *openapi3.SchemaRef, where string, noValidate bool) {
 	at := strings.TrimSuffix(where, ": ") + " " + prm.Where()
 	if prm.List || (prm.Type.Kind != GoBuiltin || prm.Type.Name != "string") && prm.Type.Kind != GoUUID {
-		b.warnf(WarnTyped, at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
+		b.warnf(diag.WarnTyped, at, "the idempotency key header is not declared a string (or a format: uuid string): its request field holds the header as sent, KeyFromContext the key the engine parsed")
 		return
 	}
 	prm.EngineKey = true
@@ -163,7 +165,7 @@ func (b *builder) uuidKeyRefused(at, keyFormat string, samples []string, s *open
 	const n = 36
 	switch {
 	case s.MaxLength != nil && *s.MaxLength < n || s.MinLength > n:
-		b.warnf(WarnRefused, at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
+		b.warnf(diag.WarnRefused, at, "every key is refused: the engine's parsed key (x-idempotent.keyFormat %q) has %d characters, the schema's minLength/maxLength do not allow them", keyFormat, n)
 	case s.Pattern != "":
 		re, err := regexp.Compile(s.Pattern)
 		if err != nil || len(samples) == 0 {
@@ -174,7 +176,7 @@ func (b *builder) uuidKeyRefused(at, keyFormat string, samples []string, s *open
 				return
 			}
 		}
-		b.warnf(WarnRefused, at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
+		b.warnf(diag.WarnRefused, at, "pattern %q refuses the keys the engine gives it (x-idempotent.keyFormat %q, lower case, e.g. %s): it is checked against the parsed key, not the header as sent", s.Pattern, keyFormat, samples[0])
 	}
 }
 
@@ -294,7 +296,7 @@ func (b *builder) body(o *Operation, op *openapi3.Operation, where string) {
 			if sr != nil && firstSchema != nil && sr.Value == firstSchema.Value {
 				why = fmt.Sprintf("it has the schema of %s, but idemgen reads %s as %s, not as %s", body.MediaType, mt, decodedAs(dec), decodedAs(body.Media[0].Decode))
 			}
-			b.warnf(WarnRefused, strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): %s", mt, why)
+			b.warnf(diag.WarnRefused, strings.TrimSuffix(where, ": ")+" request body", "%s is not accepted (415): %s", mt, why)
 			continue
 		}
 		m := &BodyMedia{Type: strings.ToLower(mt), Decode: dec}

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -70,7 +71,7 @@ func (b *builder) warnUnstoredHeaders(o *Operation) {
 	for _, r := range o.Responses {
 		for _, h := range r.Headers {
 			if idem.NeverStoredHeader(h.Name) {
-				b.warnf(WarnTyped, fmt.Sprintf("operation %q", o.ID),
+				b.warnf(diag.WarnTyped, fmt.Sprintf("operation %q", o.ID),
 					"response %s declares header %s, which the idempotency engine never stores (cookies, credentials and headers a replay sets itself): the first response carries it, a replay does not",
 					r.Status, h.Name)
 			}

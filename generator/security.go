@@ -8,6 +8,8 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -87,7 +89,7 @@ func (b *builder) scheme(name, where string) *SecurityScheme {
 	undefined := func(why string) {
 		s.Kind, s.What = idemimpl.SchemeUndefined, "undefined"
 		if why != "" {
-			b.warnf(WarnRefused, where, "security scheme %q %s: a requirement that names it never admits a request (401)", name, why)
+			b.warnf(diag.WarnRefused, where, "security scheme %q %s: a requirement that names it never admits a request (401)", name, why)
 		}
 	}
 	if ss == nil {
@@ -194,7 +196,7 @@ func (b *builder) finishSecurity(m *Model) {
 		}
 		o.SecurityIndex = i
 	}
-	b.names.pkg.reserve(reservedNames[reservedSecured]...)
+	b.names.pkg.reserve(reserved.Names[reserved.Secured]...)
 }
 
 // describeSecurity says alternatives in words: "apiKey and bearerAuth, or

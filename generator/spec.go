@@ -2,6 +2,8 @@ package generator
 
 import (
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
 )
 
 // Spec is a loaded OpenAPI document and the model idemgen builds from it,
@@ -11,7 +13,7 @@ import (
 type Spec struct {
 	Doc      *openapi3.T
 	Model    *Model
-	Warnings []Warning
+	Warnings []diag.Warning
 }
 
 // Load loads the spec named by cfg and builds its model as Generate does,

@@ -7,6 +7,9 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -17,7 +20,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 	if len(doc.Webhooks) == 0 {
 		return nil
 	}
-	b.names.pkg.reserve(reservedNames[reservedWebhooks]...)
+	b.names.pkg.reserve(reserved.Names[reserved.Webhooks]...)
 	receiver := b.names.scope("methods of WebhookReceiver")
 	handlers := b.names.scope("methods of webhookHandler")
 	var out []*Webhook
@@ -38,11 +41,11 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			}
 		}
 		if op == nil {
-			b.warnf(WarnWebhooks, where, "no operation; skipped")
+			b.warnf(diag.WarnWebhooks, where, "no operation; skipped")
 			continue
 		}
 		if len(ops) > 1 {
-			b.warnf(WarnWebhooks, where, "%d operations; only %s is generated", len(ops), strings.ToUpper(method))
+			b.warnf(diag.WarnWebhooks, where, "%d operations; only %s is generated", len(ops), strings.ToUpper(method))
 		}
 		w := &Webhook{Name: name, Method: strings.ToUpper(method), Summary: firstLine(op.Summary),
 			Deprecated: op.Deprecated, Segment: url.PathEscape(name),
@@ -51,12 +54,12 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 			w.Summary = firstLine(op.Description)
 		}
 		if op.RequestBody == nil || op.RequestBody.Value == nil {
-			b.warnf(WarnWebhooks, where, "no request body; skipped")
+			b.warnf(diag.WarnWebhooks, where, "no request body; skipped")
 			continue
 		}
 		mt, media := pickMedia(op.RequestBody.Value.Content)
 		if media == nil || !speaksJSON(mt) {
-			b.warnf(WarnWebhooks, where, "request body is not JSON (%s); skipped", mt)
+			b.warnf(diag.WarnWebhooks, where, "request body is not JSON (%s); skipped", mt)
 			continue
 		}
 		w.MediaType, w.Required = mt, op.RequestBody.Value.Required
@@ -83,7 +86,7 @@ func (b *builder) webhooks(doc *openapi3.T) []*Webhook {
 		out = append(out, w)
 	}
 	if root := securityNames(doc.Security); len(root) > 0 && len(unsecured) > 0 {
-		b.warnf(WarnWebhooks, "webhooks", "the document's security (%s) does not apply to webhooks; without security of their own: %s (authenticate deliveries with WithWebhookVerifier)",
+		b.warnf(diag.WarnWebhooks, "webhooks", "the document's security (%s) does not apply to webhooks; without security of their own: %s (authenticate deliveries with WithWebhookVerifier)",
 			strings.Join(root, ", "), strings.Join(unsecured, ", "))
 	}
 	return out

@@ -1,4 +1,4 @@
-package generator
+package suggest
 
 import "testing"
 
@@ -8,11 +8,11 @@ func TestNearest(t *testing.T) {
 		{"tll", "ttl"}, {"TTL", "ttl"}, {"keyformat", "keyFormat"}, {"replayStatus", "replayStatuses"},
 		{"inflight", "inFlight"}, {"onExpire", "onExpired"}, {"modes", "mode"}, {"colour", ""}, {"x", ""},
 	} {
-		if got := nearest(tc.s, fields); got != tc.want {
+		if got := Nearest(tc.s, fields); got != tc.want {
 			t.Errorf("nearest(%q) = %q, want %q", tc.s, got, tc.want)
 		}
 	}
-	if got := nearest("NewBookin", []string{"Booking", "NewBooking", "Error"}); got != "NewBooking" {
+	if got := Nearest("NewBookin", []string{"Booking", "NewBooking", "Error"}); got != "NewBooking" {
 		t.Errorf("nearest(NewBookin) = %q", got)
 	}
 	if d := editDistance("abc", "acb"); d != 1 {

@@ -1,8 +1,17 @@
-package generator
+// Package diag holds what a generation run reports beside its files: the
+// warnings about what it worked around (Warning, grouped by WarningKind for
+// the command), and SpecError, every problem of a spec that does not
+// generate, located. The loader, the model's builder, the emitters and the
+// runner in package generator all report through it.
+package diag
 
 import (
+	"errors"
 	"fmt"
+	"math"
+	"regexp"
 	"sort"
+	"strconv"
 	"strings"
 )
 
@@ -163,4 +172,57 @@ func StrictWarnings(ws []Warning) []Warning {
 		}
 	}
 	return out
+}
+
+// Warning is a problem in the spec that generation worked around.
+type Warning struct {
+	Where   string // spec file and, when known, operation or component
+	Message string
+	Kind    WarningKind // what it is about: how it is grouped, whether -strict fails on it
+}
+
+func (w Warning) String() string {
+	if w.Where == "" {
+		return w.Message
+	}
+	return w.Where + ": " + w.Message
+}
+
+// ErrSpec is returned (wrapped) when the spec holds errors; the error text
+// lists every one of them, sorted, one per line.
+var ErrSpec = errors.New("invalid spec")
+
+// SpecError lists every problem found in one spec.
+type SpecError struct {
+	Problems []string // sorted, each located
+}
+
+func (e *SpecError) Error() string { return strings.Join(e.Problems, "\n") }
+func (e *SpecError) Unwrap() error { return ErrSpec }
+
+var problemLine = regexp.MustCompile(`^([^:]*): line (\d+): `)
+
+// LocatedLess orders located messages by file, then line (those without
+// one last), then text.
+func LocatedLess(a, b string) bool {
+	fa, la := messageLine(a)
+	fb, lb := messageLine(b)
+	switch {
+	case fa != fb:
+		return a < b
+	case la != lb:
+		return la < lb
+	}
+	return a < b
+}
+
+// messageLine is the file and line a located message starts with; the
+// line is math.MaxInt when it has none.
+func messageLine(msg string) (file string, line int) {
+	if m := problemLine.FindStringSubmatch(msg); m != nil {
+		n, _ := strconv.Atoi(m[2])
+		return m[1], n
+	}
+	file, _, _ = strings.Cut(msg, ": ")
+	return file, math.MaxInt
 }

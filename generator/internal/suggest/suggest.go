@@ -1,19 +1,21 @@
-package generator
+// Package suggest finds the nearest of the names a misspelt one could
+// mean, for the "did you mean" of error messages.
+package suggest
 
 import "strings"
 
-// nearest returns the candidate closest to s, for a "did you mean" hint: a
+// Nearest returns the candidate closest to s, for a "did you mean" hint: a
 // candidate equal to s but for case, else one within an edit distance of
 // about a third of its length (tll, ttl; NewBookin, NewBooking); "" when
 // none is close. The edit distance is twenty lines here rather than a
 // dependency of every generated service's module.
-func nearest(s string, candidates []string) string {
-	return nearestWithin(s, candidates, -1)
+func Nearest(s string, candidates []string) string {
+	return NearestWithin(s, candidates, -1)
 }
 
-// nearestWithin is nearest with at most maxEdits edits (case aside);
+// NearestWithin is Nearest with at most maxEdits edits (case aside);
 // -1 for nearest's third of the candidate's length.
-func nearestWithin(s string, candidates []string, maxEdits int) string {
+func NearestWithin(s string, candidates []string, maxEdits int) string {
 	best, bestD := "", 0
 	for _, c := range candidates {
 		if strings.EqualFold(c, s) {
@@ -31,9 +33,9 @@ func nearestWithin(s string, candidates []string, maxEdits int) string {
 	return best
 }
 
-// didYouMean is " (did you mean X?)" for the nearest candidate, or "".
-func didYouMean(s string, candidates []string) string {
-	if n := nearest(s, candidates); n != "" {
+// DidYouMean is " (did you mean X?)" for the nearest candidate, or "".
+func DidYouMean(s string, candidates []string) string {
+	if n := Nearest(s, candidates); n != "" {
 		return " (did you mean " + n + "?)"
 	}
 	return ""
