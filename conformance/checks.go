@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -44,7 +44,7 @@ func (c *checker) verdict(check, ok string, problems []string, exs ...*Exchange)
 }
 
 // operation runs every check on one idempotent operation.
-func (r *runner) operation(ctx context.Context, o *generator.Operation) []Result {
+func (r *runner) operation(ctx context.Context, o *model.Operation) []Result {
 	c := &checker{p: r.prepare(o)}
 	c.missingKey(ctx)
 	c.malformedKeys(ctx)

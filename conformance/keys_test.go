@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -16,7 +16,7 @@ import (
 // "malformed".
 func TestKeyFormats(t *testing.T) {
 	for _, f := range append(idem.PolicyEnums()["keyFormat"], "uuidv9") {
-		p := &opRun{o: &generator.Operation{ID: "op", Idempotent: true}}
+		p := &opRun{o: &model.Operation{ID: "op", Idempotent: true}}
 		p.o.Policy.KeyFormat = f
 		fresh := p.newKey()
 		bad, err := badKeys(f, fresh)

@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -182,7 +183,7 @@ func (cfg *Config) normalise() error {
 	if cfg.Package == "" {
 		cfg.Package = "api"
 	}
-	if !isGoIdent(cfg.Package) {
+	if !token.IsIdentifier(cfg.Package) {
 		return fmt.Errorf("config: package %q is not a Go identifier", cfg.Package)
 	}
 	if cfg.Output == "" {

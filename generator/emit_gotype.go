@@ -6,25 +6,19 @@ package generator
 
 import (
 	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // kindIdents is how the kinds of GoType that stand for a type of another
 // package are spelt: its import path and name (a generic type, for
 // GoNullable and GoOrEmpty, instantiated with the element).
-var kindIdents = map[GoKind]goIdent{
-	GoTime:     {"time", "Time"},
-	GoUUID:     {uuidPkg, "UUID"},
-	GoDate:     {typePkg, "Date"},
-	GoFile:     {typePkg, "File"},
-	GoReader:   {"io", "Reader"},
-	GoNullable: {typePkg, "Nullable"},
-	GoOrEmpty:  {typePkg, "OrEmpty"},
-}
+var kindIdents = map[model.GoKind]goIdent{model.GoTime: {"time", "Time"}, model.GoUUID: {uuidPkg, "UUID"}, model.GoDate: {typePkg, "Date"}, model.GoFile: {typePkg, "File"}, model.GoReader: {"io", "Reader"}, model.GoNullable: {typePkg, "Nullable"}, model.GoOrEmpty: {typePkg, "OrEmpty"}}
 
 // typeWriter writes the parts of a Go type in the form of one emitter.
 type typeWriter[T any] interface {
-	ident(id goIdent) T // predeclared (path ""), or of another package
-	named(t *Type) T    // a type the generated code declares
+	ident(id goIdent) T    // predeclared (path ""), or of another package
+	named(t *model.Type) T // a type the generated code declares
 	slice(elem T) T
 	mapOf(elem T) T // map[string]elem
 	pointer(elem T) T
@@ -33,21 +27,21 @@ type typeWriter[T any] interface {
 
 // spellType spells t through w: the one definition of how each kind of
 // GoType is written.
-func spellType[T any](t GoType, w typeWriter[T]) T {
+func spellType[T any](t model.GoType, w typeWriter[T]) T {
 	switch t.Kind {
-	case GoBuiltin:
+	case model.GoBuiltin:
 		return w.ident(goIdent{name: t.Name})
-	case GoNamed:
+	case model.GoNamed:
 		return w.named(t.Named)
-	case GoBytes:
+	case model.GoBytes:
 		return w.slice(w.ident(goIdent{name: "byte"}))
-	case GoSlice:
+	case model.GoSlice:
 		return w.slice(spellType(*t.Elem, w))
-	case GoMap:
+	case model.GoMap:
 		return w.mapOf(spellType(*t.Elem, w))
-	case GoPointer:
+	case model.GoPointer:
 		return w.pointer(spellType(*t.Elem, w))
-	case GoNullable, GoOrEmpty:
+	case model.GoNullable, model.GoOrEmpty:
 		return w.generic(kindIdents[t.Kind], spellType(*t.Elem, w))
 	}
 	if id, ok := kindIdents[t.Kind]; ok {
@@ -68,7 +62,7 @@ func (w jenTypes) ident(id goIdent) jen.Code {
 	return jen.Qual(id.path, id.name)
 }
 
-func (w jenTypes) named(t *Type) jen.Code {
+func (w jenTypes) named(t *model.Type) jen.Code {
 	return w.ident(goIdent{w.schemaPkg, t.Name})
 }
 
@@ -91,7 +85,7 @@ func (w sourceTypes) ident(id goIdent) string {
 	return importRef{w.im, id.path}.String() + "." + id.name
 }
 
-func (sourceTypes) named(t *Type) string       { return t.Name }
+func (sourceTypes) named(t *model.Type) string { return t.Name }
 func (sourceTypes) slice(elem string) string   { return "[]" + elem }
 func (sourceTypes) mapOf(elem string) string   { return "map[string]" + elem }
 func (sourceTypes) pointer(elem string) string { return "*" + elem }

@@ -5,6 +5,7 @@ import (
 	"strconv"
 	"strings"
 
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -17,21 +18,21 @@ func literal(im *importer, v any) (string, error) {
 	p := &runtimePrinter{im: im}
 	var out string
 	switch v := v.(type) {
-	case *ReqSchema:
+	case *model.ReqSchema:
 		out = schemaLiteral(v, p)
-	case *Param:
+	case *model.Param:
 		out = paramLiteral(v, p)
-	case *BodyMedia:
+	case *model.BodyMedia:
 		out = mediaLiteral(v, p)
-	case *SecurityScheme:
+	case *model.SecurityScheme:
 		out = schemeLiteral(v, p)
-	case SecurityRequirement:
+	case model.SecurityRequirement:
 		out = requirementLiteral(v)
-	case PathSegment:
+	case model.PathSegment:
 		out = segmentLiteral(v)
-	case *RequestLimits:
+	case *model.RequestLimits:
 		out = fmt.Sprintf("{MaxDepth: %d, MaxFields: %d, MaxNameLength: %d, MaxValues: %d}", v.MaxDepth, v.MaxFields, v.MaxNameLength, v.MaxValues)
-	case []ResponseHeaderSet:
+	case []model.ResponseHeaderSet:
 		out = responseHeadersLiteral(v)
 	default:
 		return "", fmt.Errorf("literal: no literal for %T", v)
@@ -104,7 +105,7 @@ func bits[T ~uint8 | ~uint16](set T) []T {
 }
 
 // schemaLiteral prints an idemimpl.Schema: {Types: idemimpl.TypeString}.
-func schemaLiteral(e *ReqSchema, p *runtimePrinter) string {
+func schemaLiteral(e *model.ReqSchema, p *runtimePrinter) string {
 	var f []string
 	add := func(name, value string) { f = append(f, name+": "+value) }
 	has := func(h idemimpl.Has) bool { return e.Has&h != 0 }
@@ -217,7 +218,7 @@ func schemaLiteral(e *ReqSchema, p *runtimePrinter) string {
 }
 
 // paramLiteral prints an idemimpl.Param.
-func paramLiteral(p *Param, rt *runtimePrinter) string {
+func paramLiteral(p *model.Param, rt *runtimePrinter) string {
 	s := fmt.Sprintf("{In: %s, Name: %s, Key: %s", strconv.Quote(p.In), strconv.Quote(p.Name), strconv.Quote(p.Key))
 	if p.Schema != 0 {
 		s += fmt.Sprintf(", Schema: %d", p.Schema)
@@ -236,7 +237,7 @@ func paramLiteral(p *Param, rt *runtimePrinter) string {
 }
 
 // mediaLiteral prints an idemimpl.Media.
-func mediaLiteral(m *BodyMedia, p *runtimePrinter) string {
+func mediaLiteral(m *model.BodyMedia, p *runtimePrinter) string {
 	s := fmt.Sprintf("{Type: %s, Decode: %s", strconv.Quote(m.Type), p.constant(m.Decode))
 	if m.Schema != 0 {
 		s += fmt.Sprintf(", Schema: %d", m.Schema)
@@ -253,7 +254,7 @@ func mediaLiteral(m *BodyMedia, p *runtimePrinter) string {
 }
 
 // schemeLiteral prints an idemimpl.Scheme.
-func schemeLiteral(s *SecurityScheme, p *runtimePrinter) string {
+func schemeLiteral(s *model.SecurityScheme, p *runtimePrinter) string {
 	out := fmt.Sprintf("{Name: %s, Kind: %s", strconv.Quote(s.Name), p.constant(s.Kind))
 	if s.Param != "" {
 		out += ", Param: " + strconv.Quote(s.Param)
@@ -266,7 +267,7 @@ func schemeLiteral(s *SecurityScheme, p *runtimePrinter) string {
 
 // requirementLiteral prints an idemimpl.Requirement; its schemes are
 // entries of the generated securitySchemes.
-func requirementLiteral(r SecurityRequirement) string {
+func requirementLiteral(r model.SecurityRequirement) string {
 	parts := make([]string, len(r))
 	for i, u := range r {
 		p := fmt.Sprintf("{Scheme: &securitySchemes[%d]", u.Scheme.Index)
@@ -279,7 +280,7 @@ func requirementLiteral(r SecurityRequirement) string {
 }
 
 // segmentLiteral prints an idemimpl.PathSegment.
-func segmentLiteral(s PathSegment) string {
+func segmentLiteral(s model.PathSegment) string {
 	if len(s.Params) == 0 {
 		return fmt.Sprintf("{Wildcard: %s, Literals: []string{%s}}", strconv.Quote(s.Wildcard), quoted(s.Literals))
 	}
@@ -287,7 +288,7 @@ func segmentLiteral(s PathSegment) string {
 }
 
 // responseHeadersLiteral prints idem.Operation.ResponseHeaders.
-func responseHeadersLiteral(sets []ResponseHeaderSet) string {
+func responseHeadersLiteral(sets []model.ResponseHeaderSet) string {
 	var b strings.Builder
 	b.WriteString("map[string][]string{")
 	for i, sh := range sets {
@@ -308,7 +309,7 @@ func responseHeadersLiteral(sets []ResponseHeaderSet) string {
 // schemeParams is the parameter list of a scheme's Security method after
 // ctx, and schemeArgs the arguments the generated hook passes from c, an
 // *idemimpl.Credential.
-func schemeParams(im *importer, s *SecurityScheme) string {
+func schemeParams(im *importer, s *model.SecurityScheme) string {
 	switch s.Kind {
 	case idemimpl.SchemeBasic:
 		return "username, password string"
@@ -326,20 +327,20 @@ func schemeParams(im *importer, s *SecurityScheme) string {
 // value (its element's, when the field is a pointer): idemimpl.ParseInt64,
 // idemimpl.ParseEnum[Status]; types qualifies the package's types ("" or
 // "api.").
-func headerParser(im *importer, h *Header, types string) (string, error) {
+func headerParser(im *importer, h *model.Header, types string) (string, error) {
 	t := h.Type
-	if t.Kind == GoPointer {
+	if t.Kind == model.GoPointer {
 		t = *t.Elem
 	}
-	for t.Kind == GoNamed && t.Named.Kind == KindAlias {
+	for t.Kind == model.GoNamed && t.Named.Kind == model.KindAlias {
 		t = t.Named.Alias
 	}
-	name := map[GoKind]string{GoTime: "ParseTime", GoUUID: "ParseUUID", GoDate: "ParseDate"}[t.Kind]
+	name := map[model.GoKind]string{model.GoTime: "ParseTime", model.GoUUID: "ParseUUID", model.GoDate: "ParseDate"}[t.Kind]
 	switch {
-	case t.Kind == GoBuiltin:
+	case t.Kind == model.GoBuiltin:
 		name = map[string]string{"string": "ParseString", "bool": "ParseBool", "int32": "ParseInt32", "int64": "ParseInt64",
 			"float32": "ParseFloat32", "float64": "ParseFloat64"}[t.Name]
-	case t.Kind == GoNamed && t.Named.Kind == KindEnum:
+	case t.Kind == model.GoNamed && t.Named.Kind == model.KindEnum:
 		name = "ParseEnum[" + types + t.Named.Name + "]"
 	}
 	if name == "" {
@@ -348,7 +349,7 @@ func headerParser(im *importer, h *Header, types string) (string, error) {
 	return importRef{im, implPkg}.String() + "." + name, nil
 }
 
-func schemeArgs(s *SecurityScheme) string {
+func schemeArgs(s *model.SecurityScheme) string {
 	switch s.Kind {
 	case idemimpl.SchemeBasic:
 		return "c.Username, c.Password"
@@ -359,9 +360,9 @@ func schemeArgs(s *SecurityScheme) string {
 }
 
 // goLiteral spells v as a Go expression of type t; "" when it cannot.
-func goLiteral(t GoType, v any) string {
+func goLiteral(t model.GoType, v any) string {
 	switch t.Kind {
-	case GoBuiltin:
+	case model.GoBuiltin:
 		switch x := v.(type) {
 		case string:
 			if t.Name == "string" {
@@ -381,18 +382,39 @@ func goLiteral(t GoType, v any) string {
 				return t.Name + "(" + strconv.FormatFloat(x, 'g', -1, 64) + ")"
 			}
 		}
-	case GoNamed:
+	case model.GoNamed:
 		nt := t.Named
 		switch nt.Kind {
-		case KindEnum:
+		case model.KindEnum:
 			for _, e := range nt.Enum {
 				if e.Value == v {
 					return e.Name
 				}
 			}
-		case KindAlias:
+		case model.KindAlias:
 			return goLiteral(nt.Alias, v)
 		}
 	}
 	return ""
+}
+
+// describeSecurity says alternatives in words: "apiKey and bearerAuth, or
+// basicAuth, or anonymous".
+func describeSecurity(alts []model.SecurityRequirement) string {
+	words := make([]string, len(alts))
+	for i, alt := range alts {
+		if len(alt) == 0 {
+			words[i] = "anonymous"
+			continue
+		}
+		names := make([]string, len(alt))
+		for j, u := range alt {
+			names[j] = u.Scheme.Name
+			if len(u.Scopes) > 0 {
+				names[j] += " (" + strings.Join(u.Scopes, " ") + ")"
+			}
+		}
+		words[i] = strings.Join(names, " and ")
+	}
+	return strings.Join(words, ", or ")
 }

@@ -7,11 +7,13 @@ import (
 	"fmt"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // renderOperationTypes emits the types of the operations' requests and
 // responses, and the response encoders.
-func (e *typeEmitter) renderOperationTypes(f *jen.File, m *Model) {
+func (e *typeEmitter) renderOperationTypes(f *jen.File, m *model.Model) {
 	for _, s := range m.SharedResponses {
 		e.renderSharedResponse(f, s)
 	}
@@ -21,7 +23,7 @@ func (e *typeEmitter) renderOperationTypes(f *jen.File, m *Model) {
 }
 
 // renderResponseStruct declares the struct type name of response r.
-func (e *typeEmitter) renderResponseStruct(f *jen.File, name string, r *Response) {
+func (e *typeEmitter) renderResponseStruct(f *jen.File, name string, r *model.Response) {
 	f.Type().Id(name).StructFunc(func(g *jen.Group) {
 		if r.Code == 0 {
 			g.Id("Status").Int().Comment("the HTTP status to send")
@@ -32,7 +34,7 @@ func (e *typeEmitter) renderResponseStruct(f *jen.File, name string, r *Response
 		for _, h := range r.Headers {
 			when := "sent when not nil"
 			switch {
-			case h.Type.Kind == GoBuiltin && h.Type.Name == "string":
+			case h.Type.Kind == model.GoBuiltin && h.Type.Name == "string":
 				when = "sent when not empty"
 			case h.Required:
 				when = "required"
@@ -45,7 +47,7 @@ func (e *typeEmitter) renderResponseStruct(f *jen.File, name string, r *Response
 // renderSharedResponse declares the struct of a response component that
 // several operations answer with; each names it by an alias and declares
 // its own response interface's marker method on it (renderOpTypes).
-func (e *typeEmitter) renderSharedResponse(f *jen.File, s *SharedResponse) {
+func (e *typeEmitter) renderSharedResponse(f *jen.File, s *model.SharedResponse) {
 	doc := fmt.Sprintf("%s is the response %s, which %d operations answer with, each under a name of its own (an alias).", s.TypeName, s.Location, s.Uses)
 	if s.Description != "" {
 		doc += " " + s.Description
@@ -54,7 +56,7 @@ func (e *typeEmitter) renderSharedResponse(f *jen.File, s *SharedResponse) {
 	e.renderResponseStruct(f, s.TypeName, s.Response)
 }
 
-func (e *typeEmitter) renderOpTypes(f *jen.File, o *Operation) {
+func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	desc := fmt.Sprintf("operation %s (%s %s)", o.ID, o.Method, o.Path)
 	f.Comment(fmt.Sprintf("%s is the decoded request of %s.", o.RequestType(), desc))
 	if o.Summary != "" {
@@ -62,18 +64,11 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *Operation) {
 	}
 	f.Type().Id(o.RequestType()).StructFunc(func(g *jen.Group) {
 		for _, p := range o.Params {
-			t, elem := p.Type, p.Type
-			switch {
-			case p.List:
-				t = GoType{Kind: GoSlice, Elem: &elem}
-			case !p.Required && !t.nilable():
-				t = ptr(t)
-			}
 			c := p.Where()
 			if p.EngineKey {
 				c += ": the key the engine parsed (idem.KeyFromContext)"
 			}
-			g.Id(p.Field).Add(e.typ(t)).Comment(c)
+			g.Id(p.Field).Add(e.typ(p.FieldType())).Comment(c)
 		}
 		if o.Body != nil {
 			g.Id("Body").Add(e.typ(o.Body.Type)).Comment(o.Body.MediaType)
@@ -117,17 +112,17 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *Operation) {
 		case r.JSON:
 			call = "JSONResponse"
 			body := jen.Id("r").Dot("Body")
-			if r.Body.reachesWriteOnly() {
+			if r.Body.ReachesWriteOnly() {
 				body = jen.Add(e.stripWriteOnly(body, r.Body))
 			}
-			args = append(args, jen.Lit(responseContentType(r.MediaType)), body)
+			args = append(args, jen.Lit(r.ContentType()), body)
 		default:
 			call = "RawResponse"
 			args = append(args, jen.Lit(r.MediaType), jen.Id("r").Dot("Body"))
 		}
 		for _, h := range r.Headers {
 			value := jen.Id("r").Dot(h.Field)
-			if !(h.Type.Kind == GoBuiltin && h.Type.Name == "string") {
+			if !(h.Type.Kind == model.GoBuiltin && h.Type.Name == "string") {
 				value = jen.Qual(implPkg, "HeaderValue").Call(value)
 			}
 			args = append(args, jen.Lit(h.Name), value)

@@ -1,6 +1,7 @@
 package generator
 
 import (
+	"fmt"
 	"go/ast"
 	"go/constant"
 	"go/parser"
@@ -11,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -115,4 +117,24 @@ func runtimeConstants(t *testing.T, path string) *types.Package {
 	conf := types.Config{Error: func(error) {}}
 	pkg, _ := conf.Check(path, fset, []*ast.File{consts}, nil)
 	return pkg
+}
+
+// TestPolicyConstants: every value of every enumerated x-idempotent field
+// (idem.PolicyEnums) has the constant templates print through idemConst.
+func TestPolicyConstants(t *testing.T) {
+	enums := idem.PolicyEnums()
+	kinds := map[string]string{"keyFormat": "KeyFormat", "mode": "Mode", "inFlight": "InFlight",
+		"onSchemaChange": "OnSchemaChange", "onExpired": "OnExpired", "profile": "Profile"}
+	for field, values := range enums {
+		for _, v := range values {
+			c, ok := policyValue(kinds[field], v)
+			if !ok {
+				t.Errorf("policyValue(%s): no field %s", kinds[field], field)
+				continue
+			}
+			if id, err := runtimeName(c); err != nil || id.path != idemPkg || fmt.Sprint(c) != v || reflect.TypeOf(c).Name() != kinds[field] {
+				t.Errorf("%s %q: constant %v (%v) of type %T", field, v, id, err, c)
+			}
+		}
+	}
 }

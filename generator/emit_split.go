@@ -9,17 +9,19 @@ import (
 	"path"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // renderUnimplemented emits the package of Unimplemented when the types
 // are split (its method per operation added 76 MiB to the server
 // package's peak on Spotify ×10); the server template declares an alias
 // of it.
-func renderUnimplemented(m *Model) *jen.File {
-	f := jen.NewFile(path.Base(unimplementedDir))
+func renderUnimplemented(m *model.Model) *jen.File {
+	f := jen.NewFile(path.Base(model.UnimplementedDir))
 	f.ImportName(idemPkg, "idem")
 	f.ImportName("github.com/jackc/pgx/v5", "pgx")
-	f.ImportName(m.Split.OpTypes, path.Base(opTypesDir))
+	f.ImportName(m.Split.OpTypes, path.Base(model.OpTypesDir))
 	f.Comment("Unimplemented answers 501 Not Implemented (idem.ErrNotImplemented, in the")
 	f.Comment("profile's error body) for every operation of " + m.Source + "; the package")
 	f.Comment(m.Package + " declares it as an alias (split: true).")
@@ -41,13 +43,13 @@ func renderUnimplemented(m *Model) *jen.File {
 // renderAliases emits the types.gen.go of a split package: an alias in the
 // package for every type the two packages of types declare, and a constant
 // for every enum value, so that users write the same names either way.
-func renderAliases(m *Model) *jen.File {
+func renderAliases(m *model.Model) *jen.File {
 	f := jen.NewFile(m.Package)
 	schema, ops := m.Split.SchemaTypes, m.Split.OpTypes
-	f.ImportName(schema, path.Base(schemaTypesDir))
-	f.ImportName(ops, path.Base(opTypesDir))
-	f.Comment("The types of " + m.Source + " are declared in the packages " + schemaTypesDir + " (its schemas')")
-	f.Comment("and " + opTypesDir + " (its operations' requests and responses), compiled apart because")
+	f.ImportName(schema, path.Base(model.SchemaTypesDir))
+	f.ImportName(ops, path.Base(model.OpTypesDir))
+	f.Comment("The types of " + m.Source + " are declared in the packages " + model.SchemaTypesDir + " (its schemas')")
+	f.Comment("and " + model.OpTypesDir + " (its operations' requests and responses), compiled apart because")
 	f.Comment("the config splits them (split: true); these are their names in this package.")
 	var types, consts []jen.Code
 	for _, t := range m.Types {

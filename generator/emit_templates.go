@@ -11,9 +11,11 @@ import (
 	"fmt"
 	"go/token"
 	"io/fs"
+	"maps"
 	"os"
 	"path/filepath"
 	"regexp"
+	"slices"
 	"strconv"
 	"strings"
 	"text/template"
@@ -24,6 +26,7 @@ import (
 	"github.com/idemgen/idemgen/generator/gofile"
 	"github.com/idemgen/idemgen/generator/internal/reserved"
 	"github.com/idemgen/idemgen/generator/internal/suggest"
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/templates"
 )
 
@@ -115,22 +118,22 @@ func funcMap(im *importer) template.FuncMap {
 		// schemeParams and schemeArgs are a security scheme's parameters
 		// in its Security method after ctx and the arguments the hook
 		// passes from c, an *idemimpl.Credential.
-		"schemeParams": func(s *SecurityScheme) string { return schemeParams(im, s) },
+		"schemeParams": func(s *model.SecurityScheme) string { return schemeParams(im, s) },
 		"schemeArgs":   schemeArgs,
 		// headerParser is the idemimpl function that parses a response
 		// header's value: idemimpl.ParseInt64, idemimpl.ParseEnum[Status];
 		// types is the qualifier of the package's types ("" or "api.").
-		"headerParser": func(h *Header, types string) (string, error) { return headerParser(im, h, types) },
+		"headerParser": func(h *model.Header, types string) (string, error) { return headerParser(im, h, types) },
 		// describeSecurity says a list of security alternatives in words:
 		// "apiKey and bearerAuth, or basicAuth".
 		"describeSecurity": describeSecurity,
 		// goType prints a GoType, recording the imports it needs:
 		// {{goType .Payload}} -> []time.Time (imports time).
-		"goType": func(t GoType) string { return spellType(t, sourceTypes{im}) },
+		"goType": func(t model.GoType) string { return spellType(t, sourceTypes{im}) },
 		// goDefault spells a default value as a Go expression of its
 		// type: {{goDefault .Default}} -> int64(10), PetStatusAvailable;
 		// "" for objects and arrays (decode its JSON instead).
-		"goDefault": func(d *Default) string { return goLiteral(d.Type, d.Value) },
+		"goDefault": func(d *model.Default) string { return goLiteral(d.Type, d.Value) },
 		// idemConst names the runtime constant of a policy value:
 		// {{idemConst "KeyFormat" "uuidv7"}} -> idem.KeyFormatUUIDv7.
 		"idemConst": func(kind, value string) (string, error) {
@@ -217,7 +220,7 @@ func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
 		}
 		path := filepath.Join(dir, e.Name())
 		if !known[e.Name()] {
-			names := sortedKeys(known)
+			names := slices.Sorted(maps.Keys(known))
 			return nil, nil, fmt.Errorf("templates: %s matches no default template (want one of %s)%s", path, strings.Join(names, ", "), suggest.DidYouMean(e.Name(), names))
 		}
 		data, err := os.ReadFile(path)
@@ -243,7 +246,7 @@ func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
 
 // renderTemplate renders a template into a Go file, not yet formatted; nil
 // when the template renders nothing.
-func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, error) {
+func renderTemplate(set *templateSet, name, output string, m *model.Model) ([]byte, error) {
 	set.im.reset()
 	var body bytes.Buffer
 	if err := set.t.ExecuteTemplate(&body, name, m); err != nil {
@@ -258,7 +261,7 @@ func renderTemplate(set *templateSet, name, output string, m *Model) ([]byte, er
 	if len(set.im.paths) > 0 {
 		src.WriteString("import (\n")
 		var std, other []string
-		for _, p := range sortedKeys(set.im.paths) {
+		for _, p := range slices.Sorted(maps.Keys(set.im.paths)) {
 			if strings.Contains(strings.Split(p, "/")[0], ".") {
 				other = append(other, p)
 			} else {

@@ -8,6 +8,8 @@ import (
 	"strings"
 
 	"github.com/dave/jennifer/jen"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // typeEmitter renders types into one file: types.gen.go, or, when the
@@ -25,14 +27,14 @@ type typeEmitter struct {
 }
 
 // typ is the Go type t as the file spells it.
-func (e *typeEmitter) typ(t GoType) jen.Code { return spellType(t, jenTypes{e.schemaPkg}) }
+func (e *typeEmitter) typ(t model.GoType) jen.Code { return spellType(t, jenTypes{e.schemaPkg}) }
 
 // renderTypes emits the schema types, request and response types with
 // jennifer, which records imports as identifiers are used: one file,
 // types.gen.go, or, when the model is split, that file with an alias of
 // each type, the files of the two packages that declare them and the
 // unimplemented package's, by path below the package.
-func renderTypes(m *Model) map[string]*jen.File {
+func renderTypes(m *model.Model) map[string]*jen.File {
 	newFile := func(pkg string) *jen.File {
 		f := jen.NewFile(pkg)
 		f.ImportName(idemPkg, "idem")
@@ -50,25 +52,25 @@ func renderTypes(m *Model) map[string]*jen.File {
 		e.renderOperationTypes(f, m)
 		return map[string]*jen.File{"types.gen.go": f}
 	}
-	schema, ops := newFile(path.Base(schemaTypesDir)), newFile(path.Base(opTypesDir))
-	ops.ImportName(m.Split.SchemaTypes, path.Base(schemaTypesDir))
+	schema, ops := newFile(path.Base(model.SchemaTypesDir)), newFile(path.Base(model.OpTypesDir))
+	ops.ImportName(m.Split.SchemaTypes, path.Base(model.SchemaTypesDir))
 	se := &typeEmitter{strip: "WithoutWriteOnly"}
 	for _, t := range m.Types {
 		se.renderType(schema, t)
 	}
 	(&typeEmitter{schemaPkg: m.Split.SchemaTypes, strip: se.strip}).renderOperationTypes(ops, m)
 	return map[string]*jen.File{
-		"types.gen.go":                             renderAliases(m),
-		schemaTypesDir + "/types.gen.go":           schema,
-		opTypesDir + "/types.gen.go":               ops,
-		unimplementedDir + "/unimplemented.gen.go": renderUnimplemented(m),
+		"types.gen.go": renderAliases(m), model.SchemaTypesDir +
+			"/types.gen.go": schema, model.OpTypesDir +
+			"/types.gen.go": ops, model.UnimplementedDir +
+			"/unimplemented.gen.go": renderUnimplemented(m),
 	}
 }
 
-func (e *typeEmitter) renderType(f *jen.File, t *Type) {
+func (e *typeEmitter) renderType(f *jen.File, t *model.Type) {
 	doc := t.Doc
 	switch {
-	case t.Kind == KindUnion:
+	case t.Kind == model.KindUnion:
 		var names []string
 		for _, v := range t.Variants {
 			names = append(names, v.Name)
@@ -84,9 +86,9 @@ func (e *typeEmitter) renderType(f *jen.File, t *Type) {
 	}
 	f.Comment(t.Name + " " + doc)
 	switch t.Kind {
-	case KindAlias:
+	case model.KindAlias:
 		f.Type().Id(t.Name).Op("=").Add(e.typ(t.Alias))
-	case KindEnum:
+	case model.KindEnum:
 		f.Type().Id(t.Name).String()
 		f.Comment(t.Name + " values.")
 		f.Const().DefsFunc(func(g *jen.Group) {
@@ -106,18 +108,18 @@ func (e *typeEmitter) renderType(f *jen.File, t *Type) {
 		).Line().Func().Params(jen.Id("v").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().Block(
 			jen.Return(jen.Qual(implPkg, "UnmarshalEnum").Call(jen.Id("b"), jen.Id("v"))),
 		)
-	case KindUnion:
+	case model.KindUnion:
 		e.renderUnion(f, t)
-	case KindStruct:
+	case model.KindStruct:
 		e.renderStruct(f, t)
 	}
-	if t.WriteOnly && t.Kind != KindAlias {
+	if t.WriteOnly && t.Kind != model.KindAlias {
 		e.renderWithoutWriteOnly(f, t)
 	}
 }
 
 // sharedWith says how many other inline schemas a shared type stands for.
-func sharedWith(t *Type) string {
+func sharedWith(t *model.Type) string {
 	switch t.Shared {
 	case 0:
 		return ""
@@ -130,8 +132,8 @@ func sharedWith(t *Type) string {
 // renderStruct emits a struct, and JSON methods when it has required
 // members, keeps additional properties, or has members whose names a json
 // tag cannot carry (Field.TagName).
-func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
-	var named []*Field
+func (e *typeEmitter) renderStruct(f *jen.File, t *model.Type) {
+	var named []*model.Field
 	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
 		for _, fl := range t.Fields {
 			tag := fl.JSONName
@@ -168,7 +170,7 @@ func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
 	for _, fl := range t.Fields {
 		declared = append(declared, jen.Lit(fl.JSONName))
 	}
-	namedList := func(value func(fl *Field) jen.Code) []jen.Code {
+	namedList := func(value func(fl *model.Field) jen.Code) []jen.Code {
 		var out []jen.Code
 		for _, fl := range named {
 			d := jen.Dict{jen.Id("Name"): jen.Lit(fl.JSONName), jen.Id("Value"): value(fl)}
@@ -193,7 +195,7 @@ func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
 			what = append(what, "with the members whose names a json tag cannot carry")
 			body = append(body,
 				jen.List(jen.Id("b"), jen.Err()).Op(":=").Add(enc),
-				jen.Return(jen.Qual(implPkg, "AppendNamed").Call(append([]jen.Code{jen.Id("b"), jen.Err()}, namedList(func(fl *Field) jen.Code { return jen.Id("v").Dot(fl.Name) })...)...)))
+				jen.Return(jen.Qual(implPkg, "AppendNamed").Call(append([]jen.Code{jen.Id("b"), jen.Err()}, namedList(func(fl *model.Field) jen.Code { return jen.Id("v").Dot(fl.Name) })...)...)))
 		} else {
 			body = append(body, jen.Return(enc))
 		}
@@ -234,7 +236,7 @@ func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
 		body = append(body, jen.If(jen.Err().Op(":=").Qual(implPkg, "CheckRequired").Call(args...), jen.Err().Op("!=").Nil()).Block(jen.Return(jen.Err())))
 	}
 	if len(named) > 0 {
-		call := jen.Qual(implPkg, "UnmarshalNamed").Call(append([]jen.Code{jen.Id("b")}, namedList(func(fl *Field) jen.Code { return jen.Op("&").Id("v").Dot(fl.Name) })...)...)
+		call := jen.Qual(implPkg, "UnmarshalNamed").Call(append([]jen.Code{jen.Id("b")}, namedList(func(fl *model.Field) jen.Code { return jen.Op("&").Id("v").Dot(fl.Name) })...)...)
 		if ap == nil {
 			body = append(body, jen.Return(call))
 		} else {
@@ -250,7 +252,7 @@ func (e *typeEmitter) renderStruct(f *jen.File, t *Type) {
 // renderUnion emits a union: a struct with a pointer field per member, a
 // MarshalJSON that encodes the one set, and an UnmarshalJSON that dispatches
 // on the discriminator or tries the members in order.
-func (e *typeEmitter) renderUnion(f *jen.File, t *Type) {
+func (e *typeEmitter) renderUnion(f *jen.File, t *model.Type) {
 	f.Type().Id(t.Name).StructFunc(func(g *jen.Group) {
 		for _, v := range t.Variants {
 			g.Id(v.Name).Op("*").Add(e.typ(v.Type))
@@ -303,7 +305,7 @@ func (e *typeEmitter) renderUnion(f *jen.File, t *Type) {
 	f.Comment(fmt.Sprintf("UnmarshalJSON decodes the member the %q property names; other values, and values that are not objects, are refused.", t.Discriminator))
 	f.Func().Params(jen.Id("u").Op("*").Id(t.Name)).Id("UnmarshalJSON").Params(jen.Id("b").Index().Byte()).Error().BlockFunc(func(g *jen.Group) {
 		g.Op("*").Id("u").Op("=").Id(t.Name).Values()
-		nonObject := slices.ContainsFunc(t.Variants, func(v *Variant) bool {
+		nonObject := slices.ContainsFunc(t.Variants, func(v *model.Variant) bool {
 			return v.JSON != nil && slices.ContainsFunc(v.JSON, func(k string) bool { return k != "object" })
 		})
 		if nonObject {
@@ -348,9 +350,9 @@ func orAll(conds []jen.Code) *jen.Statement {
 
 // renderWithoutWriteOnly emits the method that drops writeOnly members from
 // a copy of v before it is sent in a response.
-func (e *typeEmitter) renderWithoutWriteOnly(f *jen.File, t *Type) {
+func (e *typeEmitter) renderWithoutWriteOnly(f *jen.File, t *model.Type) {
 	recv := "v"
-	if t.Kind == KindUnion {
+	if t.Kind == model.KindUnion {
 		recv = "u"
 	}
 	f.Comment(e.strip + " returns " + recv + " without its writeOnly members, to be sent in a response.")
@@ -359,16 +361,16 @@ func (e *typeEmitter) renderWithoutWriteOnly(f *jen.File, t *Type) {
 			switch {
 			case fl.WriteOnly:
 				g.Id(recv).Dot(fl.Name).Op("=").Add(e.zeroValue(fl.Type))
-			case fl.Type.reachesWriteOnly():
+			case fl.Type.ReachesWriteOnly():
 				g.Id(recv).Dot(fl.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(fl.Name), fl.Type))
 			}
 		}
-		if ap := t.AdditionalProperties; ap != nil && ap.Type.reachesWriteOnly() {
+		if ap := t.AdditionalProperties; ap != nil && ap.Type.ReachesWriteOnly() {
 			g.Id(recv).Dot(ap.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(ap.Name), ap.Type))
 		}
 		for _, v := range t.Variants {
-			if v.Type.reachesWriteOnly() {
-				vt := ptr(v.Type)
+			if v.Type.ReachesWriteOnly() {
+				vt := model.GoType{Kind: model.GoPointer, Elem: &v.Type}
 				g.Id(recv).Dot(v.Name).Op("=").Add(e.stripWriteOnly(jen.Id(recv).Dot(v.Name), vt))
 			}
 		}
@@ -376,40 +378,40 @@ func (e *typeEmitter) renderWithoutWriteOnly(f *jen.File, t *Type) {
 	})
 }
 
-func (e *typeEmitter) zeroValue(t GoType) jen.Code {
+func (e *typeEmitter) zeroValue(t model.GoType) jen.Code {
 	switch t.Kind {
-	case GoNullable, GoOrEmpty:
+	case model.GoNullable, model.GoOrEmpty:
 		return jen.Add(e.typ(t)).Values()
 	}
 	return jen.Nil() // writeOnly fields are optional: pointers, slices, maps, any
 }
 
 // stripWriteOnly is an expression of type t: e without writeOnly members.
-func (e *typeEmitter) stripWriteOnly(x jen.Code, t GoType) jen.Code {
-	if t.Kind == GoNamed && t.Named.Kind == KindAlias {
+func (e *typeEmitter) stripWriteOnly(x jen.Code, t model.GoType) jen.Code {
+	if t.Kind == model.GoNamed && t.Named.Kind == model.KindAlias {
 		return e.stripWriteOnly(x, t.Named.Alias)
 	}
-	if t.Kind == GoNamed {
+	if t.Kind == model.GoNamed {
 		return jen.Add(x).Dot(e.strip).Call()
 	}
 	var helper string
 	switch t.Kind {
-	case GoPointer:
+	case model.GoPointer:
 		helper = "StripPointer"
-	case GoSlice:
+	case model.GoSlice:
 		helper = "StripSlice"
-	case GoMap:
+	case model.GoMap:
 		helper = "StripMap"
-	case GoNullable:
+	case model.GoNullable:
 		helper = "StripNullable"
-	case GoOrEmpty:
+	case model.GoOrEmpty:
 		helper = "StripOrEmpty"
 	default:
 		return x
 	}
 	elem := *t.Elem
 	fn := jen.Func().Params(jen.Id("x").Add(e.typ(elem))).Add(e.typ(elem)).Block(jen.Return(e.stripWriteOnly(jen.Id("x"), elem)))
-	if elem.Kind == GoNamed && elem.Named.Kind != KindAlias {
+	if elem.Kind == model.GoNamed && elem.Named.Kind != model.KindAlias {
 		fn = jen.Add(e.typ(elem)).Dot(e.strip)
 	}
 	return jen.Qual(implPkg, helper).Call(x, fn)

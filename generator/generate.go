@@ -20,6 +20,7 @@ import (
 
 	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/gofile"
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/templates"
 )
 
@@ -68,7 +69,7 @@ func render(cfg Config) ([]gofile.File, []diag.Warning, error) {
 		return nil, nil, err
 	}
 	warnings := append(tw, specWarnings(doc, specName(&cfg), false)...)
-	m, err := newModel(doc, &cfg)
+	m, err := model.Build(doc, modelOptions(&cfg))
 	if err != nil {
 		return nil, warnings, err
 	}
@@ -106,7 +107,7 @@ func render(cfg Config) ([]gofile.File, []diag.Warning, error) {
 }
 
 // renderTemplates renders the templates' files, unformatted.
-func renderTemplates(cfg *Config, set *templateSet, m *Model) ([]gofile.File, error) {
+func renderTemplates(cfg *Config, set *templateSet, m *model.Model) ([]gofile.File, error) {
 	var files []gofile.File
 	for _, tf := range templates.Files {
 		if tf.Output == "" {
@@ -126,6 +127,21 @@ func renderTemplates(cfg *Config, set *templateSet, m *Model) ([]gofile.File, er
 		files = append(files, gofile.File{Name: name, Content: src})
 	}
 	return files, nil
+}
+
+// modelOptions are the model's options of the run cfg.
+func modelOptions(cfg *Config) model.Options {
+	var rename map[string]model.Rename
+	if cfg.Rename != nil {
+		rename = make(map[string]model.Rename, len(cfg.Rename))
+		for loc, r := range cfg.Rename {
+			rename[loc] = model.Rename(r)
+		}
+	}
+	return model.Options{File: specName(cfg), Data: cfg.SpecData, Source: sourcePath(cfg), Package: cfg.Package, Version: cfg.Version,
+		BasePath: cfg.BasePath, RequireIdempotent: cfg.RequireIdempotent, Rename: rename, SkipValidation: cfg.Validation.Skip,
+		WebhookSource: cfg.WebhookSource, Client: cfg.Client.Enabled, ClientPackage: cfg.Client.separate(),
+		Split: cfg.Split, ImportPath: cfg.ImportPath}
 }
 
 // sourcePath names the spec in generated headers, doc comments and

@@ -3,8 +3,10 @@ package generator
 import (
 	"context"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -75,14 +77,14 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
 			check(op.Security, fmt.Sprintf("%s %s", method, path))
 		}
 	}
-	for _, name := range sortedKeys(doc.Webhooks) {
+	for _, name := range slices.Sorted(maps.Keys(doc.Webhooks)) {
 		if item := doc.Webhooks[name]; item != nil {
 			for method, op := range item.Operations() {
 				check(op.Security, fmt.Sprintf("webhook %s %s", name, method))
 			}
 		}
 	}
-	for _, name := range sortedKeys(undefined) {
+	for _, name := range slices.Sorted(maps.Keys(undefined)) {
 		refs := undefined[name]
 		sort.Strings(refs)
 		add(diag.WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
@@ -99,13 +101,4 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })
 	return ws
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

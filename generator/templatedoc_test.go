@@ -28,7 +28,7 @@ func TestTemplateDocCoversModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(readme)
-	files, err := filepath.Glob("*.go")
+	files, err := filepath.Glob(filepath.Join("model", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

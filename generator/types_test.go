@@ -1,6 +1,8 @@
 package generator
 
-import "testing"
+import (
+	"testing"
+)
 
 // typesSpec has a schema of every shape the generated types must carry
 // faithfully: unions with and without a discriminator, wrappers, nullable
@@ -319,14 +321,11 @@ func TestGeneratedTypes(t *testing.T) {
 			t.Errorf("generated code lacks %q", want)
 		}
 	}
-	doc, err := loadSpec(&cfg)
+	spec, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := buildModel(doc, &cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := spec.Model
 	var account *Type
 	for _, ty := range m.Types {
 		if ty.Name == "Account" {

@@ -11,6 +11,7 @@ import (
 	"strings"
 
 	"github.com/idemgen/idemgen/generator/gofile"
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // Write writes files into dir, creating it, and leaves files whose content
@@ -37,7 +38,7 @@ func Write(dir string, files []gofile.File) ([]string, error) {
 	// The directories of split packages whose files were removed, and
 	// internal/, once empty (Remove leaves a directory that holds anything
 	// else).
-	for _, sub := range []string{schemaTypesDir, opTypesDir, unimplementedDir} {
+	for _, sub := range []string{model.SchemaTypesDir, model.OpTypesDir, model.UnimplementedDir} {
 		if slices.ContainsFunc(old, func(name string) bool { return path.Dir(name) == sub }) {
 			os.Remove(filepath.Join(dir, sub))
 			os.Remove(filepath.Join(dir, path.Dir(sub)))
@@ -152,7 +153,7 @@ func stale(dir string, files []gofile.File) ([]string, error) {
 		keep[filepath.ToSlash(f.Name)] = true
 	}
 	var out []string
-	for _, sub := range []string{"", schemaTypesDir, opTypesDir, unimplementedDir} {
+	for _, sub := range []string{"", model.SchemaTypesDir, model.OpTypesDir, model.UnimplementedDir} {
 		entries, err := os.ReadDir(filepath.Join(dir, sub))
 		if os.IsNotExist(err) {
 			continue

@@ -1,6 +1,6 @@
-// Where the types of a split package go (Config.Split).
+// Where the types of a split package go (Options.Split).
 
-package generator
+package model
 
 // SplitModel is where the types go when the config splits them into
 // packages of their own; types.gen.go then declares an alias of each.
@@ -23,7 +23,7 @@ type SplitModel struct {
 // The directories of the split packages below the output, and their
 // package names.
 const (
-	schemaTypesDir   = "internal/schematypes"
-	opTypesDir       = "internal/optypes"
-	unimplementedDir = "internal/unimplemented"
+	SchemaTypesDir   = "internal/schematypes"
+	OpTypesDir       = "internal/optypes"
+	UnimplementedDir = "internal/unimplemented"
 )

@@ -1,7 +1,7 @@
 // Declaring the named types: their fields, union variants, defaults and
 // writeOnly reach, once a schema has been given a type (schema.go).
 
-package generator
+package model
 
 import (
 	"encoding/json"
@@ -279,16 +279,16 @@ func markWriteOnly(types []*Type) {
 			}
 			reach := false
 			for _, f := range t.Fields {
-				reach = reach || f.WriteOnly || f.Type.reachesWriteOnly()
+				reach = reach || f.WriteOnly || f.Type.ReachesWriteOnly()
 			}
 			if t.AdditionalProperties != nil {
-				reach = reach || t.AdditionalProperties.Type.reachesWriteOnly()
+				reach = reach || t.AdditionalProperties.Type.ReachesWriteOnly()
 			}
 			for _, v := range t.Variants {
-				reach = reach || v.Type.reachesWriteOnly()
+				reach = reach || v.Type.ReachesWriteOnly()
 			}
 			if t.Kind == KindAlias {
-				reach = t.Alias.reachesWriteOnly()
+				reach = t.Alias.ReachesWriteOnly()
 			}
 			if reach {
 				t.WriteOnly, changed = true, true

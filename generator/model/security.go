@@ -1,4 +1,4 @@
-package generator
+package model
 
 import (
 	"fmt"
@@ -197,27 +197,6 @@ func (b *builder) finishSecurity(m *Model) {
 		o.SecurityIndex = i
 	}
 	b.names.pkg.reserve(reserved.Names[reserved.Secured]...)
-}
-
-// describeSecurity says alternatives in words: "apiKey and bearerAuth, or
-// basicAuth, or anonymous".
-func describeSecurity(alts []SecurityRequirement) string {
-	words := make([]string, len(alts))
-	for i, alt := range alts {
-		if len(alt) == 0 {
-			words[i] = "anonymous"
-			continue
-		}
-		names := make([]string, len(alt))
-		for j, u := range alt {
-			names[j] = u.Scheme.Name
-			if len(u.Scopes) > 0 {
-				names[j] += " (" + strings.Join(u.Scopes, " ") + ")"
-			}
-		}
-		words[i] = strings.Join(names, " and ")
-	}
-	return strings.Join(words, ", or ")
 }
 
 // requirementKey is what tells requirements apart: per alternative, per

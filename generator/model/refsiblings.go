@@ -6,7 +6,7 @@
 // means: the referenced type when the siblings only annotate, an allOf of
 // the referenced schema and the siblings when they constrain.
 
-package generator
+package model
 
 import (
 	"reflect"

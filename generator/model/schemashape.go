@@ -2,7 +2,7 @@
 // types, whether it is a wrapper, a union, an enum, and the names of enum
 // values.
 
-package generator
+package model
 
 import (
 	"fmt"

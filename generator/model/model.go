@@ -1,4 +1,18 @@
-package generator
+// Package model is the model of an OpenAPI document annotated with
+// x-idempotent that idemgen generates code from, and its builder.
+//
+// Build reads the document as kin-openapi loaded it and decides every
+// name, order, type and policy: what a generated package declares is a
+// Model, complete when Build returns, and nothing changes it afterwards.
+// The model is data. It holds no kin-openapi types and prints no Go: the
+// runtime's constants are held as their own typed values (idemimpl.Style,
+// idemimpl.Decoding, idemimpl.SchemeKind, ...), Go types as GoType, and
+// the emitters (generator/internal/emit) spell them. What the builder keeps
+// while it builds lives in its side tables, not in the model.
+//
+// Templates receive *Model; templates/README.md documents the data they
+// reach, as public API.
+package model
 
 import (
 	"fmt"
@@ -15,7 +29,7 @@ import (
 type Model struct {
 	Package  string // Go package name
 	Version  string // idemgen version in the file headers; "(devel)" when not a release
-	Source   string // the spec as the config names it, else as given (Config.Source), slash-separated
+	Source   string // the spec as the config names it, else as given (Options.Source), slash-separated
 	BasePath string // prefix of every route pattern: the config's basePath, else the path of the spec's first server ("" for none)
 	// Profile is the profile of the refusals that precede any operation
 	// (404 and 405 under BasePath): the document root's x-idempotent
@@ -46,7 +60,7 @@ type Model struct {
 	// Client says whether and how client.gen.go is rendered (the config's
 	// client section).
 	Client ClientModel
-	// Split, when the config asks for it (Config.Split), holds the import
+	// Split, when the config asks for it (Options.Split), holds the import
 	// paths of the internal packages the types and Unimplemented are
 	// declared in; nil when they are declared in the package itself.
 	Split    *SplitModel
@@ -215,14 +229,14 @@ func ptr(t GoType) GoType { return GoType{Kind: GoPointer, Elem: &t} }
 
 func named(t *Type) GoType { return GoType{Kind: GoNamed, Named: t} }
 
-// reachesWriteOnly reports whether a value of t may hold a writeOnly member
+// ReachesWriteOnly reports whether a value of t may hold a writeOnly member
 // (Type.WriteOnly), which responses leave out.
-func (t GoType) reachesWriteOnly() bool {
+func (t GoType) ReachesWriteOnly() bool {
 	switch t.Kind {
 	case GoNamed:
 		return t.Named.WriteOnly
 	case GoSlice, GoMap, GoPointer, GoNullable, GoOrEmpty:
-		return t.Elem.reachesWriteOnly()
+		return t.Elem.ReachesWriteOnly()
 	}
 	return false
 }
@@ -369,6 +383,20 @@ func (o *Operation) DecodedParams() []*Param {
 		}
 	}
 	return out
+}
+
+// FieldType is the Go type of the parameter's field in the request type:
+// a slice of Type for a list, a pointer to it when the parameter is
+// optional and its zero value would be a value (not a nil-able type).
+func (p *Param) FieldType() GoType {
+	t := p.Type
+	switch {
+	case p.List:
+		return GoType{Kind: GoSlice, Elem: &t}
+	case !p.Required && !t.nilable():
+		return ptr(t)
+	}
+	return t
 }
 
 // Where names the parameter in error messages: `query parameter "limit"`.

@@ -3,7 +3,7 @@
 // is looked up in the document's nodes, parsed only when there is a
 // problem to locate.
 
-package generator
+package model
 
 import (
 	"fmt"

@@ -1,10 +1,14 @@
-package generator
+package model
 
 import (
+	"os"
+	"path/filepath"
 	"strings"
 	"testing"
 
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/internal/load"
 )
 
 const versionSpec = `openapi: 3.0.3
@@ -124,8 +128,12 @@ func TestSchemaVersions(t *testing.T) {
 // shared, recursive schemas made the former inlining hash exponential (it
 // ran for 15 minutes and was killed at 24 GB).
 func TestSchemaVersionsStripe(t *testing.T) {
-	cfg := realSpecConfig(t, "stripe-spec3.yaml")
-	doc, err := loadSpec(&cfg)
+	path := filepath.Join("..", "testdata", "specs", "stripe-spec3.yaml")
+	data, err := os.ReadFile(path)
+	if err != nil {
+		t.Fatal(err)
+	}
+	doc, err := load.Document(data, path, load.Options{})
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package generator
+package model
 
 import (
 	"fmt"
@@ -16,11 +16,27 @@ import (
 
 var idempotentByDefault = map[string]bool{http.MethodPost: true, http.MethodPatch: true}
 
-func (b *builder) operation(path, method string, item *openapi3.PathItem, op *openapi3.Operation, root *policyPatch, cfg *Config) *Operation {
+// IdempotentByDefault reports whether an operation of method (upper case)
+// goes through the engine when the document root's x-idempotent applies
+// or nothing opts it out: POST and PATCH.
+func IdempotentByDefault(method string) bool { return idempotentByDefault[method] }
+
+// DefaultOperationID is the id of an operation without an operationId: its
+// method and path, camel-cased (post /payments/{id} is postPaymentsId).
+func DefaultOperationID(method, path string) string {
+	return lowerName(strings.ToLower(method) + " " + path)
+}
+
+// NotIdempotentGap is what generation warns (diag.WarnNotIdempotent) and
+// lint reports as an error about a POST or PATCH that is idempotent
+// neither by its own x-idempotent nor by the root's.
+const NotIdempotentGap = "not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)"
+
+func (b *builder) operation(path, method string, item *openapi3.PathItem, op *openapi3.Operation, root *policyPatch) *Operation {
 	method = strings.ToUpper(method)
 	id := op.OperationID
 	if id == "" {
-		id = lowerName(strings.ToLower(method) + " " + path)
+		id = DefaultOperationID(method, path)
 	}
 	o := &Operation{ID: id, Method: method, Path: path, Summary: firstLine(op.Summary), Deprecated: op.Deprecated,
 		Location: "#/paths/" + jsonkit.EscapeToken(path) + "/" + strings.ToLower(method)}
@@ -71,7 +87,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	}
 	switch {
 	case optOut:
-		if cfg.RequireIdempotent && idempotentByDefault[method] {
+		if b.requireIdempotent && idempotentByDefault[method] {
 			b.errs.addf("%sx-idempotent: false is not allowed: the config requires every POST and PATCH to be idempotent", where)
 		}
 	case hasExt:
@@ -81,7 +97,7 @@ func (b *builder) operation(path, method string, item *openapi3.PathItem, op *op
 	case idempotentByDefault[method]:
 		// Most likely an annotation forgotten: say so (lint makes it an
 		// error, generate -strict too).
-		b.warnf(diag.WarnNotIdempotent, fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", notIdempotentGap)
+		b.warnf(diag.WarnNotIdempotent, fmt.Sprintf("operation %q (%s %s)", id, method, path), "%s", NotIdempotentGap)
 	}
 	if o.Idempotent {
 		o.Policy = patch.apply(root.apply(DefaultPolicy()))
@@ -326,15 +342,14 @@ func speaksJSON(mt string) bool {
 	return jsonkit.IsJSON(mt) || jsonkit.IsRange(mt) && jsonkit.MatchRange(mt, "application/json") > 0
 }
 
-// responseContentType is the Content-Type a generated server sends for a
-// response declared as mt: mt, or application/json for a range it speaks
-// JSON for (a range is not a media type a body can have, RFC 9110 section
-// 8.3).
-func responseContentType(mt string) string {
-	if jsonkit.IsRange(mt) && speaksJSON(mt) {
+// ContentType is the Content-Type a generated server sends with the
+// response: its MediaType, or application/json for a range it speaks JSON
+// for (a range is not a media type a body can have, RFC 9110 section 8.3).
+func (r *Response) ContentType() string {
+	if jsonkit.IsRange(r.MediaType) && speaksJSON(r.MediaType) {
 		return "application/json"
 	}
-	return mt
+	return r.MediaType
 }
 
 // pickMedia chooses the media type a generated handler speaks: JSON when

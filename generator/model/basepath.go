@@ -1,4 +1,4 @@
-package generator
+package model
 
 import (
 	"fmt"
@@ -15,15 +15,15 @@ import (
 // resolveBasePath decides the prefix of every route: the config's basePath
 // when the config sets one ("" or "/" for none), else the path of the spec's
 // first server (see serversBasePath).
-func resolveBasePath(cfg *Config, doc *openapi3.T) (string, []diag.Warning, error) {
-	if cfg.BasePath != nil {
-		p := strings.TrimSuffix(*cfg.BasePath, "/")
+func resolveBasePath(opts *Options, doc *openapi3.T) (string, []diag.Warning, error) {
+	if opts.BasePath != nil {
+		p := strings.TrimSuffix(*opts.BasePath, "/")
 		if err := checkBasePath(p); err != nil {
-			return "", nil, fmt.Errorf("config: basePath %q: %v", *cfg.BasePath, err)
+			return "", nil, fmt.Errorf("config: basePath %q: %v", *opts.BasePath, err)
 		}
 		return p, nil, nil
 	}
-	return serversBasePath(doc.Servers, specName(cfg))
+	return serversBasePath(doc.Servers, opts.File)
 }
 
 // serversBasePath is the path of the first of servers, variables replaced by

@@ -1,4 +1,4 @@
-package generator
+package model
 
 import (
 	"errors"
@@ -22,7 +22,7 @@ type Policy struct {
 	TTL                time.Duration
 	Mode               string
 	Lease              time.Duration
-	MaxHold            time.Duration // 0: the engine's Config.MaxHold
+	MaxHold            time.Duration // 0: the engine's idem.Config.MaxHold
 	InFlight           string
 	Wait               time.Duration
 	ReplayStatuses     []int

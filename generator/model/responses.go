@@ -2,7 +2,7 @@
 // operation, and the one struct of a response component several
 // operations answer with.
 
-package generator
+package model
 
 // Response is one declared status of an operation.
 type Response struct {

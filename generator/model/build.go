@@ -1,4 +1,4 @@
-package generator
+package model
 
 // The builder: it reads the loaded document (kin-openapi's types) and
 // builds the Model, deciding every name, order and validation. What it
@@ -63,8 +63,10 @@ type builder struct {
 	rootProblems map[string]bool
 	// rootLimits is the document's x-request-limits.
 	rootLimits limitsPatch
-	// split: the types go to packages of their own (Config.Split).
+	// split: the types go to packages of their own (Options.Split).
 	split bool
+	// requireIdempotent: Options.RequireIdempotent.
+	requireIdempotent bool
 	// data is the document's text, for the lines of problems (locate);
 	// opLocs the operations' locations by id.
 	data   []byte
@@ -76,17 +78,57 @@ type builder struct {
 	parts     partTypes // multipart variants of named types (multipart.go)
 }
 
-func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
-	file := specName(cfg)
+// Options are what the builder is told beside the document: how the
+// spec and the generated package are named, and the choices a config
+// makes (generator.Config).
+type Options struct {
+	// File is the spec's file name, which messages start with
+	// ("openapi.yaml"); Data its text, for the lines of messages (nil:
+	// problems are not located).
+	File string
+	Data []byte
+	// Source names the spec in generated files (Model.Source).
+	Source string
+	// Package and Version are Model.Package and Model.Version.
+	Package, Version string
+	// BasePath is the prefix of every route the config sets ("" or "/"
+	// for none); nil: the path of the spec's first server.
+	BasePath *string
+	// RequireIdempotent makes an operation's `x-idempotent: false` on a
+	// POST or PATCH an error instead of an opt-out.
+	RequireIdempotent bool
+	// Rename sets Go names by spec location (generator.Config.Rename).
+	Rename map[string]Rename
+	// SkipValidation lists the operationIds and schema locations whose
+	// requests are not validated (generator.ValidationConfig.Skip).
+	SkipValidation []string
+	// WebhookSource is Model.WebhookSource.
+	WebhookSource string
+	// Client asks for a client, ClientPackage in a package of its own.
+	Client, ClientPackage bool
+	// Split puts the types in packages of their own below ImportPath, the
+	// import path of the generated package (Model.Split).
+	Split      bool
+	ImportPath string
+}
+
+// modelRename is the Go name chosen for what is generated at one spec
+// location (generator.Rename): Name for the member the location declares
+// (or the type, where it declares only a type), Type for the type of an
+// inline schema there.
+type Rename struct{ Name, Type string }
+
+func buildModel(doc *openapi3.T, opts *Options) (*Model, error) {
+	file := opts.File
 	errs := &errList{}
-	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, cfg.Rename, errs),
-		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: cfg.Split,
-		data: cfg.SpecData, opLocs: map[string]string{}}
+	b := &builder{doc: doc, file: file, errs: errs, names: newNamer(file, opts.Rename, errs),
+		bySchema: map[*openapi3.Schema]*Type{}, typeState: map[*Type]*typeBuild{}, fieldState: map[*Field]*fieldBuild{}, opState: map[*Operation]*opBuild{}, byRef: map[string]*Type{}, copies: map[*openapi3.Schema]*refCopy{}, unions: map[string]*Type{}, versions: newVersioner(doc), rootProblems: map[string]bool{}, split: opts.Split,
+		data: opts.Data, opLocs: map[string]string{}, requireIdempotent: opts.RequireIdempotent}
 	b.names.pkg.reserve(reserved.Names[reserved.Package]...)
 	switch {
-	case cfg.Client.Enabled && cfg.Client.separate():
+	case opts.Client && opts.ClientPackage:
 		b.clientPkg = b.names.scope("client package", reserved.Names[reserved.Client]...)
-	case cfg.Client.Enabled:
+	case opts.Client:
 		b.clientPkg = b.names.pkg
 		b.names.pkg.reserve(reserved.Names[reserved.Client]...)
 	}
@@ -94,7 +136,7 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.markers = b.names.scope("response markers", reserved.Names[reserved.ResponseMarkers]...)
 	b.methods = b.names.scope("methods of Server")
 	b.schemes, b.secMethods = map[string]*SecurityScheme{}, b.names.scope("methods of Security")
-	b.req = newReqTable(b, cfg.Validation.Skip)
+	b.req = newReqTable(b, opts.SkipValidation)
 	b.rootExclUsed = map[string]bool{}
 
 	// Component schemas first so that refs find their types.
@@ -140,13 +182,13 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 		b.checkLimits(b.rootLimits.apply(defaultLimits()), b.rootLimits, file+": ")
 	}
 
-	m := &Model{Package: cfg.Package, Source: source}
+	m := &Model{Package: opts.Package, Source: opts.Source}
 	b.countResponseUses(doc)
 	for _, path := range doc.Paths.InMatchingOrder() {
 		item := doc.Paths.Value(path)
 		ops := item.Operations()
 		for _, method := range sortedKeys(ops) {
-			if op := b.operation(path, method, item, ops[method], root, cfg); op != nil {
+			if op := b.operation(path, method, item, ops[method], root); op != nil {
 				m.Operations = append(m.Operations, op)
 			}
 		}
@@ -165,8 +207,8 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	b.req.checkSkip(file)
 	b.checkRootExclusions(root)
 	m.Webhooks = b.webhooks(doc)
-	m.WebhookSource = cfg.WebhookSource
-	b.shareInline(m.Operations, m.Webhooks, cfg.Rename)
+	m.WebhookSource = opts.WebhookSource
+	b.shareInline(m.Operations, m.Webhooks, opts.Rename)
 	b.names.resolve()
 	if err := errs.err(); err != nil {
 		return nil, b.locate(err.(*diag.SpecError))
@@ -183,23 +225,23 @@ func buildModel(doc *openapi3.T, cfg *Config, source string) (*Model, error) {
 	return m, nil
 }
 
-// newModel builds the model Generate renders and Load returns, complete:
-// the spec's operations and types (buildModel), the base path (with its
-// warnings first), the version and the client settings. Nothing changes it
-// afterwards; emitters only read it.
-func newModel(doc *openapi3.T, cfg *Config) (*Model, error) {
-	m, err := buildModel(doc, cfg, sourcePath(cfg))
+// Build builds the model of doc, complete: the spec's operations and
+// types, the base path (with its warnings first), the version and the
+// client settings. Nothing changes it afterwards; emitters only read it. A
+// spec with errors yields a *diag.SpecError listing all of them.
+func Build(doc *openapi3.T, opts Options) (*Model, error) {
+	m, err := buildModel(doc, &opts)
 	if err != nil {
 		return nil, err
 	}
-	base, bw, err := resolveBasePath(cfg, doc)
+	base, bw, err := resolveBasePath(&opts, doc)
 	if err != nil {
 		return nil, err
 	}
-	m.BasePath, m.Version, m.Client = base, cfg.Version, ClientModel{Enabled: cfg.Client.Enabled}
-	if cfg.Split {
-		m.Split = &SplitModel{SchemaTypes: cfg.ImportPath + "/" + schemaTypesDir, OpTypes: cfg.ImportPath + "/" + opTypesDir,
-			Unimplemented: cfg.ImportPath + "/" + unimplementedDir}
+	m.BasePath, m.Version, m.Client = base, opts.Version, ClientModel{Enabled: opts.Client}
+	if opts.Split {
+		m.Split = &SplitModel{SchemaTypes: opts.ImportPath + "/" + SchemaTypesDir, OpTypes: opts.ImportPath + "/" + OpTypesDir,
+			Unimplemented: opts.ImportPath + "/" + UnimplementedDir}
 	}
 	m.Warnings = append(bw, m.Warnings...)
 	return m, nil
@@ -282,4 +324,13 @@ func (b *builder) ob(o *Operation) *opBuild {
 		b.opState[o] = st
 	}
 	return st
+}
+
+func sortedKeys[V any](m map[string]V) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
