@@ -11,8 +11,6 @@ import (
 	"strings"
 
 	"gopkg.in/yaml.v3"
-
-	"github.com/idemgen/idemgen/generator/model"
 )
 
 // ClientConfig is the `client` section of the config: whether idemgen also
@@ -163,24 +161,4 @@ func modulePath(gomod string) (string, error) {
 		return "", err
 	}
 	return "", fmt.Errorf("%s has no module directive", gomod)
-}
-
-const clientTemplate = "client.go.tmpl"
-
-// clientTarget is the model the client template renders and the file it
-// writes, relative to the server's output directory: the server's model and
-// client.gen.go, or, for a client package of its own, the model under the
-// client's package name and a path into the client's directory.
-func clientTarget(cfg *Config, m *model.Model) (*model.Model, string) {
-	if !cfg.Client.separate() {
-		return m, "client.gen.go"
-	}
-	cm := *m
-	cm.Package = cfg.Client.Package
-	cm.Client.TypesImport = cfg.Client.TypesImport
-	name := filepath.Join(cfg.Client.Output, "client.gen.go")
-	if rel, err := filepath.Rel(cfg.Output, name); err == nil {
-		name = rel
-	}
-	return &cm, filepath.ToSlash(name)
 }

@@ -14,7 +14,6 @@ import (
 
 	"gopkg.in/yaml.v3"
 
-	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/internal/load"
 	"github.com/idemgen/idemgen/generator/internal/suggest"
 )
@@ -151,7 +150,7 @@ func LoadConfig(path string) (Config, error) {
 	dec.KnownFields(true)
 	if err := dec.Decode(&cfg); err != nil {
 		if problems := unknownKeys(path, err); problems != nil {
-			return Config{}, &diag.SpecError{Problems: problems}
+			return Config{}, &SpecError{Problems: problems}
 		}
 		return Config{}, fmt.Errorf("%s: %w", path, err)
 	}

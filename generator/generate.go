@@ -1,66 +1,53 @@
 // Package generator turns an OpenAPI 3.0/3.1 document annotated with
-// x-idempotent into a typed net/http server package.
+// x-idempotent into a typed net/http server package: it is the runner of
+// idemgen's commands (Generate, Write, Diff, Lint, Load and their Config).
 //
-// The pipeline is one way: the spec is loaded (kin-openapi), a Model is built
-// in which every name, order and validation is decided, the Model is rendered
-// (jennifer for types, text/template for the server users customise), each
-// file is gofmt'ed, and Generate returns the files in memory. Write and Diff
-// are separate so that `idemgen generate --check` and the golden tests share
-// Generate.
+// The pipeline is one way. The spec is loaded with kin-openapi
+// (internal/load); package model builds the Model, in which every name,
+// order and validation is decided; the emitters (internal/emit) render it
+// (jennifer for types, text/template for the server users customise) and
+// gofmt each file; Generate returns the files in memory. Write and Diff
+// are separate so that `idemgen generate --check` and the golden tests
+// share Generate. Warnings and spec errors are package diag's, the files
+// package gofile's; this package names them too (Warning, SpecError,
+// File).
 package generator
 
 import (
-	"bytes"
-	"fmt"
 	"os"
 	"path/filepath"
-	"sort"
 	"strings"
-	"sync"
 
-	"github.com/idemgen/idemgen/generator/diag"
-	"github.com/idemgen/idemgen/generator/gofile"
+	"github.com/idemgen/idemgen/generator/internal/emit"
 	"github.com/idemgen/idemgen/generator/model"
-	"github.com/idemgen/idemgen/templates"
 )
 
 // Generate loads the spec named by cfg and returns the generated files,
 // sorted by name. It never writes. A spec with errors yields a *SpecError
 // listing all of them.
-func Generate(cfg Config) ([]gofile.File, []diag.Warning, error) {
+func Generate(cfg Config) ([]File, []Warning, error) {
 	return formatRendered(render(cfg))
 }
 
 // formatRendered formats what render returned: Generate's second half.
-func formatRendered(files []gofile.File, warnings []diag.Warning, err error) ([]gofile.File, []diag.Warning, error) {
+func formatRendered(files []File, warnings []Warning, err error) ([]File, []Warning, error) {
 	if err != nil {
 		return nil, warnings, err
 	}
-	// All files are formatted together, on every core (formatSources).
-	srcs := make([][]byte, len(files))
-	for i, f := range files {
-		srcs[i] = f.Content
-	}
-	outs, errs := formatSources(srcs)
-	for i := range files {
-		if err := errs[i]; err != nil {
-			if strings.HasSuffix(files[i].Name, "types.gen.go") { // as jennifer words it
-				return nil, warnings, fmt.Errorf("render %s: %w", files[i].Name, fmt.Errorf("Error %s while formatting source:\n%s", err, srcs[i]))
-			}
-			return nil, warnings, fmt.Errorf("render %s: generated code does not parse: %w\n%s", files[i].Name, err, numbered(srcs[i]))
-		}
-		files[i].Content = outs[i]
+	files, err = emit.Format(files)
+	if err != nil {
+		return nil, warnings, err
 	}
 	return files, warnings, nil
 }
 
 // render is Generate without formatting: the files as rendered, sorted by
 // name.
-func render(cfg Config) ([]gofile.File, []diag.Warning, error) {
+func render(cfg Config) ([]File, []Warning, error) {
 	if err := cfg.normalise(); err != nil {
 		return nil, nil, err
 	}
-	set, tw, err := loadTemplates(cfg.Templates)
+	set, tw, err := emit.LoadTemplates(cfg.Templates)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -74,59 +61,8 @@ func render(cfg Config) ([]gofile.File, []diag.Warning, error) {
 		return nil, warnings, err
 	}
 	warnings = append(warnings, m.Warnings...)
-
-	// types.gen.go (and, split, the types' packages) renders on a core of
-	// its own while the templates render; both only read the model.
-	var typesFiles []gofile.File
-	var typesErr error
-	var typesDone sync.WaitGroup
-	typesDone.Go(func() {
-		for name, tf := range renderTypes(m) {
-			tf.HeaderComment(gofile.Header(m.Version))
-			tf.HeaderComment("source: " + m.Source)
-			tf.NoFormat = true
-			var src bytes.Buffer
-			if err := tf.Render(&src); err != nil {
-				typesErr = fmt.Errorf("render %s: %w", name, err)
-				return
-			}
-			typesFiles = append(typesFiles, gofile.File{Name: name, Content: src.Bytes()})
-		}
-	})
-	files, err := renderTemplates(&cfg, set, m)
-	typesDone.Wait()
-	if typesErr != nil {
-		return nil, warnings, typesErr
-	}
-	if err != nil {
-		return nil, warnings, err
-	}
-	files = append(files, typesFiles...)
-	sort.Slice(files, func(i, j int) bool { return files[i].Name < files[j].Name })
-	return files, warnings, nil
-}
-
-// renderTemplates renders the templates' files, unformatted.
-func renderTemplates(cfg *Config, set *templateSet, m *model.Model) ([]gofile.File, error) {
-	var files []gofile.File
-	for _, tf := range templates.Files {
-		if tf.Output == "" {
-			continue
-		}
-		model, name := m, tf.Output
-		if tf.Template == clientTemplate {
-			model, name = clientTarget(cfg, m)
-		}
-		src, err := renderTemplate(set, tf.Template, name, model)
-		if err != nil {
-			return nil, err
-		}
-		if src == nil {
-			continue // the template rendered nothing: no file
-		}
-		files = append(files, gofile.File{Name: name, Content: src})
-	}
-	return files, nil
+	files, err := emit.Render(set, m, emitOptions(&cfg))
+	return files, warnings, err
 }
 
 // modelOptions are the model's options of the run cfg.
@@ -142,6 +78,18 @@ func modelOptions(cfg *Config) model.Options {
 		BasePath: cfg.BasePath, RequireIdempotent: cfg.RequireIdempotent, Rename: rename, SkipValidation: cfg.Validation.Skip,
 		WebhookSource: cfg.WebhookSource, Client: cfg.Client.Enabled, ClientPackage: cfg.Client.separate(),
 		Split: cfg.Split, ImportPath: cfg.ImportPath}
+}
+
+// emitOptions are the emitters' options of the run cfg.
+func emitOptions(cfg *Config) emit.Options {
+	if !cfg.Client.separate() {
+		return emit.Options{}
+	}
+	name := filepath.Join(cfg.Client.Output, "client.gen.go")
+	if rel, err := filepath.Rel(cfg.Output, name); err == nil {
+		name = rel
+	}
+	return emit.Options{ClientFile: filepath.ToSlash(name), ClientPackage: cfg.Client.Package, ClientTypesImport: cfg.Client.TypesImport}
 }
 
 // sourcePath names the spec in generated headers, doc comments and
@@ -170,12 +118,4 @@ func sourcePath(cfg *Config) string {
 		}
 	}
 	return filepath.Base(cfg.Spec)
-}
-
-func numbered(src []byte) string {
-	var b strings.Builder
-	for i, line := range strings.Split(string(src), "\n") {
-		fmt.Fprintf(&b, "%5d  %s\n", i+1, line)
-	}
-	return b.String()
 }

@@ -45,7 +45,7 @@ type Finding struct {
 	Message  string // located: `openapi.yaml: operation "createOrder" (POST /orders): ...`
 	// Kind is a warning's kind (SeverityWarning), by which the command
 	// groups them (WarningLines).
-	Kind diag.WarningKind
+	Kind WarningKind
 }
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
@@ -69,7 +69,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	add := func(s Severity, format string, args ...any) {
 		findings = append(findings, Finding{Severity: s, Message: fmt.Sprintf(format, args...)})
 	}
-	warn := func(w diag.Warning) {
+	warn := func(w Warning) {
 		findings = append(findings, Finding{Severity: SeverityWarning, Message: w.String(), Kind: w.Kind})
 	}
 	for _, w := range specWarnings(doc, file, true) {
@@ -79,7 +79,7 @@ func Lint(cfg Config) ([]Finding, error) {
 	opts := modelOptions(&cfg)
 	opts.RequireIdempotent, opts.BasePath, opts.Source = false, new(string), ""
 	if m, err := model.Build(doc, opts); err != nil {
-		var se *diag.SpecError
+		var se *SpecError
 		if !errors.As(err, &se) {
 			return nil, err
 		}

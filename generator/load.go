@@ -12,7 +12,6 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/internal/load"
 )
 
@@ -31,7 +30,7 @@ func loadSpec(cfg *Config) (*openapi3.T, error) {
 	doc, err := load.Document(data, cfg.Spec, load.Options{AllowRemoteRefs: cfg.AllowRemoteRefs})
 	if err != nil {
 		if problems := diagnose(data, specName(cfg), cfg.Spec); len(problems) > 0 {
-			return nil, &diag.SpecError{Problems: problems}
+			return nil, &SpecError{Problems: problems}
 		}
 		return nil, specLoadError(specName(cfg), data, err)
 	}
@@ -44,13 +43,13 @@ func specName(cfg *Config) string { return filepath.Base(cfg.Spec) }
 // validate, the first problem kin-openapi's validation of the whole document
 // finds. Generation leaves that validation to lint: on Stripe's spec it took
 // half of the generator's time, and the model checks what generation needs.
-func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
-	var ws []diag.Warning
-	add := func(kind diag.WarningKind, where, format string, args ...any) {
-		ws = append(ws, diag.Warning{Where: where, Message: fmt.Sprintf(format, args...), Kind: kind})
+func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
+	var ws []Warning
+	add := func(kind WarningKind, where, format string, args ...any) {
+		ws = append(ws, Warning{Where: where, Message: fmt.Sprintf(format, args...), Kind: kind})
 	}
 	if doc.Info == nil || doc.Info.Version == "" {
-		add(diag.WarnSpec, file, "info.version is empty")
+		add(WarnSpec, file, "info.version is empty")
 	}
 	schemes := map[string]bool{}
 	if doc.Components != nil {
@@ -87,7 +86,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
 	for _, name := range slices.Sorted(maps.Keys(undefined)) {
 		refs := undefined[name]
 		sort.Strings(refs)
-		add(diag.WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
+		add(WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
 	}
 	if validate {
 		if err := doc.Validate(context.Background(),
@@ -96,7 +95,7 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []diag.Warning {
 			openapi3.DisableSchemaPatternValidation(),
 			openapi3.AllowExtraSiblingFields("description", "summary")); err != nil {
 			msg := strings.SplitN(err.Error(), "\n", 2)[0]
-			add(diag.WarnSpec, file, "openapi validation (not fatal): %s", msg)
+			add(WarnSpec, file, "openapi validation (not fatal): %s", msg)
 		}
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })

@@ -3,7 +3,6 @@ package generator
 import (
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/idemgen/idemgen/generator/diag"
 	"github.com/idemgen/idemgen/generator/model"
 )
 
@@ -14,7 +13,7 @@ import (
 type Spec struct {
 	Doc      *openapi3.T
 	Model    *model.Model
-	Warnings []diag.Warning
+	Warnings []Warning
 }
 
 // Load loads the spec named by cfg and builds its model as Generate does,

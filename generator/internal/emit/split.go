@@ -2,7 +2,7 @@
 // packages: an alias of each type in the package, and Unimplemented in a
 // package of its own.
 
-package generator
+package emit
 
 import (
 	"fmt"

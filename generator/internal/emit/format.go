@@ -1,4 +1,4 @@
-package generator
+package emit
 
 import (
 	"bytes"
@@ -41,7 +41,7 @@ func formatSources(srcs [][]byte) ([][]byte, []error) {
 	var chunks []*chunk
 	counts := make([]int, len(srcs))
 	for i, s := range srcs {
-		for j, c := range cutDecls(s, target) {
+		for j, c := range CutDecls(s, target) {
 			chunks = append(chunks, &chunk{file: i, index: j, src: c})
 			counts[i]++
 		}
@@ -101,11 +101,11 @@ func formatSources(srcs [][]byte) ([][]byte, []error) {
 // chunkPackage starts every chunk but a file's first.
 const chunkPackage = "package p\n"
 
-// cutDecls cuts src into chunks of at least size bytes, each but the first
+// CutDecls cuts src into chunks of at least size bytes, each but the first
 // starting with the doc comment of a top-level declaration: a line starting
 // with "//" that follows a line that is not a comment, in a run of such
 // lines ending right before a line starting with func, type, var or const.
-func cutDecls(src []byte, size int) [][]byte {
+func CutDecls(src []byte, size int) [][]byte {
 	var out [][]byte
 	start := 0  // of the current chunk
 	group := -1 // start of the current run of comment lines, -1 outside one

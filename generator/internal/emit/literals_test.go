@@ -1,9 +1,10 @@
-package generator
+package emit
 
 import (
 	"strings"
 	"testing"
 
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
@@ -16,12 +17,12 @@ func TestLiteralsQualifyThroughImporter(t *testing.T) {
 		t.Fatalf("first import named %s", n)
 	}
 	for _, v := range []any{
-		&Param{In: "query", Name: "limit", Key: "limit", Style: idemimpl.StyleForm},
-		&BodyMedia{Type: "application/json", Decode: idemimpl.AsJSON},
-		&SecurityScheme{Name: "key", Kind: idemimpl.SchemeAPIKeyHeader, Param: "X-Key"},
-		&ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
-			Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
-			Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}},
+		&model.Param{In: "query", Name: "limit", Key: "limit", Style: idemimpl.StyleForm},
+		&model.BodyMedia{Type: "application/json", Decode: idemimpl.AsJSON},
+		&model.SecurityScheme{Name: "key", Kind: idemimpl.SchemeAPIKeyHeader, Param: "X-Key"},
+		&model.ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
+			Props: []model.ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
+			Discriminator: "kind", Mapping: []model.ReqMapping{{Value: "a", Schema: 1}}},
 	} {
 		got, err := literal(im, v)
 		if err != nil {
@@ -33,9 +34,9 @@ func TestLiteralsQualifyThroughImporter(t *testing.T) {
 	}
 	want := `{Has: idemimpl2.HasMaxLength, Types: idemimpl2.TypeString|idemimpl2.TypeNull, Format: idemimpl2.FormatUUID, MaxLength: 5, ` +
 		`Props: []idemimpl2.Prop{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl2.NoAdditional, Discriminator: "kind", Mapping: []idemimpl2.Mapping{{Value: "a", Schema: 1}}}`
-	if got, _ := literal(im, &ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
-		Props: []ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
-		Discriminator: "kind", Mapping: []ReqMapping{{Value: "a", Schema: 1}}}); got != want {
+	if got, _ := literal(im, &model.ReqSchema{Types: []idemimpl.Types{idemimpl.TypeString, idemimpl.TypeNull}, Format: idemimpl.FormatUUID, Has: idemimpl.HasMaxLength, MaxLength: 5,
+		Props: []model.ReqProp{{Name: "a", Schema: 1}}, AdditionalProperties: idemimpl.NoAdditional,
+		Discriminator: "kind", Mapping: []model.ReqMapping{{Value: "a", Schema: 1}}}); got != want {
 		t.Errorf("schema literal\n got %s\nwant %s", got, want)
 	}
 	if _, err := literal(im, 42); err == nil {

@@ -1,4 +1,4 @@
-package generator
+package emit
 
 // The one table of the runtime's constants as generated code names them.
 // The model holds them as the runtime's own typed values (idemimpl.Style,

@@ -1,7 +1,7 @@
 // The operations' types: each request, its response interface and
 // responses (shared components among them), and its response encoder.
 
-package generator
+package emit
 
 import (
 	"fmt"

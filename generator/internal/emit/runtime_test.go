@@ -1,4 +1,4 @@
-package generator
+package emit
 
 import (
 	"fmt"
@@ -12,6 +12,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -58,7 +59,7 @@ func TestRuntimeNames(t *testing.T) {
 // added to the runtime and not to the table) is an error of the literal
 // that prints it, not a silent default.
 func TestRuntimeNameUnknown(t *testing.T) {
-	if _, err := literal(newImporter(), &Param{In: "query", Name: "q", Key: "q", Style: idemimpl.Style(200)}); err == nil || !strings.Contains(err.Error(), "idemimpl.Style 200") {
+	if _, err := literal(newImporter(), &model.Param{In: "query", Name: "q", Key: "q", Style: idemimpl.Style(200)}); err == nil || !strings.Contains(err.Error(), "idemimpl.Style 200") {
 		t.Errorf("literal of an unknown style: %v", err)
 	}
 	// A key format registered here that the table does not name, as one
@@ -74,11 +75,12 @@ func TestRuntimeNameUnknown(t *testing.T) {
 // repository's package path (and the types they name), from its source.
 func runtimeConstants(t *testing.T, path string) *types.Package {
 	t.Helper()
-	dir, ok := strings.CutPrefix(path, Module+"/")
+	const module = "github.com/idemgen/idemgen"
+	dir, ok := strings.CutPrefix(path, module+"/")
 	if !ok {
-		t.Fatalf("%s is not a package of %s", path, Module)
+		t.Fatalf("%s is not a package of %s", path, module)
 	}
-	files, err := filepath.Glob(filepath.Join("..", dir, "*.go"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "..", dir, "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

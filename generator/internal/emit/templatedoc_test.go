@@ -1,4 +1,4 @@
-package generator
+package emit
 
 import (
 	"go/ast"
@@ -23,12 +23,12 @@ var templateTypes = []string{"Model", "Operation", "OperationNames", "Param", "B
 // every function of the func map, is named there (`Name`). A field added to
 // the model without a word in the template documentation fails here.
 func TestTemplateDocCoversModel(t *testing.T) {
-	readme, err := os.ReadFile(filepath.Join("..", "templates", "README.md"))
+	readme, err := os.ReadFile(filepath.Join("..", "..", "..", "templates", "README.md"))
 	if err != nil {
 		t.Fatal(err)
 	}
 	doc := string(readme)
-	files, err := filepath.Glob(filepath.Join("model", "*.go"))
+	files, err := filepath.Glob(filepath.Join("..", "..", "model", "*.go"))
 	if err != nil {
 		t.Fatal(err)
 	}

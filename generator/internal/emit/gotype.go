@@ -1,4 +1,4 @@
-package generator
+package emit
 
 // The one spelling of a Go type (spellType), and its two thin adapters:
 // jennifer's code for types.gen.go and the split packages, and template

@@ -1,4 +1,4 @@
-package generator
+package emit
 
 // The template emitter: the importer that records and names imports, the
 // func map templates print the model with, and the composite literals of
@@ -182,17 +182,18 @@ func funcMap(im *importer) template.FuncMap {
 	}
 }
 
-// templateSet is a fresh set per run; the importer is swapped per file.
-type templateSet struct {
+// Templates is a fresh template set per run, and the importer its
+// templates print imports through (reset per file).
+type Templates struct {
 	t  *template.Template
 	im *importer
 }
 
-// loadTemplates parses the embedded defaults, then the user's directory: a
+// LoadTemplates parses the embedded defaults, then the user's directory: a
 // file there replaces the default of the same name; any other name is an
 // error. A whole template replaced (not slots.tmpl) is a warning unless it
 // is a copy of today's built-in one (its eject header says which).
-func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
+func LoadTemplates(dir string) (*Templates, []diag.Warning, error) {
 	im := newImporter()
 	set := template.New("idemgen").Funcs(funcMap(im))
 	known := map[string]bool{}
@@ -207,7 +208,7 @@ func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
 		known[tf.Template] = true
 	}
 	if dir == "" {
-		return &templateSet{set, im}, nil, nil
+		return &Templates{set, im}, nil, nil
 	}
 	entries, err := os.ReadDir(dir)
 	if err != nil {
@@ -241,12 +242,12 @@ func loadTemplates(dir string) (*templateSet, []diag.Warning, error) {
 			}
 		}
 	}
-	return &templateSet{set, im}, warnings, nil
+	return &Templates{set, im}, warnings, nil
 }
 
 // renderTemplate renders a template into a Go file, not yet formatted; nil
 // when the template renders nothing.
-func renderTemplate(set *templateSet, name, output string, m *model.Model) ([]byte, error) {
+func renderTemplate(set *Templates, name, output string, m *model.Model) ([]byte, error) {
 	set.im.reset()
 	var body bytes.Buffer
 	if err := set.t.ExecuteTemplate(&body, name, m); err != nil {
