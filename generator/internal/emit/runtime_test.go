@@ -4,7 +4,6 @@ import (
 	"fmt"
 	"go/ast"
 	"go/constant"
-	"go/parser"
 	"go/token"
 	"go/types"
 	"path/filepath"
@@ -80,20 +79,9 @@ func runtimeConstants(t *testing.T, path string) *types.Package {
 	if !ok {
 		t.Fatalf("%s is not a package of %s", path, module)
 	}
-	files, err := filepath.Glob(filepath.Join("..", "..", "..", dir, "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	fset := token.NewFileSet()
 	consts := &ast.File{Name: ast.NewIdent("p")}
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, file := range sourceFiles(t, fset, filepath.Join("..", "..", "..", dir)) {
 		consts.Name.Name = file.Name.Name
 		for _, d := range file.Decls {
 			g, ok := d.(*ast.GenDecl)

@@ -28,20 +28,8 @@ func TestTemplateDocCoversModel(t *testing.T) {
 		t.Fatal(err)
 	}
 	doc := string(readme)
-	files, err := filepath.Glob(filepath.Join("..", "..", "model", "*.go"))
-	if err != nil {
-		t.Fatal(err)
-	}
 	members := map[string][]string{} // type -> exported fields and methods
-	fset := token.NewFileSet()
-	for _, f := range files {
-		if strings.HasSuffix(f, "_test.go") {
-			continue
-		}
-		file, err := parser.ParseFile(fset, f, nil, 0)
-		if err != nil {
-			t.Fatal(err)
-		}
+	for _, file := range sourceFiles(t, token.NewFileSet(), filepath.Join("..", "..", "model")) {
 		for _, d := range file.Decls {
 			switch d := d.(type) {
 			case *ast.GenDecl:
@@ -97,4 +85,25 @@ func TestTemplateDocCoversModel(t *testing.T) {
 			t.Errorf("templates/README.md does not document func %s (%s)", n, reflect.TypeOf(fm[n]))
 		}
 	}
+}
+
+// sourceFiles parses the Go files of dir but its tests.
+func sourceFiles(t *testing.T, fset *token.FileSet, dir string) []*ast.File {
+	t.Helper()
+	names, err := filepath.Glob(filepath.Join(dir, "*.go"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var files []*ast.File
+	for _, name := range names {
+		if strings.HasSuffix(name, "_test.go") {
+			continue
+		}
+		file, err := parser.ParseFile(fset, name, nil, 0)
+		if err != nil {
+			t.Fatal(err)
+		}
+		files = append(files, file)
+	}
+	return files
 }
