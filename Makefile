@@ -172,7 +172,7 @@ unit-env:
 # whole loads and comparisons run in the first). internal/load runs here,
 # not in unit-modules, the longest lane.
 unit-generator: unit-env
-	$(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 45m ./generator ./generator/internal/load
+	$(GO) test -vet=all $(TESTEXEC) -count=1 -timeout 45m ./generator/...
 	$(GO) test -race -vet=off $(TESTEXEC) -count=1 -run '^TestGolden$$' ./generator
 	$(GO) test -race -vet=off $(TESTEXEC) -count=1 ./generator/internal/load
 
@@ -190,7 +190,7 @@ NORACE_MODULES := bench examples/docsnippets examples/minimal examples/routers
 
 # Every package of the root module but those of unit-generator.
 unit-modules: unit-env
-	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -vx -e 'github.com/idemgen/idemgen/generator' -e 'github.com/idemgen/idemgen/generator/internal/load')
+	@echo "go test -race (.)"; $(GO) test -race -vet=all $(TESTEXEC) -count=1 -timeout 20m $$($(GO) list ./... | grep -v -e '^github.com/idemgen/idemgen/generator\(/\|$$\)')
 
 # Every other module but examples/payments (unit-payments). Modules
 # without -race are built (go build ./...) before they are tested: go test

@@ -14,7 +14,7 @@ import (
 
 	"github.com/google/uuid"
 
-	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idem"
 )
 
@@ -44,7 +44,7 @@ func (c *checker) verdict(check, ok string, problems []string, exs ...*Exchange)
 }
 
 // operation runs every check on one idempotent operation.
-func (r *runner) operation(ctx context.Context, o *generator.Operation) []Result {
+func (r *runner) operation(ctx context.Context, o *model.Operation) []Result {
 	c := &checker{p: r.prepare(o)}
 	c.missingKey(ctx)
 	c.malformedKeys(ctx)
@@ -119,30 +119,19 @@ func (c *checker) missingKey(ctx context.Context) {
 }
 
 func (c *checker) malformedKeys(ctx context.Context) {
-	f := c.p.o.Policy.KeyFormat
-	var wrong, what string
-	switch f {
-	case "uuidv4":
-		wrong, what = uuid.Must(uuid.NewV7()).String(), "a UUIDv7 where uuidv4 is declared"
-	case "uuidv7":
-		wrong, what = uuid.NewString(), "a UUIDv4 where uuidv7 is declared"
-	case "opaque":
-		wrong, what = "conformance key\x7f", "a key with a control character (opaque keys are visible ASCII)"
-	case "printable":
-		wrong, what = "conformance\u200bkey", "a key with a format character, U+200B (printable keys have none)"
-	default:
-		wrong, what = "not-a-uuid-"+strconv.FormatInt(time.Now().UnixNano(), 36), "a key that is not a UUID"
-	}
-	long, longWhat := c.p.newKey()+"0", "a UUID with one character more (37)"
-	if f == "opaque" || f == "printable" {
-		long, longWhat = strings.Repeat("k", 256), "a key of 256 characters (the limit is 255)"
+	bad, err := badKeys(c.p.o.Policy.KeyFormat, c.p.newKey())
+	if err != nil {
+		for _, check := range []string{"malformed-key/format", "malformed-key/too-long"} {
+			c.add(check, Fail, err.Error())
+		}
+		return
 	}
 	cases := []struct {
 		check, what string
 		keys        []string
 	}{
-		{"malformed-key/format", what, []string{wrong}},
-		{"malformed-key/too-long", longWhat, []string{long}},
+		{"malformed-key/format", bad.what, []string{bad.wrong}},
+		{"malformed-key/too-long", bad.longWhat, []string{bad.long}},
 		{"malformed-key/repeated", "the header twice, with two valid keys", []string{c.p.newKey(), c.p.newKey()}},
 	}
 	for _, k := range cases {
@@ -157,6 +146,34 @@ func (c *checker) malformedKeys(ctx context.Context) {
 		}
 		c.verdict(k.check, fmt.Sprintf("%s: %s", k.what, ex.describe()), problems, ex)
 	}
+}
+
+// badKeyset is what keyFormat refuses: a key of another shape and one
+// character too long, each with what it is.
+type badKeyset struct{ wrong, what, long, longWhat string }
+
+// badKeys is what key format f refuses, the long key one character longer
+// than fresh, a valid key of f; an error for a format conformance does not
+// know, rather than a key another format would refuse.
+func badKeys(f, fresh string) (badKeyset, error) {
+	b := badKeyset{long: fresh + "0", longWhat: "a UUID with one character more (37)"}
+	switch f {
+	case "uuid":
+		b.wrong, b.what = "not-a-uuid-"+strconv.FormatInt(time.Now().UnixNano(), 36), "a key that is not a UUID"
+	case "uuidv4":
+		b.wrong, b.what = uuid.Must(uuid.NewV7()).String(), "a UUIDv7 where uuidv4 is declared"
+	case "uuidv7":
+		b.wrong, b.what = uuid.NewString(), "a UUIDv4 where uuidv7 is declared"
+	case "opaque":
+		b.wrong, b.what = "conformance key\x7f", "a key with a control character (opaque keys are visible ASCII)"
+		b.long, b.longWhat = strings.Repeat("k", 256), "a key of 256 characters (the limit is 255)"
+	case "printable":
+		b.wrong, b.what = "conformance\u200bkey", "a key with a format character, U+200B (printable keys have none)"
+		b.long, b.longWhat = strings.Repeat("k", 256), "a key of 256 characters (the limit is 255)"
+	default:
+		return b, fmt.Errorf("conformance: no malformed key for key format %q", f)
+	}
+	return b, nil
 }
 
 // sequence runs one key through first execution, replay, reordered replay

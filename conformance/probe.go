@@ -13,7 +13,7 @@ import (
 
 	"github.com/getkin/kin-openapi/openapi3"
 
-	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // probe observes an operation's effect through the GET the spec declares on
@@ -22,7 +22,7 @@ import (
 // list may be paged or sorted away), only count what appears.
 type probe struct {
 	c    *opRun
-	get  *generator.Operation
+	get  *model.Operation
 	q    request
 	name string // member holding the list; "" when the body is the list
 }
@@ -105,8 +105,8 @@ func isLimit(name string) bool {
 }
 
 // maximum is a parameter's declared maximum, as a query value.
-func (p *opRun) maximum(prm *generator.Param) (string, bool) {
-	sr := generator.ParameterSchema(p.kinParam(prm))
+func (p *opRun) maximum(prm *model.Param) (string, bool) {
+	sr := model.ParameterSchema(p.kinParam(prm))
 	if sr == nil || sr.Value == nil || sr.Value.Max == nil {
 		return "", false
 	}

@@ -15,6 +15,8 @@ import (
 	"github.com/getkin/kin-openapi/openapi3"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 // Request is a request that the spec describes as valid for one operation,
@@ -42,7 +44,7 @@ type Request struct {
 
 // NewKey returns a fresh idempotency key in the operation's key format.
 func (q Request) NewKey() string {
-	p := opRun{o: &generator.Operation{}}
+	p := opRun{o: &model.Operation{}}
 	p.o.Policy.KeyFormat = q.keyFormat
 	return p.newKey()
 }
@@ -73,17 +75,21 @@ func Requests(spec string, specData []byte) ([]Request, error) {
 	return out, nil
 }
 
-func (r *runner) validRequest(o *generator.Operation) Request {
+func (r *runner) validRequest(o *model.Operation) Request {
 	q := Request{Operation: o.ID, Method: o.Method, Header: http.Header{}}
 	p := &opRun{r: r, o: o, kin: r.spec.Operation(o)}
 	q.KeyHeader, q.keyFormat = p.keyHeader(), o.Policy.KeyFormat
+	if err := p.keyFormatKnown(); err != nil {
+		q.Err = err
+		return q
+	}
 	if err := p.validBody(&q); err != nil {
 		q.Err = err
 		return q
 	}
 	path, query := o.Path, url.Values{}
 	type wrongParam struct {
-		p     *generator.Param
+		p     *model.Param
 		v     any
 		where string
 	}
@@ -100,7 +106,7 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 		if gp == nil {
 			continue
 		}
-		sr := generator.ParameterSchema(pr)
+		sr := model.ParameterSchema(pr)
 		v, err := valueOf(sr, true)
 		if err != nil {
 			if pr.Required {
@@ -114,7 +120,7 @@ func (r *runner) validRequest(o *generator.Operation) Request {
 			path = strings.ReplaceAll(path, "{"+pr.Name+"}", url.PathEscape(styled(gp, v)))
 		case "query":
 			addQuery(query, gp, v)
-			if w, where, ok := wrongTyped(sr, v, gp.Style == "StyleJSON"); ok {
+			if w, where, ok := wrongTyped(sr, v, gp.Style == idemimpl.StyleJSON); ok {
 				wrong = append(wrong, wrongParam{gp, w, where})
 			}
 		case "header":
@@ -217,7 +223,7 @@ func (p *opRun) allParams() openapi3.Parameters {
 }
 
 // param is the model's parameter for pr: its style and explode resolved.
-func (p *opRun) param(pr *openapi3.Parameter) *generator.Param {
+func (p *opRun) param(pr *openapi3.Parameter) *model.Param {
 	for _, gp := range p.o.Params {
 		if gp.In == pr.In && gp.Name == pr.Name {
 			return gp
@@ -356,13 +362,13 @@ func (p *opRun) malformed(body any) []Malformed {
 // multipartMedia is the model's multipart/form-data media type of a body:
 // which parts hold JSON and which a form, as the generated server decodes
 // them.
-func multipartMedia(b *generator.Body) *generator.BodyMedia {
+func multipartMedia(b *model.Body) *model.BodyMedia {
 	for _, m := range b.Media {
-		if m.Decode == "AsMultipart" {
+		if m.Decode == idemimpl.AsMultipart {
 			return m
 		}
 	}
-	return &generator.BodyMedia{}
+	return &model.BodyMedia{}
 }
 
 // encodeMultipart writes the members of an object body as parts, as the
@@ -371,7 +377,7 @@ func multipartMedia(b *generator.Body) *generator.BodyMedia {
 // of FormParts as one application/x-www-form-urlencoded part in bracket
 // notation, others as text parts in bracket notation (a list whose name
 // ends in [], PHP's file[], as that name repeated).
-func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *generator.BodyMedia) ([]byte, string, error) {
+func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *model.BodyMedia) ([]byte, string, error) {
 	m, ok := body.(map[string]any)
 	if !ok {
 		return nil, "", fmt.Errorf("a multipart/form-data body that is not an object")
@@ -446,8 +452,8 @@ func encodeMultipart(body any, sr *openapi3.SchemaRef, bm *generator.BodyMedia) 
 // simple serialises a value in style simple (path and header parameters).
 // styled is a path, header or cookie parameter's value in its style: JSON
 // for one declared with content (content: application/json), else simple.
-func styled(p *generator.Param, v any) string {
-	if p.Style == "StyleJSON" {
+func styled(p *model.Param, v any) string {
+	if p.Style == idemimpl.StyleJSON {
 		b, _ := json.Marshal(v)
 		return string(b)
 	}
@@ -471,13 +477,13 @@ func simple(v any, explode bool) string {
 }
 
 // addQuery adds a query parameter in its declared style.
-func addQuery(q url.Values, p *generator.Param, v any) {
+func addQuery(q url.Values, p *model.Param, v any) {
 	switch p.Style {
-	case "StyleJSON":
+	case idemimpl.StyleJSON:
 		b, _ := json.Marshal(v)
 		q.Add(p.Name, string(b))
 		return
-	case "StyleDeepObject":
+	case idemimpl.StyleDeepObject:
 		var rec func(prefix string, v any)
 		rec = func(prefix string, v any) {
 			switch c := v.(type) {
@@ -504,9 +510,9 @@ func addQuery(q url.Values, p *generator.Param, v any) {
 	}
 	sep := ","
 	switch p.Style {
-	case "StyleSpaceDelimited":
+	case idemimpl.StyleSpaceDelimited:
 		sep = " "
-	case "StylePipeDelimited":
+	case idemimpl.StylePipeDelimited:
 		sep = "|"
 	}
 	switch c := v.(type) {
@@ -540,19 +546,19 @@ func addQuery(q url.Values, p *generator.Param, v any) {
 }
 
 // credential adds a made-up credential for the scheme where it looks.
-func credential(q *Request, query url.Values, s *generator.SecurityScheme) {
+func credential(q *Request, query url.Values, s *model.SecurityScheme) {
 	switch s.Kind {
-	case "SchemeAPIKeyHeader":
+	case idemimpl.SchemeAPIKeyHeader:
 		q.Header.Set(s.Param, "conformance")
-	case "SchemeAPIKeyQuery":
+	case idemimpl.SchemeAPIKeyQuery:
 		query.Set(s.Param, "conformance")
-	case "SchemeAPIKeyCookie":
+	case idemimpl.SchemeAPIKeyCookie:
 		q.Header.Add("Cookie", (&http.Cookie{Name: s.Param, Value: "conformance"}).String())
-	case "SchemeBearer":
+	case idemimpl.SchemeBearer:
 		q.Header.Set("Authorization", "Bearer conformance")
-	case "SchemeBasic":
+	case idemimpl.SchemeBasic:
 		q.Header.Set("Authorization", "Basic "+base64.StdEncoding.EncodeToString([]byte("conformance:secret")))
-	case "SchemeHTTP":
+	case idemimpl.SchemeHTTP:
 		q.Header.Set("Authorization", s.Param+" conformance")
 	}
 }

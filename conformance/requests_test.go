@@ -130,7 +130,7 @@ paths:
 
 // TestRequestsMultipartEncodings: a multipart part whose encoding says it
 // holds a form is one application/x-www-form-urlencoded part, as the
-// generated server reads it (generator.BodyMedia.FormParts), a JSON part
+// generated server reads it (model.BodyMedia.FormParts), a JSON part
 // is JSON, and a list of files named file[] (PHP's way) is parts of that
 // very name; a bare schema name in a discriminator mapping names the member.
 func TestRequestsMultipartEncodings(t *testing.T) {

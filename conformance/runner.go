@@ -11,9 +11,11 @@ import (
 	"strings"
 
 	"github.com/getkin/kin-openapi/openapi3"
-	"github.com/google/uuid"
 
 	"github.com/idemgen/idemgen/generator"
+	"github.com/idemgen/idemgen/generator/model"
+	"github.com/idemgen/idemgen/runtime/idemclient"
+	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
 
 type runner struct {
@@ -46,7 +48,7 @@ func (e unbuildable) Unwrap() error { return e.error }
 // opRun is one operation prepared for checking: its body and parameters.
 type opRun struct {
 	r      *runner
-	o      *generator.Operation
+	o      *model.Operation
 	kin    *openapi3.Operation
 	schema *openapi3.SchemaRef // JSON body schema; nil without one
 	ctype  string
@@ -58,7 +60,7 @@ type opRun struct {
 	err    error  // why no request can be built
 }
 
-func (r *runner) prepare(o *generator.Operation) *opRun {
+func (r *runner) prepare(o *model.Operation) *opRun {
 	if r.ops == nil {
 		r.ops = map[string]*opRun{}
 	}
@@ -67,6 +69,10 @@ func (r *runner) prepare(o *generator.Operation) *opRun {
 	}
 	p := &opRun{r: r, o: o, kin: r.spec.Operation(o)}
 	r.ops[o.ID] = p
+	if err := p.keyFormatKnown(); err != nil {
+		p.err = err
+		return p
+	}
 	if o.Body == nil {
 		return p
 	}
@@ -216,12 +222,28 @@ func scalarString(v any) string {
 	return string(b)
 }
 
-// newKey returns a fresh key in the operation's format.
+// newKey returns a fresh key in the operation's format, minted as the
+// generated client mints it (idemclient.NewKey); "" for a format it does
+// not know, which keyFormatKnown reports.
 func (p *opRun) newKey() string {
-	if p.o.Policy.KeyFormat == "uuidv4" {
-		return uuid.NewString()
+	k, _ := idemclient.NewKey(p.o.Policy.KeyFormat)
+	return k
+}
+
+// keyFormatKnown is an error for an idempotent operation whose key format
+// conformance cannot mint or break keys of (a format added to the runtime
+// and not here): no request is sent for it.
+func (p *opRun) keyFormatKnown() error {
+	if !p.o.Idempotent {
+		return nil
 	}
-	return uuid.Must(uuid.NewV7()).String()
+	if _, err := idemclient.NewKey(p.o.Policy.KeyFormat); err != nil {
+		return fmt.Errorf("conformance: %w", err)
+	}
+	if _, err := badKeys(p.o.Policy.KeyFormat, ""); err != nil {
+		return err
+	}
+	return nil
 }
 
 // keyHeader is the header carrying the operation's key ("" when it has no
@@ -312,8 +334,8 @@ func (p *opRun) fixture(ctx context.Context, depth int, tenant string) (q reques
 
 // paramValue generates a value for a parameter from its schema (its
 // media type's for one declared with content), in its style.
-func (p *opRun) paramValue(prm *generator.Param) (string, error) {
-	sr := generator.ParameterSchema(p.kinParam(prm))
+func (p *opRun) paramValue(prm *model.Param) (string, error) {
+	sr := model.ParameterSchema(p.kinParam(prm))
 	v, err := generate(sr, 0)
 	if err == nil {
 		err = validate(sr, v)
@@ -321,7 +343,7 @@ func (p *opRun) paramValue(prm *generator.Param) (string, error) {
 	if err != nil {
 		return "", unbuildable{err}
 	}
-	if prm.Style == "StyleJSON" {
+	if prm.Style == idemimpl.StyleJSON {
 		b, _ := json.Marshal(v)
 		return string(b), nil
 	}
@@ -330,7 +352,7 @@ func (p *opRun) paramValue(prm *generator.Param) (string, error) {
 
 // kinParam is the spec's parameter prm was built from: the operation's,
 // else its path item's; nil when there is none.
-func (p *opRun) kinParam(prm *generator.Param) *openapi3.Parameter {
+func (p *opRun) kinParam(prm *model.Param) *openapi3.Parameter {
 	if p.kin == nil {
 		return nil
 	}
@@ -351,13 +373,13 @@ func (p *opRun) kinParam(prm *generator.Param) *openapi3.Parameter {
 // the parent collection (POST /payments for /payments/{paymentId}/...),
 // and returns the new resource's id: the member named like the parameter,
 // or "id". creator is that POST, nil when the spec has none.
-func (p *opRun) parent(ctx context.Context, param string, depth int, tenant string) (id string, exs []*Exchange, creator *generator.Operation, err error) {
+func (p *opRun) parent(ctx context.Context, param string, depth int, tenant string) (id string, exs []*Exchange, creator *model.Operation, err error) {
 	i := strings.Index(p.o.Path, "/{"+param+"}")
 	if i < 0 {
 		return "", nil, nil, fmt.Errorf("not in the path")
 	}
 	prefix := p.o.Path[:i]
-	var parentOp *generator.Operation
+	var parentOp *model.Operation
 	for _, o := range p.r.spec.Model.Operations {
 		if o.Method == http.MethodPost && o.Path == prefix {
 			parentOp = o

@@ -13,6 +13,8 @@ import (
 	"testing"
 
 	"gopkg.in/yaml.v3"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // BenchmarkCompile measures what a generated package costs the Go compiler,
@@ -51,9 +53,9 @@ func BenchmarkCompile(b *testing.B) {
 	}
 	split := tempModule(b, files)
 	for _, part := range [][2]string{
-		{"schematypes", schemaTypesDir + "/types.gen.go"},
-		{"optypes", opTypesDir + "/types.gen.go"},
-		{"unimplemented", unimplementedDir + "/unimplemented.gen.go"},
+		{"schematypes", model.SchemaTypesDir + "/types.gen.go"},
+		{"optypes", model.OpTypesDir + "/types.gen.go"},
+		{"unimplemented", model.UnimplementedDir + "/unimplemented.gen.go"},
 		{"api", "types.gen.go"},
 	} {
 		b.Run("idemgen-split/"+part[0], func(b *testing.B) { benchmarkRebuild(b, split, path.Join("api", part[1])) })

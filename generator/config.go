@@ -4,6 +4,7 @@ import (
 	"bytes"
 	"errors"
 	"fmt"
+	"go/token"
 	"io/fs"
 	"os"
 	"path/filepath"
@@ -14,6 +15,7 @@ import (
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/generator/internal/load"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 )
 
 // Config is one generation run, usually read from idemgen.yaml. Relative
@@ -180,7 +182,7 @@ func (cfg *Config) normalise() error {
 	if cfg.Package == "" {
 		cfg.Package = "api"
 	}
-	if !isGoIdent(cfg.Package) {
+	if !token.IsIdentifier(cfg.Package) {
 		return fmt.Errorf("config: package %q is not a Go identifier", cfg.Package)
 	}
 	if cfg.Output == "" {
@@ -235,7 +237,7 @@ func unknownKeys(path string, err error) []string {
 				keys = append(keys, k)
 			}
 		}
-		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], didYouMean(m[2], keys)))
+		problems = append(problems, fmt.Sprintf("%s: line %s: unknown key %q%s", path, m[1], m[2], suggest.DidYouMean(m[2], keys)))
 	}
 	return problems
 }
@@ -258,7 +260,7 @@ func (cfg *Config) specFileError(err error) error {
 			for _, e := range entries {
 				names = append(names, e.Name())
 			}
-			hint = didYouMean(filepath.Base(cfg.Spec), names)
+			hint = suggest.DidYouMean(filepath.Base(cfg.Spec), names)
 		}
 	}
 	spec := cfg.Source

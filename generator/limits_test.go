@@ -40,15 +40,11 @@ paths:
 func limitsModel(t *testing.T, root, op string) (*Model, error) {
 	t.Helper()
 	spec := strings.NewReplacer("%ROOT%", root, "%OP%", op).Replace(limitsSpec)
-	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(spec), Output: t.TempDir()}
-	if err := cfg.normalise(); err != nil {
-		t.Fatal(err)
-	}
-	doc, err := loadSpec(&cfg)
+	s, err := Load(Config{Spec: "openapi.yaml", SpecData: []byte(spec), Output: t.TempDir()})
 	if err != nil {
-		t.Fatal(err)
+		return nil, err
 	}
-	return buildModel(doc, &cfg, "")
+	return s.Model, nil
 }
 
 // TestRequestLimitsResolved: an operation's limits are the defaults, then

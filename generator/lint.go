@@ -3,8 +3,13 @@ package generator
 import (
 	"errors"
 	"fmt"
+	"maps"
+	"slices"
 	"sort"
 	"strings"
+
+	"github.com/idemgen/idemgen/generator/diag"
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // Severity of a lint finding.
@@ -45,11 +50,6 @@ type Finding struct {
 
 func (f Finding) String() string { return f.Severity.String() + ": " + f.Message }
 
-// notIdempotentGap is what generate warns and lint reports as an error
-// about a POST or PATCH that is idempotent neither by its own x-idempotent
-// nor by the root's.
-const notIdempotentGap = "not idempotent: no x-idempotent on the operation or at the root (annotate it, or opt out with x-idempotent: false)"
-
 // Lint checks a spec for what `idemgen lint` gates on: every POST and PATCH
 // must be idempotent or opt out explicitly (an error without either; a note
 // with `x-idempotent: false`, an error too when cfg.RequireIdempotent), and
@@ -75,10 +75,10 @@ func Lint(cfg Config) ([]Finding, error) {
 	for _, w := range specWarnings(doc, file, true) {
 		warn(w)
 	}
-	// Opt-outs are judged below, not by the model.
-	model := cfg
-	model.RequireIdempotent = false
-	if m, err := buildModel(doc, &model, ""); err != nil {
+	// Opt-outs are judged below, not by the model; so is the base path.
+	opts := modelOptions(&cfg)
+	opts.RequireIdempotent, opts.BasePath, opts.Source = false, new(string), ""
+	if m, err := model.Build(doc, opts); err != nil {
 		var se *SpecError
 		if !errors.As(err, &se) {
 			return nil, err
@@ -88,7 +88,7 @@ func Lint(cfg Config) ([]Finding, error) {
 		}
 	} else {
 		for _, w := range m.Warnings {
-			if w.Message != notIdempotentGap { // an error below
+			if w.Message != model.NotIdempotentGap { // an error below
 				warn(w)
 			}
 		}
@@ -96,15 +96,15 @@ func Lint(cfg Config) ([]Finding, error) {
 	_, hasRoot := doc.Extensions["x-idempotent"]
 	for _, path := range doc.Paths.InMatchingOrder() {
 		ops := doc.Paths.Value(path).Operations()
-		for _, method := range sortedKeys(ops) {
+		for _, method := range slices.Sorted(maps.Keys(ops)) {
 			m := strings.ToUpper(method)
-			if !idempotentByDefault[m] {
+			if !model.IdempotentByDefault(m) {
 				continue
 			}
 			op := ops[method]
 			id := op.OperationID
 			if id == "" {
-				id = lowerName(strings.ToLower(m) + " " + path)
+				id = model.DefaultOperationID(m, path)
 			}
 			v, ok := op.Extensions["x-idempotent"]
 			switch {
@@ -113,7 +113,7 @@ func Lint(cfg Config) ([]Finding, error) {
 			case ok && v == false:
 				add(SeverityNote, "%s: operation %q (%s %s): not idempotent: it opts out with x-idempotent: false", file, id, m, path)
 			case !ok && !hasRoot:
-				add(SeverityError, "%s: operation %q (%s %s): %s", file, id, m, path, notIdempotentGap)
+				add(SeverityError, "%s: operation %q (%s %s): %s", file, id, m, path, model.NotIdempotentGap)
 			}
 		}
 	}
@@ -122,7 +122,7 @@ func Lint(cfg Config) ([]Finding, error) {
 		if a.Severity != b.Severity {
 			return a.Severity > b.Severity
 		}
-		return locatedLess(a.Message, b.Message)
+		return diag.LocatedLess(a.Message, b.Message)
 	})
 	return findings, nil
 }

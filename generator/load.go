@@ -2,10 +2,11 @@ package generator
 
 import (
 	"context"
-	"errors"
 	"fmt"
+	"maps"
 	"os"
 	"path/filepath"
+	"slices"
 	"sort"
 	"strings"
 
@@ -13,48 +14,6 @@ import (
 
 	"github.com/idemgen/idemgen/generator/internal/load"
 )
-
-// Warning is a problem in the spec that generation worked around.
-type Warning struct {
-	Where   string // spec file and, when known, operation or component
-	Message string
-	Kind    WarningKind // what it is about: how it is grouped, whether -strict fails on it
-}
-
-func (w Warning) String() string {
-	if w.Where == "" {
-		return w.Message
-	}
-	return w.Where + ": " + w.Message
-}
-
-// ErrSpec is returned (wrapped) when the spec holds errors; the error text
-// lists every one of them, sorted, one per line.
-var ErrSpec = errors.New("invalid spec")
-
-// SpecError lists every problem found in one spec.
-type SpecError struct {
-	Problems []string // sorted, each located
-}
-
-func (e *SpecError) Error() string { return strings.Join(e.Problems, "\n") }
-func (e *SpecError) Unwrap() error { return ErrSpec }
-
-func (e errList) err() error {
-	if len(e) == 0 {
-		return nil
-	}
-	p := append([]string(nil), e...)
-	sort.Strings(p)
-	// drop exact duplicates (a schema reached twice reports once)
-	out := p[:1]
-	for _, s := range p[1:] {
-		if s != out[len(out)-1] {
-			out = append(out, s)
-		}
-	}
-	return &SpecError{Problems: out}
-}
 
 // loadSpec reads the spec cfg names and loads it (internal/load): local
 // $refs to other files are followed; remote ones only when
@@ -117,14 +76,14 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 			check(op.Security, fmt.Sprintf("%s %s", method, path))
 		}
 	}
-	for _, name := range sortedKeys(doc.Webhooks) {
+	for _, name := range slices.Sorted(maps.Keys(doc.Webhooks)) {
 		if item := doc.Webhooks[name]; item != nil {
 			for method, op := range item.Operations() {
 				check(op.Security, fmt.Sprintf("webhook %s %s", name, method))
 			}
 		}
 	}
-	for _, name := range sortedKeys(undefined) {
+	for _, name := range slices.Sorted(maps.Keys(undefined)) {
 		refs := undefined[name]
 		sort.Strings(refs)
 		add(WarnRefused, file, "security scheme %q is not defined (used by %d operations, e.g. %s); a requirement that names it never admits a request (401)", name, len(refs), refs[0])
@@ -141,13 +100,4 @@ func specWarnings(doc *openapi3.T, file string, validate bool) []Warning {
 	}
 	sort.Slice(ws, func(i, j int) bool { return ws[i].String() < ws[j].String() })
 	return ws
-}
-
-func sortedKeys[V any](m map[string]V) []string {
-	keys := make([]string, 0, len(m))
-	for k := range m {
-		keys = append(keys, k)
-	}
-	sort.Strings(keys)
-	return keys
 }

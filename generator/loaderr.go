@@ -25,11 +25,13 @@ import (
 	"sort"
 	"strconv"
 	"strings"
+	"unicode"
 
 	"github.com/getkin/kin-openapi/openapi3"
 	"gopkg.in/yaml.v3"
 
 	"github.com/idemgen/idemgen/generator/internal/load"
+	"github.com/idemgen/idemgen/generator/internal/suggest"
 	"github.com/idemgen/idemgen/internal/jsonkit"
 )
 
@@ -251,7 +253,7 @@ func resolveIn(f *file, frag string) string {
 		for i := 0; i+1 < len(n.Content); i += 2 {
 			keys = append(keys, n.Content[i].Value)
 		}
-		return fmt.Sprintf("%s has no %s%s", at, tok, didYouMean(tok, keys))
+		return fmt.Sprintf("%s has no %s%s", at, tok, suggest.DidYouMean(tok, keys))
 	case yaml.SequenceNode:
 		return fmt.Sprintf("%s has no item %s", at, tok)
 	}
@@ -475,7 +477,7 @@ func mismatch(f *file, n *yaml.Node, typ reflect.Type, ptr string) string {
 	case reflect.Struct, reflect.Map:
 		want = object
 		if typ.PkgPath() == reflect.TypeFor[openapi3.T]().PkgPath() {
-			want = article(kinName(typ.Name())) + " " + kinName(typ.Name()) + " (" + object + ")"
+			want = kinName(typ.Name()) + " (" + object + ")"
 		}
 		if typ == reflect.TypeFor[openapi3.BoolSchema]() {
 			want = "a boolean or a schema (" + object + ")"
@@ -504,19 +506,32 @@ func mismatch(f *file, n *yaml.Node, typ reflect.Type, ptr string) string {
 	return msg
 }
 
-// kinName is what a kin-openapi type is called in words: "schema",
-// "parameter", "path item".
+// kinName is what a kin-openapi type is called in words, with its
+// article: "a schema", "a parameter", "an OAuth flow".
 func kinName(name string) string {
 	switch name {
 	case "T":
-		return "OpenAPI document"
+		return "an OpenAPI document"
 	case "Schema", "SchemaRef":
-		return "schema"
+		return "a schema"
 	}
-	name = strings.TrimSuffix(name, "Ref")
+	// Words start at an upper-case letter after a lower-case one, or
+	// before one (OAuthFlow: OAuth, Flow); a word all in upper case stays.
+	rs := []rune(strings.TrimSuffix(name, "Ref"))
 	var words []string
-	for _, w := range splitWords(name) {
-		words = append(words, strings.ToLower(w))
+	start := 0
+	for i := 1; i <= len(rs); i++ {
+		if i == len(rs) || unicode.IsUpper(rs[i]) && (unicode.IsLower(rs[i-1]) || i+1 < len(rs) && unicode.IsLower(rs[i+1]) && i-start > 1) {
+			w := string(rs[start:i])
+			if strings.ToUpper(w) != w {
+				w = strings.ToLower(w)
+			}
+			words, start = append(words, w), i
+		}
 	}
-	return strings.Join(words, " ")
+	phrase := strings.Join(words, " ")
+	if strings.ContainsRune("aeiouAEIOU", rs[0]) {
+		return "an " + phrase
+	}
+	return "a " + phrase
 }

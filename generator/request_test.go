@@ -56,6 +56,10 @@ func TestRequestSpecErrors(t *testing.T) {
 			`x-idempotent.fingerprint.excludeParameters[0]: want {in: path|query|header|cookie, name: <parameter>}, got string "X-Account"`},
 		{"root exclusion names nothing anywhere", formWith("x-idempotent: {fingerprint: {exclude: [/nowhere]}}", "", ""), nil,
 			`openapi.yaml: line 3: x-idempotent.fingerprint.exclude[0]: /nowhere names no member of any idempotent operation's request body`},
+		{"unknown style", strings.Replace(formWith("", "", ""), "in: header,", "in: header, style: simpel,", 1), nil,
+			`openapi.yaml: line 6: operation "createCharge": header parameter "X-Account": style "simpel" is not one of deepObject, form, label, matrix, pipeDelimited, simple, spaceDelimited (did you mean simple?)`},
+		{"unknown type", strings.Replace(formWith("", "", ""), "{type: integer}", "{type: intger}", 1), nil,
+			`openapi.yaml: line 17: #/paths/~1charges/post/requestBody/content/application~1x-www-form-urlencoded/schema/properties/amount: type "intger" is not one of array, boolean, integer, null, number, object, string (did you mean integer?)`},
 		{"validation skip names nothing", formWith("x-idempotent: {}", "", ""), []string{"createChrge"},
 			`openapi.yaml: config validation.skip: "createChrge" names no operationId and no schema or property of a request body or parameter`},
 	}

@@ -8,24 +8,26 @@ import (
 	"slices"
 	"strings"
 	"testing"
+
+	"github.com/idemgen/idemgen/generator/internal/reserved"
 )
 
 // TestReservedNamesDeclared holds the one table of reserved names to the
 // golden files: every package-level name, and every method of the
 // handler and webhookHandler types, that generated
 // code declares is either spelt by the namer for the model (types,
-// constants, operations' names) or in reservedNames; and every name of
-// reservedPackage is declared. A template that declares a name the table
+// constants, operations' names) or in reserved.Names; and every name of
+// reserved.Package is declared. A template that declares a name the table
 // does not reserve would let a schema of that name shadow it.
 func TestReservedNamesDeclared(t *testing.T) {
 	cases, err := filepath.Glob(filepath.Join("testdata", "golden", "*", "idemgen.yaml"))
 	if err != nil || len(cases) == 0 {
 		t.Fatalf("no golden cases: %v", err)
 	}
-	reserved := map[string]bool{}
-	for _, names := range reservedNames {
+	reservedAnywhere := map[string]bool{}
+	for _, names := range reserved.Names {
 		for _, n := range names {
-			reserved[n] = true
+			reservedAnywhere[n] = true
 		}
 	}
 	declaredAnywhere := map[string]bool{}
@@ -54,16 +56,16 @@ func TestReservedNamesDeclared(t *testing.T) {
 				}
 				for _, name := range declaredNames(file) {
 					declaredAnywhere[name] = true
-					if !spelt[name] && !reserved[name] {
-						t.Errorf("%s declares %s, which neither the model spells nor reservedNames reserves", f.Name, name)
+					if !spelt[name] && !reservedAnywhere[name] {
+						t.Errorf("%s declares %s, which neither the model spells nor reserved.Names reserves", f.Name, name)
 					}
 				}
 			}
 		})
 	}
-	for _, n := range reservedNames[reservedPackage] {
+	for _, n := range reserved.Names[reserved.Package] {
 		if !declaredAnywhere[n] {
-			t.Errorf("reservedNames[reservedPackage] holds %s, which no golden file declares", n)
+			t.Errorf("reserved.Names[reserved.Package] holds %s, which no golden file declares", n)
 		}
 	}
 }

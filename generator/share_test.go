@@ -225,14 +225,11 @@ func TestShareInline(t *testing.T) {
 		if err != nil {
 			t.Fatal(err)
 		}
-		doc, err := loadSpec(&cfg)
+		spec, err := Load(cfg)
 		if err != nil {
 			t.Fatal(err)
 		}
-		m, err := buildModel(doc, &cfg, "")
-		if err != nil {
-			t.Fatal(err)
-		}
+		m := spec.Model
 		return m, files, warnings
 	}
 

@@ -2,6 +2,8 @@ package generator
 
 import (
 	"github.com/getkin/kin-openapi/openapi3"
+
+	"github.com/idemgen/idemgen/generator/model"
 )
 
 // Spec is a loaded OpenAPI document and the model idemgen builds from it,
@@ -10,7 +12,7 @@ import (
 // operations, resolved x-idempotent policies, parameters and bodies.
 type Spec struct {
 	Doc      *openapi3.T
-	Model    *Model
+	Model    *model.Model
 	Warnings []Warning
 }
 
@@ -26,7 +28,7 @@ func Load(cfg Config) (*Spec, error) {
 		return nil, err
 	}
 	warnings := specWarnings(doc, specName(&cfg), false)
-	m, err := newModel(doc, &cfg)
+	m, err := model.Build(doc, modelOptions(&cfg))
 	if err != nil {
 		return nil, err
 	}
@@ -34,7 +36,7 @@ func Load(cfg Config) (*Spec, error) {
 }
 
 // Operation returns the spec's operation that o was built from.
-func (s *Spec) Operation(o *Operation) *openapi3.Operation {
+func (s *Spec) Operation(o *model.Operation) *openapi3.Operation {
 	item := s.Doc.Paths.Value(o.Path)
 	if item == nil {
 		return nil

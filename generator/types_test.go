@@ -1,6 +1,8 @@
 package generator
 
-import "testing"
+import (
+	"testing"
+)
 
 // typesSpec has a schema of every shape the generated types must carry
 // faithfully: unions with and without a discriminator, wrappers, nullable
@@ -319,14 +321,11 @@ func TestGeneratedTypes(t *testing.T) {
 			t.Errorf("generated code lacks %q", want)
 		}
 	}
-	doc, err := loadSpec(&cfg)
+	spec, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
 	}
-	m, err := buildModel(doc, &cfg, "")
-	if err != nil {
-		t.Fatal(err)
-	}
+	m := spec.Model
 	var account *Type
 	for _, ty := range m.Types {
 		if ty.Name == "Account" {
@@ -343,10 +342,10 @@ func TestGeneratedTypes(t *testing.T) {
 	if f := fields["password"]; !f.WriteOnly || f.ReadOnly {
 		t.Errorf("password: %+v", f)
 	}
-	if d := fields["limit"].Default; d == nil || d.JSON != "10" || d.Go() != "int64(10)" {
+	if d := fields["limit"].Default; d == nil || d.JSON != "10" || d.Value != float64(10) || d.Type.Name != "int64" {
 		t.Errorf("limit default: %+v", d)
 	}
-	if d := fields["kind"].Default; d == nil || d.JSON != `"business"` || d.Go() != "AccountKindBusiness" {
+	if d := fields["kind"].Default; d == nil || d.JSON != `"business"` || d.Type.TypeName() != "AccountKind" {
 		t.Errorf("kind default: %+v", d)
 	}
 	if fields["note"].Location != "#/components/schemas/Account/properties/note" {

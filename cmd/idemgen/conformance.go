@@ -3,7 +3,6 @@ package main
 import (
 	"bytes"
 	"context"
-	"flag"
 	"fmt"
 	"io"
 	"net/http"
@@ -18,9 +17,8 @@ import (
 	"github.com/idemgen/idemgen/conformance"
 )
 
-const conformanceUsage = `usage: idemgen conformance -spec openapi.yaml -url http://host:port [flags]
-
-Checks a running service against idemgen's idempotency contract, driven by
+// conformanceDoc is what idemgen conformance -h says after the synopsis.
+const conformanceDoc = `Checks a running service against idemgen's idempotency contract, driven by
 the spec: one line per check (PASS, FAIL or SKIP, with the evidence) and a
 summary. Exit status 0 only when no check failed.
 
@@ -33,8 +31,6 @@ A -fixtures file gives bodies and parameters per operation id:
 	createUser:
 	  body: '{"email": "u-{{seq}}-{{run}}@example.com"}'   # or bodyFile: user.json
 	  params: {tenant: acme}
-
-flags:
 `
 
 // listFlag collects a repeatable flag.
@@ -45,27 +41,21 @@ func (l *listFlag) Set(v string) error { *l = append(*l, v); return nil }
 
 func conformanceCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("conformance", stderr)
-	spec := fs.String("spec", "", "OpenAPI document the service implements (required)")
-	url := fs.String("url", "", "base URL of the running service (required)")
+	spec := fs.String("spec", "", "OpenAPI document `file` the service implements (required)")
+	url := fs.String("url", "", "base `URL` of the running service (required)")
 	var ops, bodies, params, headers listFlag
-	fs.Var(&ops, "operation", "check only this operation id (repeatable)")
-	fs.Var(&bodies, "body", "request body: FILE for the one -operation, or ID=FILE (repeatable)")
-	fs.Var(&params, "param", "parameter value NAME=VALUE, used before anything derived from the spec (repeatable)")
-	fixtures := fs.String("fixtures", "", "YAML file of bodies and parameters by operation id (see above)")
-	fs.Var(&headers, "header", `header "Name: value" sent with every request, e.g. credentials (repeatable)`)
-	tenantHeader := fs.String("tenant-header", "", "header that selects the tenant (with -tenants)")
-	tenants := fs.String("tenants", "", "two or more tenants, comma-separated, for the tenants check")
+	fs.Var(&ops, "operation", "check only this operation `id` (repeatable)")
+	fs.Var(&bodies, "body", "request body `[ID=]FILE`: the file for the one -operation, or ID=FILE (repeatable)")
+	fs.Var(&params, "param", "parameter value `NAME=VALUE`, used before anything derived from the spec (repeatable)")
+	fixtures := fs.String("fixtures", "", "YAML `file` of bodies and parameters by operation id (see above)")
+	fs.Var(&headers, "header", "header `'Name: value'` sent with every request, e.g. credentials (repeatable)")
+	tenantHeader := fs.String("tenant-header", "", "`header` that selects the tenant (with -tenants)")
+	tenants := fs.String("tenants", "", "two or more tenants, a comma-separated `list`, for the tenants check")
 	n := fs.Int("n", 10, "identical requests sent at once by the concurrent check")
 	timeout := fs.Duration("timeout", 30*time.Second, "timeout of each request")
 	asJSON := fs.Bool("json", false, "write the report, with every exchange, as JSON")
-	if err := fs.Parse(args); err != nil {
-		if err == flag.ErrHelp {
-			fmt.Fprint(stdout, conformanceUsage)
-			fs.SetOutput(stdout)
-			fs.PrintDefaults()
-			return nil
-		}
-		return usageError{msg: err.Error()}
+	if err := parse(fs, args); err != nil {
+		return err
 	}
 	switch {
 	case fs.NArg() > 0:

@@ -30,8 +30,8 @@ const starterModule = "github.com/idemgen/idemgen/examples/minimal"
 // initCmd runs `idemgen init [-dir DIR] [-module PATH] [-force]`.
 func initCmd(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("init", stderr)
-	dir := fs.String("dir", ".", "directory of the new service (holding its go.mod)")
-	module := fs.String("module", "", "Go module path of the service (default: from DIR/go.mod)")
+	dir := fs.String("dir", ".", "`dir`ectory of the new service (holding its go.mod)")
+	module := fs.String("module", "", "Go module `path` of the service (default: from DIR/go.mod)")
 	force := fs.Bool("force", false, "overwrite files that exist")
 	if err := parse(fs, args); err != nil {
 		return err

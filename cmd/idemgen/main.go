@@ -5,14 +5,14 @@
 //
 // Usage:
 //
-//	idemgen generate [-config idemgen.yaml] [-check]
-//	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
+//	idemgen generate [-check] [-client] [-client-output dir] [-config file] [-output dir] [-package name] [-spec file] [-strict] [-templates dir] [-v]
 //	idemgen lint [-require] [-v] SPEC
-//	idemgen init [-dir .] [-module PATH] [-force]
-//	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
-//	idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]
+//	idemgen init [-dir dir] [-force] [-module path]
+//	idemgen migrations -format goose|migrate|atlas|plain [-check] [-dir dir]
+//	idemgen conformance -spec file -url URL [-body [ID=]FILE] [-fixtures file] [-header 'Name: value'] [-json] [-n int] [-operation id] [-param NAME=VALUE] [-tenant-header header] [-tenants list] [-timeout duration]
+//	idemgen vet [-json] [-keyed list] [-outbound list] [-tags tags] [packages]
 //	idemgen templates eject [-all] DIR [TEMPLATE...]
-//	idemgen records get|list|resolve|stats|reseal ...
+//	idemgen records get|list|resolve|stats|reseal|conflicts|drain-compensations|prune-conflicts ...   (idemgen records help)
 //	idemgen version
 //
 // Run it with `go tool idemgen` after `go get -tool
@@ -168,48 +168,6 @@ type helpRequest struct{ fs *flag.FlagSet }
 func (helpRequest) Error() string { return "help requested" }
 func (helpRequest) Unwrap() error { return flag.ErrHelp }
 
-// synopses are the commands' first usage lines, by flag set name.
-var synopses = map[string]string{
-	"generate":   "idemgen generate [-config idemgen.yaml] [-check] [-strict] [-v]\n\tidemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-check] [-strict] [-v]",
-	"lint":       "idemgen lint [-require] [-v] SPEC",
-	"init":       "idemgen init [-dir .] [-module PATH] [-force]",
-	"migrations": "idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]",
-	"vet":        "idemgen vet [-outbound LIST] [-keyed LIST] [-json] [-tags TAGS] [packages]",
-	"eject":      "idemgen templates eject [-all] DIR [TEMPLATE...]",
-}
-
-// commandUsage is the usage of one command: its synopsis and its flags.
-func commandUsage(fs *flag.FlagSet) string {
-	var b strings.Builder
-	synopsis, ok := synopses[fs.Name()]
-	if !ok {
-		synopsis = "idemgen " + fs.Name() + " [flags]"
-	}
-	fmt.Fprintf(&b, "usage: %s\n", synopsis)
-	n := 0
-	fs.VisitAll(func(*flag.Flag) { n++ })
-	if n > 0 {
-		b.WriteString("flags:\n")
-		fs.SetOutput(&b)
-		fs.PrintDefaults()
-		fs.SetOutput(io.Discard)
-	}
-	return b.String()
-}
-
-const usage = `usage:
-	idemgen generate [-config idemgen.yaml] [-check]
-	idemgen generate -spec openapi.yaml [-package api] [-output .] [-templates dir] [-client] [-client-output dir] [-check]
-	idemgen lint [-require] [-v] SPEC
-	idemgen init [-dir .] [-module PATH] [-force]
-	idemgen migrations -format goose|migrate|atlas|plain [-dir migrations/idemgen] [-check]
-	idemgen conformance -spec openapi.yaml -url URL [flags]   (flags: idemgen conformance -h)
-	idemgen vet [-outbound LIST] [-keyed LIST] [-json] [packages]
-	idemgen templates eject [-all] DIR [TEMPLATE...]
-	idemgen records get|list|resolve|stats|reseal ...   (idemgen records help)
-	idemgen version
-`
-
 func run(args []string, stdout, stderr io.Writer) int {
 	err := dispatch(args, stdout, stderr)
 	var ue usageError
@@ -226,13 +184,13 @@ func run(args []string, stdout, stderr io.Writer) int {
 		fmt.Fprintf(stderr, "idemgen: %v\n", err)
 		return xe.ExitCode()
 	case errors.Is(err, flag.ErrHelp):
-		fmt.Fprint(stderr, usage)
+		fmt.Fprint(stderr, usage())
 		return 2
 	case errors.As(err, &ue) && ue.fs != nil:
 		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, commandUsage(ue.fs))
 		return 2
 	case errors.As(err, &ue):
-		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, usage)
+		fmt.Fprintf(stderr, "idemgen: %s\n%s", ue.msg, usage())
 		return 2
 	case errors.Is(err, errSilent):
 		return 1
@@ -280,7 +238,7 @@ func dispatch(args []string, stdout, stderr io.Writer) error {
 		fmt.Fprintln(stdout, "idemgen", version())
 		return nil
 	case "help", "-h", "-help", "--help":
-		fmt.Fprint(stdout, usage)
+		fmt.Fprint(stdout, usage())
 		return nil
 	}
 	return usageError{msg: fmt.Sprintf("unknown command %q", args[0])}
@@ -304,13 +262,13 @@ func parse(fs *flag.FlagSet, args []string) error {
 
 func generate(args []string, stdout, stderr io.Writer) error {
 	fs := newFlags("generate", stderr)
-	configPath := fs.String("config", "", "config file (default idemgen.yaml)")
-	spec := fs.String("spec", "", "OpenAPI document (instead of a config file)")
-	pkg := fs.String("package", "", "Go package name (default api)")
-	output := fs.String("output", "", "output directory")
-	tmpl := fs.String("templates", "", "template overrides directory")
+	configPath := fs.String("config", "", "config `file` (default idemgen.yaml)")
+	spec := fs.String("spec", "", "OpenAPI document `file` (instead of a config file)")
+	pkg := fs.String("package", "", "Go package `name` (default api)")
+	output := fs.String("output", "", "output `dir`ectory")
+	tmpl := fs.String("templates", "", "template overrides `dir`ectory")
 	client := fs.Bool("client", false, "also write the typed client, client.gen.go, beside the server")
-	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this directory (implies -client)")
+	clientOutput := fs.String("client-output", "", "write the client as a package of its own in this `dir`ectory (implies -client)")
 	check := fs.Bool("check", false, "print a diff and exit 1 when the files on disk are stale; write nothing")
 	strict := fs.Bool("strict", false, "fail (exit 1, nothing written) on a warning that a request the spec allows may be refused or a value or name is not what the spec says")
 	verbose := fs.Bool("v", false, "print every warning, not a count and a few examples of each kind")
@@ -384,7 +342,7 @@ func generate(args []string, stdout, stderr io.Writer) error {
 // templates around them keep getting fixes; named templates (or -all) are
 // copied whole, with a header recording which version they copy.
 func ejectCmd(args []string, stderr io.Writer) error {
-	flags := newFlags("eject", stderr)
+	flags := newFlags("templates eject", stderr)
 	all := flags.Bool("all", false, "copy every built-in template (each then replaces the built-in one)")
 	if err := parse(flags, args); err != nil {
 		return err

@@ -28,8 +28,8 @@ var applyHint = map[string]string{
 // service's migration tool (queries.Export).
 func migrationsCmd(args []string, stdout, stderr io.Writer) error {
 	flags := newFlags("migrations", stderr)
-	format := flags.String("format", "", "goose, migrate (golang-migrate), atlas or plain")
-	dir := flags.String("dir", filepath.Join("migrations", "idemgen"), "directory of idemgen's migrations, apart from the service's own")
+	format := flags.String("format", "", "`goose|migrate|atlas|plain`: goose, migrate (golang-migrate), atlas or plain (required)")
+	dir := flags.String("dir", filepath.Join("migrations", "idemgen"), "`dir`ectory of idemgen's migrations, apart from the service's own")
 	check := flags.Bool("check", false, "write nothing; exit 1 when DIR differs from what would be written")
 	if err := parse(flags, args); err != nil {
 		return err

@@ -25,18 +25,9 @@ import (
 // only through the engine's admin API (runtime/idem/admin): this file and
 // the records_*.go beside it are flags, shards and printing.
 
-const recordsUsage = `usage:
-	idemgen records get [-tenant T] [-operation OP] [-show-body] [-json] KEY
-	idemgen records list [-state S] [-operation OP] [-tenant T] [-older-than D] [-hash H] [-limit N] [-json]
-	idemgen records resolve [-tenant T] [-operation OP] -as completed|retryable|expired
-	        [-status N -body-file F|-body S [-header 'Name: value']...] -reason WHY [-by WHO] [-force] [-json] KEY
-	idemgen records stats [-json]
-	idemgen records reseal [-batch N] [-plaintext] [-dry-run] [-json]
-	idemgen records conflicts -region R -peers P[,P...] [-queued] [-json]
-	idemgen records drain-compensations -region R -peers P[,P...] -exec CMD [-limit N] [-dry-run] [-json]
-	idemgen records prune-conflicts -region R -peers P[,P...] -older-than D [-json]
-
-The database is DATABASE_URL. With shards, DATABASE_URLS names one
+// recordsDoc is what the usage of idemgen records says after the
+// subcommands' synopses.
+const recordsDoc = `The database is DATABASE_URL. With shards, DATABASE_URLS names one
 database per shard (separated by spaces): list, stats and reseal run on
 each in turn, get and resolve on the shard that holds the key. The region
 subcommands work on the conflicts a region's database recorded about keys
@@ -53,8 +44,35 @@ Exit status: 0 done; 1 failed (database, keys); 2 bad usage;
 changes, holds a live lease (use -force), or changed meanwhile.
 `
 
-// errHelpShown ends a subcommand whose help was printed: exit 0.
-var errHelpShown = errors.New("help shown")
+// recordsSubcommands are the records subcommands, in the order the usage
+// lists them.
+var recordsSubcommands = []struct {
+	name string
+	run  func(*recordsCmd, []string) error
+}{
+	{"get", (*recordsCmd).get}, {"list", (*recordsCmd).list}, {"resolve", (*recordsCmd).resolve},
+	{"stats", (*recordsCmd).stats}, {"reseal", (*recordsCmd).reseal}, {"conflicts", (*recordsCmd).conflicts},
+	{"drain-compensations", (*recordsCmd).drainCompensations}, {"prune-conflicts", (*recordsCmd).pruneConflicts},
+}
+
+func recordsNames() []string {
+	names := make([]string, len(recordsSubcommands))
+	for i, sc := range recordsSubcommands {
+		names[i] = sc.name
+	}
+	return names
+}
+
+// recordsUsage is the usage of idemgen records: every subcommand's
+// synopsis, generated from its flag set, and recordsDoc.
+func recordsUsage() string {
+	var b strings.Builder
+	b.WriteString("usage:\n")
+	for _, name := range recordsNames() {
+		b.WriteString("\t" + synopsis(commandFlags("records "+name)) + "\n")
+	}
+	return b.String() + "\n" + recordsDoc
+}
 
 // Exit statuses beyond 0, 1 and 2, for scripts.
 const (
@@ -82,27 +100,23 @@ func refused(format string, args ...any) error {
 
 func records(args []string, stdout, stderr io.Writer) error {
 	if len(args) == 0 {
-		return usageError{msg: "records: want a subcommand\n" + recordsUsage}
+		return usageError{msg: "records: want a subcommand\n" + recordsUsage()}
 	}
-	cmds := map[string]func(*recordsCmd, []string) error{
-		"get": (*recordsCmd).get, "list": (*recordsCmd).list, "resolve": (*recordsCmd).resolve,
-		"stats": (*recordsCmd).stats, "reseal": (*recordsCmd).reseal,
-		"conflicts": (*recordsCmd).conflicts, "drain-compensations": (*recordsCmd).drainCompensations,
-		"prune-conflicts": (*recordsCmd).pruneConflicts,
+	var f func(*recordsCmd, []string) error
+	for _, sc := range recordsSubcommands {
+		if sc.name == args[0] {
+			f = sc.run
+		}
 	}
-	f, ok := cmds[args[0]]
-	if !ok {
+	if f == nil {
 		if args[0] == "help" || args[0] == "-h" || args[0] == "-help" {
-			fmt.Fprint(stdout, recordsUsage)
+			fmt.Fprint(stdout, recordsUsage())
 			return nil
 		}
-		return usageError{msg: fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage)}
+		return usageError{msg: fmt.Sprintf("records: unknown subcommand %q\n%s", args[0], recordsUsage())}
 	}
 	c := &recordsCmd{name: "records " + args[0], stdout: stdout, stderr: stderr}
-	if err := f(c, args[1:]); !errors.Is(err, errHelpShown) {
-		return err
-	}
-	return nil
+	return f(c, args[1:])
 }
 
 // recordsCmd is one run of a records subcommand.
@@ -124,20 +138,13 @@ type recordsCmd struct {
 func (c *recordsCmd) flags() *flag.FlagSet {
 	c.fs = newFlags(c.name, c.stderr)
 	c.fs.BoolVar(&c.asJSON, "json", false, "print JSON")
-	c.fs.StringVar(&c.keysFile, "keys-file", os.Getenv("IDEM_SEAL_KEYS_FILE"), "sealing keys (default $IDEM_SEAL_KEYS)")
+	c.fs.StringVar(&c.keysFile, "keys-file", os.Getenv("IDEM_SEAL_KEYS_FILE"), "`file` of the sealing keys (default $IDEM_SEAL_KEYS)")
 	return c.fs
 }
 
 func (c *recordsCmd) parse(args []string, nargs int, what string) error {
 	if err := parse(c.fs, args); err != nil {
-		if errors.Is(err, flag.ErrHelp) {
-			// -h: this subcommand's flags, exit 0.
-			fmt.Fprintf(c.stdout, "%s\nflags of idemgen %s:\n", recordsUsage, c.name)
-			c.fs.SetOutput(c.stdout)
-			c.fs.PrintDefaults()
-			return errHelpShown
-		}
-		return err
+		return err // -h: run prints this subcommand's usage and flags, exit 0
 	}
 	if c.fs.NArg() != nargs {
 		if nargs == 0 {

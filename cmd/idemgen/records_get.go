@@ -59,8 +59,8 @@ type bodyJSON struct {
 
 func (c *recordsCmd) get(args []string) error {
 	fs := c.flags()
-	tenant := fs.String("tenant", "", "tenant of the record")
-	op := fs.String("operation", "", "operationId (needed when the key names records of several operations)")
+	tenant := fs.String("tenant", "", "`tenant` of the record")
+	op := fs.String("operation", "", "`operationId` (needed when the key names records of several operations)")
 	showBody := fs.Bool("show-body", false, "print the stored response's headers and body (opened with the sealing keys)")
 	if err := c.parse(args, 1, "one KEY"); err != nil {
 		return err
@@ -243,11 +243,11 @@ func fmtAge(t, now time.Time) string {
 
 func (c *recordsCmd) list(args []string) error {
 	fs := c.flags()
-	state := fs.String("state", "", "only records in this state (IN_PROGRESS, UNKNOWN, COMPLETED, ...)")
-	op := fs.String("operation", "", "only records of this operationId")
-	tenant := fs.String("tenant", "", "only records of this tenant")
+	state := fs.String("state", "", "only records in this `state` (IN_PROGRESS, UNKNOWN, COMPLETED, ...)")
+	op := fs.String("operation", "", "only records of this `operationId`")
+	tenant := fs.String("tenant", "", "only records of this `tenant`")
 	olderThan := fs.Duration("older-than", 0, "only records created at least this long ago (e.g. 10m)")
-	hash := fs.String("hash", "", "only the record whose key hash (from a log line or a span) this is")
+	hash := fs.String("hash", "", "only the record whose key `hash` (from a log line or a span) this is")
 	limit := fs.Int("limit", 50, "at most this many records")
 	if err := c.parse(args, 0, ""); err != nil {
 		return err

@@ -25,8 +25,8 @@ import (
 // regionFlags adds -region and -peers, which name the idem.Region of the
 // service whose database DATABASE_URL is.
 func (c *recordsCmd) regionFlags() (name, peers *string) {
-	name = c.fs.String("region", "", "this database's region (the service's idem.Region.Name); required")
-	peers = c.fs.String("peers", "", "the other regions, comma-separated (idem.Region.Peers); required")
+	name = c.fs.String("region", "", "this database's `region` (the service's idem.Region.Name); required")
+	peers = c.fs.String("peers", "", "the other regions, a comma-separated `list` (idem.Region.Peers); required")
 	return name, peers
 }
 
@@ -112,7 +112,7 @@ type drainJSON struct {
 func (c *recordsCmd) drainCompensations(args []string) error {
 	c.flags()
 	name, peers := c.regionFlags()
-	command := c.fs.String("exec", "", "the command (run by sh -c) that compensates one conflict; required")
+	command := c.fs.String("exec", "", "the `command` (run by sh -c) that compensates one conflict; required")
 	limit := c.fs.Int("limit", 0, "at most this many compensations (0: all)")
 	dry := c.fs.Bool("dry-run", false, "list what would be drained; run nothing, change nothing")
 	if err := c.parse(args, 0, ""); err != nil {

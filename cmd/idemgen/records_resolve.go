@@ -47,16 +47,16 @@ type resolutionJSON struct {
 // claim, or a FAILED_RETRYABLE record by hand, and records who and why.
 func (c *recordsCmd) resolve(args []string) error {
 	fs := c.flags()
-	tenant := fs.String("tenant", "", "tenant of the record")
-	op := fs.String("operation", "", "operationId (needed when the key names records of several operations)")
-	as := fs.String("as", "", "completed (replay the response given), retryable (the next retry runs the handler again) or expired (the key starts over)")
+	tenant := fs.String("tenant", "", "`tenant` of the record")
+	op := fs.String("operation", "", "`operationId` (needed when the key names records of several operations)")
+	as := fs.String("as", "", "`completed|retryable|expired`: completed (replay the response given), retryable (the next retry runs the handler again) or expired (the key starts over) (required)")
 	status := fs.Int("status", 0, "completed: the response's status")
-	bodyFile := fs.String("body-file", "", "completed: a file holding the response body")
-	body := fs.String("body", "", "completed: the response body")
+	bodyFile := fs.String("body-file", "", "completed: a `file` holding the response body")
+	body := fs.String("body", "", "completed: the response `body`")
 	hdr := headerFlags{}
-	fs.Var(hdr, "header", "completed: a response header, 'Name: value' (repeatable)")
-	reason := fs.String("reason", "", "why (required; recorded)")
-	by := fs.String("by", "", "who (recorded; default the login name)")
+	fs.Var(hdr, "header", "completed: a response header, `'Name: value'` (repeatable)")
+	reason := fs.String("reason", "", "`why` (required; recorded)")
+	by := fs.String("by", "", "`who` (recorded; default the login name)")
 	force := fs.Bool("force", false, "override a live lease: its holder is fenced out and cannot store its outcome")
 	if err := c.parse(args, 1, "one KEY"); err != nil {
 		return err

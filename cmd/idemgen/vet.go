@@ -41,10 +41,10 @@ func runVetTool() {
 // file:line:col: message, exit status 1 when there is one.
 func vetCmd(args []string, stdout, stderr io.Writer) error {
 	flags := newFlags("vet", stderr)
-	outbound := flags.String("outbound", "", "more calls out of the process, comma-separated: pkgpath.Func, pkgpath.Type.Method or pkgpath.Type")
-	keyed := flags.String("keyed", "", "more functions deriving a downstream idempotency key, comma-separated, besides downstream.Key and KeyAs: a call carrying what one returned is accepted")
+	outbound := flags.String("outbound", "", "more calls out of the process, a comma-separated `list`: pkgpath.Func, pkgpath.Type.Method or pkgpath.Type")
+	keyed := flags.String("keyed", "", "more functions deriving a downstream idempotency key, a comma-separated `list`, besides downstream.Key and KeyAs: a call carrying what one returned is accepted")
 	asJSON := flags.Bool("json", false, "print the findings as JSON, in go vet -json's shape")
-	tags := flags.String("tags", "", "build tags, comma-separated")
+	tags := flags.String("tags", "", "build `tags`, comma-separated")
 	if err := parse(flags, args); err != nil {
 		return err
 	}

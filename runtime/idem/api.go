@@ -35,21 +35,6 @@ var SupportPackageIsVersion1, SupportPackageIsVersion2 regenerateThisPackageWith
 // stale generated code (see SupportPackageIsVersion1).
 type regenerateThisPackageWithIdemgen struct{}
 
-// KeyFormat is the accepted shape of an idempotency key.
-type KeyFormat string
-
-const (
-	KeyFormatUUID   KeyFormat = "uuid"   // RFC 9562, any version, canonical 8-4-4-4-12 form
-	KeyFormatUUIDv4 KeyFormat = "uuidv4" // RFC 9562 version 4
-	KeyFormatUUIDv7 KeyFormat = "uuidv7" // RFC 9562 version 7
-	KeyFormatOpaque KeyFormat = "opaque" // 1..255 visible ASCII characters
-	// KeyFormatPrintable is Stripe's rule: 1..255 characters of any script,
-	// spaces included but not only spaces, none a control, format or other
-	// default-ignorable (invisible) character (see ParseKey); keys compare
-	// byte for byte, unnormalised.
-	KeyFormatPrintable KeyFormat = "printable"
-)
-
 // Mode selects how the record and the business writes share transactions.
 type Mode string
 

@@ -13,6 +13,30 @@ import (
 	"github.com/jackc/pgx/v5/pgtype"
 )
 
+// KeyFormat is the accepted shape of an idempotency key.
+type KeyFormat string
+
+const (
+	KeyFormatUUID   KeyFormat = "uuid"   // RFC 9562, any version, canonical 8-4-4-4-12 form
+	KeyFormatUUIDv4 KeyFormat = "uuidv4" // RFC 9562 version 4
+	KeyFormatUUIDv7 KeyFormat = "uuidv7" // RFC 9562 version 7
+	KeyFormatOpaque KeyFormat = "opaque" // 1..255 visible ASCII characters
+	// KeyFormatPrintable is Stripe's rule: 1..255 characters of any script,
+	// spaces included but not only spaces, none a control, format or other
+	// default-ignorable (invisible) character (see ParseKey); keys compare
+	// byte for byte, unnormalised.
+	KeyFormatPrintable KeyFormat = "printable"
+)
+
+// keyFormats lists every KeyFormat (PolicyEnums' keyFormat). A format is
+// declared above, listed here and parsed by parseKey: a new one is added
+// in this file, in x-idempotent's JSON Schema
+// (schemas/x-idempotent.schema.json) and in the generator's table of
+// runtime constants (generator's TestPolicyRulesAgree fails until both
+// list it); idemclient's and conformance's tests fail until their own
+// switches on a key format handle it.
+var keyFormats = []KeyFormat{KeyFormatUUID, KeyFormatUUIDv4, KeyFormatUUIDv7, KeyFormatOpaque, KeyFormatPrintable}
+
 // ParseKey validates one idempotency key header value against format and
 // returns the key normalised (UUIDs lower-cased). The value may be bare or an
 // RFC 8941 sf-string ("..." with \" and \\ escapes), as the default and ietf

@@ -2,10 +2,13 @@ package idem_test
 
 import (
 	"errors"
+	"fmt"
 	"strings"
 	"testing"
 	"unicode"
 	"unicode/utf8"
+
+	"github.com/google/uuid"
 
 	"github.com/idemgen/idemgen/runtime/idem"
 )
@@ -147,4 +150,26 @@ func FuzzParseKey(f *testing.F) {
 			}
 		}
 	})
+}
+
+// TestEveryKeyFormatParses: each key format PolicyEnums lists has a case
+// in ParseKey, which accepts a key of it; a format registered here that the
+// runtime does not know ("uuidv9") is an error that names it, not a
+// malformed key nor a default.
+func TestEveryKeyFormatParses(t *testing.T) {
+	samples := []string{uuid.NewString(), uuid.Must(uuid.NewV7()).String(), "key-1"}
+	for _, f := range append(idem.PolicyEnums()["keyFormat"], "uuidv9") {
+		accepted := false
+		var last error
+		for _, k := range samples {
+			_, err := idem.ParseKey(k, idem.KeyFormat(f))
+			accepted, last = accepted || err == nil, err
+		}
+		switch {
+		case f == "uuidv9" && (accepted || errors.Is(last, idem.ErrKeyMalformed) || !strings.Contains(fmt.Sprint(last), `"uuidv9"`)):
+			t.Errorf("the unknown format %s: accepted %v, error %v", f, accepted, last)
+		case f != "uuidv9" && !accepted:
+			t.Errorf("format %s accepts none of %q: %v", f, samples, last)
+		}
+	}
 }

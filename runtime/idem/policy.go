@@ -50,8 +50,12 @@ func (e *PolicyError) Error() string { return e.Field + ": " + e.Message }
 // its x-idempotent name. Policy.Validate checks them; idemgen and its JSON
 // Schema (schemas/x-idempotent.schema.json) are tested against them.
 func PolicyEnums() map[string][]string {
+	formats := make([]string, len(keyFormats))
+	for i, f := range keyFormats {
+		formats[i] = string(f)
+	}
 	return map[string][]string{
-		"keyFormat":      {string(KeyFormatUUID), string(KeyFormatUUIDv4), string(KeyFormatUUIDv7), string(KeyFormatOpaque), string(KeyFormatPrintable)},
+		"keyFormat":      formats,
 		"mode":           {string(ModeAtomic), string(ModeLease)},
 		"inFlight":       {string(InFlightReject), string(InFlightWait)},
 		"onSchemaChange": {string(SchemaChangeReplay), string(SchemaChangeReject)},

@@ -111,16 +111,20 @@ func New(baseURL string, opts ...Option) (*Client, error) {
 	return c, nil
 }
 
-// NewKey mints a key of the given keyFormat: a UUIDv4 for uuidv4, else a
-// UUIDv7 (valid for uuid, uuidv7 and opaque; time-ordered, which keeps the
-// server's index local).
+// NewKey mints a key of the given keyFormat: a UUIDv4 for uuidv4, a UUIDv7
+// for uuid (or ""), uuidv7, opaque and printable (time-ordered, which
+// keeps the server's index local). A format it does not know is an error,
+// not a key the server may refuse.
 func NewKey(format string) (string, error) {
-	if format == "uuidv4" {
+	switch format {
+	case "uuidv4":
 		u, err := uuid.NewRandom()
 		return u.String(), err
+	case "", "uuid", "uuidv7", "opaque", "printable":
+		u, err := uuid.NewV7()
+		return u.String(), err
 	}
-	u, err := uuid.NewV7()
-	return u.String(), err
+	return "", fmt.Errorf("idemclient: unknown key format %q", format)
 }
 
 // RetryPolicy bounds a call's retries. The context bounds the whole call:

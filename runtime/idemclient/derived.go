@@ -28,7 +28,11 @@ func derivedKey(ctx context.Context, op *Operation, site string) (string, string
 	if !named {
 		site = op.ID
 	}
-	key, err := downstream.KeyAs(ctx, site, derivedFormat(op.KeyFormat))
+	f, err := derivedFormat(op.KeyFormat)
+	if err != nil {
+		return "", "", fmt.Errorf("%s: %w", op.ID, err)
+	}
+	key, err := downstream.KeyAs(ctx, site, f)
 	switch {
 	case errors.Is(err, downstream.ErrNoRequest) && !named:
 		return "", "", nil
@@ -40,15 +44,18 @@ func derivedKey(ctx context.Context, op *Operation, site string) (string, string
 
 // derivedFormat is the form of the derived keys of an operation of
 // keyFormat f: a UUID of the version it requires, else a UUIDv8, which
-// every other format (uuid, opaque, printable) accepts.
-func derivedFormat(f string) downstream.Format {
+// every other format (uuid, opaque, printable) accepts; an error for a
+// format it does not know.
+func derivedFormat(f string) (downstream.Format, error) {
 	switch f {
 	case "uuidv4":
-		return downstream.UUIDv4
+		return downstream.UUIDv4, nil
 	case "uuidv7":
-		return downstream.UUIDv7
+		return downstream.UUIDv7, nil
+	case "", "uuid", "opaque", "printable":
+		return downstream.UUID, nil
 	}
-	return downstream.UUID
+	return nil, fmt.Errorf("idemclient: unknown key format %q", f)
 }
 
 // derivedConflict explains a conflict on a derived key: the request is

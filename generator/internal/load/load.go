@@ -1,6 +1,6 @@
 // Package load reads an OpenAPI document with kin-openapi. It is the
 // generator's one door to the document's bytes: the parallel loading of a
-// large spec in parts (split.go, a workaround for the cost of kin-openapi's
+// large spec in parts (parallel.go, a workaround for the cost of kin-openapi's
 // nested decoding), the loader's rules for external references, and the
 // fix-ups every reader of the document relies on (NullTypes, NullConsts).
 package load
@@ -22,7 +22,7 @@ type Options struct {
 
 // Document loads the OpenAPI document data, read from path (local $refs
 // are resolved against it), with kin-openapi: in parts on every core when
-// the split handles the document (split.go), else whole; an error is
+// the split handles the document (parallel.go), else whole; an error is
 // kin-openapi's for the whole document. Type lists holding a YAML null
 // then say "null" (NullTypes), and `const: null` is `enum: [null]`
 // (NullConsts).
@@ -33,7 +33,7 @@ func Document(data []byte, path string, opts Options) (*openapi3.T, error) {
 	}
 	location := &url.URL{Path: filepath.ToSlash(abs)}
 	if d, ok := split(data); ok {
-		// The document in parts, on every core (loadsplit.go); on any error
+		// The document in parts, on every core (parallel.go); on any error
 		// it is loaded again whole, for kin-openapi's own error.
 		loader := NewLoader(opts)
 		if doc, err := loader.LoadFromDataWithPath(d.top, location); err == nil {

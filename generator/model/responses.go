@@ -1,0 +1,57 @@
+// The model's responses: a response type per declared status of an
+// operation, and the one struct of a response component several
+// operations answer with.
+
+package model
+
+// Response is one declared status of an operation.
+type Response struct {
+	Status      string // "201", "2XX", "default"
+	Code        int    // 0 for ranges and default: the type then has a Status field
+	TypeName    string
+	Description string
+	MediaType   string // "" when there is no body
+	JSON        bool
+	Body        GoType
+	Headers     []*Header
+	// Shared is the type of the response component this response names
+	// by $ref, when other operations name it too: TypeName is then an
+	// alias of Shared.TypeName (type GetAlbum401Response =
+	// UnauthorizedResponse), and MediaType, Body and Headers are the
+	// shared type's. nil: TypeName is a struct of the operation's own.
+	Shared *SharedResponse
+}
+
+// SharedResponse is the one struct type of a response component
+// (#/components/responses/Unauthorized) that several operations answer
+// with: each of them names it by an alias of its own, and the marker
+// method of each of their response interfaces is declared on it, so a
+// handler may return it (or a helper's value of it) from any operation that
+// declares it, and from no other.
+type SharedResponse struct {
+	TypeName    string // UnauthorizedResponse
+	Location    string // #/components/responses/Unauthorized
+	Description string
+	// Response is its first use, whose Code (0: the type has a Status
+	// field), MediaType, JSON, Body and Headers every use has.
+	Response *Response
+	Uses     int // the operations that answer with it
+}
+
+// Header is a response header field of a response type.
+type Header struct {
+	Name  string // canonical header name: X-Rate-Limit
+	Field string
+	// Type is the Go type of the field: string (sent when not empty), or the
+	// schema's scalar type, a pointer when the header is optional (sent when
+	// not nil). idemimpl.HeaderValue formats it.
+	Type     GoType
+	Required bool
+}
+
+// Pointer reports whether the header's field is a pointer (optional, not a string).
+func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
+
+// IsString reports whether the header's field is a string: the value as
+// sent, sent when not empty.
+func (h *Header) IsString() bool { return h.Type.Kind == GoBuiltin && h.Type.Name == "string" }
