@@ -24,6 +24,11 @@ import (
 // between two variants is the difference of their paths:
 //
 //	scripts/pg.sh run sh -c 'cd bench && go test -run ^$ -bench Serve -benchmem ./cmd/benchserver'
+//
+// With REDIS_URL set (scripts/redis.sh run), atomic-redis and replay-redis
+// are the atomic and replay variants through the engine with the Redis
+// fast path (the cache's writes after a response, which run in the
+// background, count too).
 func BenchmarkServe(b *testing.B) {
 	dbURL := os.Getenv("DATABASE_URL")
 	if dbURL == "" {
@@ -38,7 +43,8 @@ func BenchmarkServe(b *testing.B) {
 	if err := setup(ctx, pool); err != nil {
 		b.Fatal(err)
 	}
-	mux, closeMux, err := newMux(pool, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})), "")
+	redisURL := os.Getenv("REDIS_URL")
+	mux, closeMux, err := newMux(pool, slog.New(slog.NewTextHandler(io.Discard, &slog.HandlerOptions{Level: slog.LevelWarn})), redisURL)
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -58,20 +64,33 @@ func BenchmarkServe(b *testing.B) {
 		}
 	}
 	// Replays cycle through keys completed before the clock starts.
-	replay := make([]string, 100)
-	for i := range replay {
-		replay[i] = uuid.Must(uuid.NewV7()).String()
-		serve(b, "/atomic", replay[i], body(i))
+	completed := func(path string) []string {
+		keys := make([]string, 100)
+		for i := range keys {
+			keys[i] = uuid.Must(uuid.NewV7()).String()
+			serve(b, path, keys[i], body(i))
+		}
+		return keys
 	}
-	for _, v := range []struct{ name, path string }{
-		{"handwritten", "/handwritten"}, {"plain", "/baseline"}, {"atomic", "/atomic"}, {"lease", "/lease"}, {"replay", "/atomic"},
-	} {
+	type variant struct {
+		name, path string
+		replay     []string // nil: a fresh key per request
+	}
+	variants := []variant{
+		{"handwritten", "/handwritten", nil}, {"plain", "/baseline", nil}, {"atomic", "/atomic", nil}, {"lease", "/lease", nil},
+		{"replay", "/atomic", completed("/atomic")},
+	}
+	if redisURL != "" {
+		variants = append(variants, variant{"atomic-redis", "/redis/atomic", nil},
+			variant{"replay-redis", "/redis/atomic", completed("/redis/atomic")})
+	}
+	for _, v := range variants {
 		b.Run(v.name, func(b *testing.B) {
 			b.ReportAllocs()
 			for i := 0; b.Loop(); i++ {
 				key, n := uuid.Must(uuid.NewV7()).String(), i
-				if v.name == "replay" {
-					key, n = replay[i%len(replay)], i%len(replay)
+				if v.replay != nil {
+					key, n = v.replay[i%len(v.replay)], i%len(v.replay)
 				}
 				serve(b, v.path, key, body(n))
 			}
