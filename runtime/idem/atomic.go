@@ -38,14 +38,9 @@ type atomicMode struct{ e *Engine }
 // claim or an UNKNOWN outcome left by the operation's earlier lease mode).
 func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
 
-// inProcessWait: a duplicate waits as long as it waits for a flight of its
-// key (serveKey).
-func (atomicMode) inProcessWait(pol *Policy, lockTimeout time.Duration) time.Duration {
-	if pol.InFlight == InFlightWait {
-		return pol.Wait
-	}
-	return lockTimeout
-}
+// waitsInProcess: a duplicate waits for the leader of its key as it waits
+// for a flight of it (serveKey).
+func (atomicMode) waitsInProcess() bool { return true }
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
@@ -77,11 +72,7 @@ func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 	// One execution of a key at a time in this process (see flights). A
 	// duplicate waits for the one running, then reads again: without
 	// leading, so that all the waiters' reads (replays, mostly) run at once.
-	wait := e.cfg.LockTimeout
-	if pol.InFlight == InFlightWait {
-		wait = pol.Wait
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(e.duplicateWait(pol))
 	for {
 		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
 		leave, busy := e.flights.tryLead(rq.key)

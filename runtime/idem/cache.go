@@ -192,11 +192,7 @@ const maxCachePoll = 4 * time.Millisecond
 // cacheWait polls the cache for the outcome of the request whose marker rq
 // found, until its wait runs out: nil then.
 func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
-	wait := e.cfg.LockTimeout
-	if rq.op.Policy.InFlight == InFlightWait {
-		wait = rq.op.Policy.Wait
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(e.duplicateWait(&rq.op.Policy))
 	pause := time.Millisecond
 	for {
 		if time.Now().Add(pause).After(deadline) {

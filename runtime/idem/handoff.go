@@ -26,7 +26,7 @@ import (
 // execution: a leader that ends without one (a failure that is not kept,
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
-// duplicate in flight would (the mode's inProcessWait). If the leader is
+// duplicate in flight would (duplicateWait). If the leader is
 // then running the handler after reading that the key has no outcome, the
 // request is in flight: ErrInFlight, as a duplicate waiting for a flight
 // gets it (serveKey), with no cache call or read. Otherwise (the leader is
@@ -91,10 +91,10 @@ func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 // outcome it answered with, or (h nil) goes on by itself: its mode does
 // not wait, or the wait ran out.
 func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
-	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
-	if wait <= 0 {
+	if !rq.mode.waitsInProcess() {
 		return nil, false, nil
 	}
+	wait := e.duplicateWait(&rq.op.Policy)
 	ctx := rq.r.Context()
 	var timer *time.Timer
 	for {

@@ -20,9 +20,10 @@ type leaseMode struct{ e *Engine }
 
 // claimsLive: a claim whose lease lapsed, or an UNKNOWN outcome, is taken
 // over by a retry of the same request (whose recovery hook decides first).
-// inProcessWait: a lease-mode duplicate reads the claim and is answered
-// by it (in flight, or taken over when the lease lapsed); it does not wait.
-func (leaseMode) inProcessWait(*Policy, time.Duration) time.Duration { return 0 }
+// waitsInProcess: a lease-mode duplicate reads the claim and is answered
+// by it (in flight, or taken over when the lease lapsed); it does not
+// wait in this process.
+func (leaseMode) waitsInProcess() bool { return false }
 
 func (leaseMode) claimsLive(rec *store.GetRecordRow) bool {
 	return State(rec.State) == StateUnknown || rec.LeaseLapsed
