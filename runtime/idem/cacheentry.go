@@ -207,12 +207,9 @@ func (e *Engine) CacheKey(ctx context.Context, k Key) (string, error) {
 	if e.cfg.Cache == nil {
 		return "", errors.New("idem: CacheKey: the engine has no Config.Cache")
 	}
-	s := e
-	if e.cfg.Shard != nil {
-		var err error
-		if s, err = e.onShard(ctx, k.Tenant); err != nil {
-			return "", err
-		}
+	s, err := e.engineFor(ctx, k.Tenant)
+	if err != nil {
+		return "", err
 	}
 	id, err := s.cacheIdentity(ctx)
 	if err != nil {

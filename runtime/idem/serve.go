@@ -283,17 +283,16 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return errors.New("idem: prepare returned a nil handler")
 	}
 
-	if e.cfg.Shard != nil {
-		if e, err = e.onShard(r.Context(), tenant); err != nil {
-			return err
-		}
+	db, err := e.engineFor(r.Context(), tenant) // the engine over the tenant's database
+	if err != nil {
+		return err
 	}
 	if keyValue == "" {
-		return e.serveWithoutKey(rq, handler)
+		return db.serveWithoutKey(rq, handler)
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
 	rq.ref = rq.key.ref()
-	rq.mode = e.modeOf(op)
+	rq.mode = db.modeOf(op)
 
 	fp, err := requestFingerprint(r, op, body, prep.Canonical)
 	if err != nil {
@@ -301,11 +300,11 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	}
 	rq.fp = fp[:]
 	if e.cfg.Region != nil {
-		if err := e.checkHome(rq); err != nil {
+		if err := db.checkHome(rq); err != nil {
 			return err
 		}
 	}
-	return e.serveKeyed(rq, handler)
+	return db.serveKeyed(rq, handler)
 }
 
 // serveKeyed serves a request with a key through its operation's mode.
