@@ -38,10 +38,10 @@ func (m leaseMode) serve(rq *request, h Handler, st session) error {
 			return err
 		}
 	}
-	return m.e.serveLease(rq, h, st)
+	return m.claim(rq, h, st)
 }
 
-func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
+func claimParams(rq *request, leaseMs int64) store.ClaimParams {
 	pol := &rq.op.Policy
 	return store.ClaimParams{
 		ID:             rq.ref.id,
@@ -56,9 +56,10 @@ func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
 	}
 }
 
-// serveLease claims the key, waiting for a claim in flight when the policy
+// claim claims the key, waiting for a claim in flight when the policy
 // says so, and runs the handler under the claim.
-func (e *Engine) serveLease(rq *request, h Handler, st session) error {
+func (m leaseMode) claim(rq *request, h Handler, st session) error {
+	e := m.e
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	leaseMs := max(pol.Lease.Milliseconds(), 1)
@@ -72,13 +73,13 @@ func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 		start := time.Now()
 		var claim store.ClaimRow
 		err := st.commitAlone(cctx, func(q *store.Queries) (err error) {
-			claim, err = q.Claim(cctx, e.claimParams(rq, leaseMs))
+			claim, err = q.Claim(cctx, claimParams(rq, leaseMs))
 			return err
 		})
 		done(err)
 		if err == nil {
 			rq.claimed(claim.Attempts, claim.Fence)
-			return e.runLease(rq, claim, start, h, st)
+			return m.run(rq, claim, start, h, st)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
@@ -119,16 +120,17 @@ func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 	}
 }
 
-// runLease runs the handler under a committed claim, made no earlier than
+// run runs the handler under a committed claim, made no earlier than
 // claimed.
-func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st session) error {
+func (m leaseMode) run(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st session) error {
+	e := m.e
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	pol := &rq.op.Policy
 	key := rq.key
 	key.Since = claim.CreatedAt.Time
-	hold := e.maxHold(pol)
+	hold := m.maxHold(pol)
 	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed, holdUntil: claimed.Add(hold)}
 	data, err := decodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
 	if err != nil {
@@ -155,7 +157,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
 			// The hook and its bookkeeping use the pool: hold no connection.
 			st.release()
-			done, err := e.runRecovery(hctx, bk, x, claim, rs, hook)
+			done, err := m.recoverClaim(hctx, bk, x, claim, rs, hook)
 			if done || err != nil {
 				return err
 			}
@@ -197,11 +199,11 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 // maxHold is how long one attempt of a lease-mode operation under pol may
 // hold its claim: the policy's maxHold, else Config.MaxHold, never less than
 // the lease.
-func (e *Engine) maxHold(pol *Policy) time.Duration {
+func (m leaseMode) maxHold(pol *Policy) time.Duration {
 	if pol.MaxHold > 0 {
 		return pol.MaxHold
 	}
-	return max(e.cfg.MaxHold, pol.Lease)
+	return max(m.e.cfg.MaxHold, pol.Lease)
 }
 
 // leaseRun records the outcome of one lease-mode execution under its

@@ -101,11 +101,11 @@ func (rs *runState) recoveryPoint() (string, []byte, bool) {
 	return *rs.point, rs.data, true
 }
 
-// runRecovery runs the operation's recovery hook for x, a taken-over claim.
+// recoverClaim runs the operation's recovery hook for x, a taken-over claim.
 // done means the request has been answered (or err says how); otherwise the
 // handler runs.
-func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, claim store.ClaimRow, rs *runState, hook RecoverFunc) (done bool, err error) {
-	rq := x.rq
+func (m leaseMode) recoverClaim(hctx, bk context.Context, x *execution, claim store.ClaimRow, rs *runState, hook RecoverFunc) (done bool, err error) {
+	e, rq := m.e, x.rq
 	info := Recovery{Attempts: int(claim.Attempts)}
 	info.Point, info.Data, info.HasPoint = rs.recoveryPoint()
 	hctx, end := e.obs.enter(hctx, rq, phaseRecover)
