@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
@@ -214,7 +212,7 @@ type Engine struct {
 	// v2 table is still there (legacy.go), what cache entries are bound
 	// to (cacheentry.go).
 	db      DB
-	q       *store.Queries
+	q       statements
 	modes   map[Mode]mode
 	renewer *renewer
 	legacy  atomic.Int32
@@ -239,7 +237,7 @@ type shared struct {
 // newEngine returns the engine over db sharing sh: the one constructor,
 // of New's engine and of each shard's.
 func newEngine(db DB, sh *shared) *Engine {
-	e := &Engine{shared: sh, db: db, q: store.New(db)}
+	e := &Engine{shared: sh, db: db, q: statementsOn(db)}
 	e.renewer = newRenewer(e)
 	e.modes = map[Mode]mode{ModeAtomic: atomicMode{e}, ModeLease: leaseMode{e}}
 	return e

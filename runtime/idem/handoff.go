@@ -5,10 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Handing an outcome to the duplicates of this process. When many requests
@@ -139,17 +135,17 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 	}
 }
 
-// record is c as the record row classify and replay read, for a request
+// record is c as the record classify and replay read, for a request
 // with fingerprint fp (the response is left out when fp differs, as
 // PostgreSQL's read leaves it out).
-func (c *cached) record(fp []byte) store.GetRecordRow {
-	rec := store.GetRecordRow{
-		SameKey: true, State: string(c.state), SameRequest: bytes.Equal(c.fingerprint, fp),
-		SchemaVersion: c.schema, CompletedAt: pgtype.Timestamptz{Time: c.completedAt, Valid: true},
-		ExpiresLeftMs: (c.left - time.Since(c.leftAt)).Milliseconds(),
+func (c *cached) record(fp []byte) record {
+	rec := record{
+		sameKey: true, state: c.state, sameRequest: bytes.Equal(c.fingerprint, fp),
+		schema: c.schema, completedAt: c.completedAt,
+		left: (c.left - time.Since(c.leftAt)).Truncate(time.Millisecond),
 	}
-	if rec.SameRequest {
-		rec.ResponseStatus, rec.ResponseHeaders, rec.ResponseBody = c.status, c.headers, c.body
+	if rec.sameRequest {
+		rec.status, rec.headers, rec.body = c.status, c.headers, c.body
 	}
 	return rec
 }

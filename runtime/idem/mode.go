@@ -3,8 +3,6 @@ package idem
 import (
 	"context"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // mode is how the requests of an operation claim their key, run the
@@ -19,7 +17,7 @@ type mode interface {
 	// claimsLive reports whether a live record of the same request (an
 	// IN_PROGRESS claim, an UNKNOWN outcome) may be claimed now rather than
 	// answered as in flight.
-	claimsLive(rec *store.GetRecordRow) bool
+	claimsLive(rec *record) bool
 	// waitsInProcess reports whether a duplicate of a request in flight in
 	// this process waits for its outcome (handoff.go), for duplicateWait.
 	waitsInProcess() bool

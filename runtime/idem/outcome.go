@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // State is the state of an idempotency record (the text values of
@@ -175,7 +174,7 @@ type execution struct {
 // duplicates waiting in this process: completed is its completion time,
 // left the record's remaining life as measured at measured.
 func (rq *request) kept(state State, body *storedResponse, completed time.Time, left time.Duration, measured time.Time) {
-	rq.committed = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status.Int32,
+	rq.committed = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status,
 		schema: rq.op.Policy.SchemaVersion, headers: body.headers, body: body.body, left: left, leftAt: measured}
 }
 
@@ -275,7 +274,7 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 
 // storedResponse is a response in the form it is stored in.
 type storedResponse struct {
-	status  pgtype.Int4
+	status  int32
 	headers []byte
 	body    []byte
 }
@@ -310,7 +309,7 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 	if hj, body, err = encodeResponse(ctx, e.cfg.Sealer, k, resp.Status, hj, body); err != nil {
 		return nil, err
 	}
-	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil
+	return &storedResponse{status: int32(resp.Status), headers: hj, body: body}, nil
 }
 
 // declaredHeaders returns the response headers op declares for status: those

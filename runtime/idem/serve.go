@@ -13,8 +13,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // request is one Serve call's state.
@@ -339,7 +337,7 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 // returns the record when the mode may run it again (nil when there is
 // none), and inFlight when another request holds the key now, which each
 // mode treats in its own way.
-func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *store.GetRecordRow, inFlight error, answered bool, err error) {
+func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *record, inFlight error, answered bool, err error) {
 	ctx, done := e.obs.enter(ctx, rq, phaseRead)
 	rec, found, err := read(ctx, st, rq.ref, rq.fp)
 	done(err)
