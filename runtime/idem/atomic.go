@@ -41,9 +41,9 @@ func (atomicMode) waitsInProcess() bool { return true }
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
-	if !rq.skipRead && !rq.ownWay && g.insertFirst() {
-		rq.skipRead = true // see guess.go
-	}
+	// Nothing cached: a first execution, most likely. Else the guess
+	// decides, unless the request waited for a leader in vain.
+	rq.insertFirst = rq.cache.marked() || (!rq.dup.ownWay && g.insertFirst())
 	err := m.serveKey(rq, h, st)
 	g.observe(rq.found || rq.raced)
 	return err
@@ -58,7 +58,7 @@ func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 	var inFlight error
 	var answered bool
 	var err error
-	if !rq.skipRead {
+	if !rq.insertFirst {
 		if prev, inFlight, answered, err = e.preRead(ctx, rq, st); answered {
 			return err
 		}
@@ -165,10 +165,10 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *record) (recor
 	}
 	rs := &runState{e: e, key: key}
 	hctx := e.handlerContext(ctx, key, rs)
-	if rq.handoff != nil && !rq.skipRead {
+	if rq.dup.leads != nil && !rq.insertFirst {
 		// It read that the key has no outcome: its waiters in this process
 		// are duplicates in flight.
-		rq.handoff.executing.Store(true)
+		rq.dup.leads.executing.Store(true)
 	}
 	started := time.Now()
 	resp, herr := e.runHandler(hctx, rq, h, tx)

@@ -80,12 +80,24 @@ func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 	hs.mu.Unlock()
 }
 
+// dupCall is how a request met its duplicates in this process; only
+// awaitHandoff writes it.
+type dupCall struct {
+	// leads is the handoff the request leads, if it does.
+	leads *handoff
+	// handedOver: the request was answered with its leader's outcome.
+	handedOver bool
+	// ownWay: it waited for a leader in vain and goes to PostgreSQL by
+	// itself, reading first.
+	ownWay bool
+}
+
 // awaitHandoff waits for the leader of rq's key in this process, if there
 // is one, for as long as rq's mode lets a duplicate wait. answered: rq was
 // answered with the leader's committed outcome, or its context ended (err).
-// Otherwise rq leads its key in this process and must end h with the
-// outcome it answered with, or (h nil) goes on by itself: its mode does
-// not wait, or the wait ran out.
+// Otherwise rq leads its key in this process (rq.dup.leads: it must end
+// h with the outcome it answered with), or (h nil) goes on by itself: its
+// mode does not wait, or the wait ran out.
 func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
 	if !rq.mode.waitsInProcess() {
 		return nil, false, nil
@@ -96,6 +108,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 	for {
 		h, lead := e.handoffs.join(rq.key)
 		if lead {
+			rq.dup.leads = h
 			return h, false, nil
 		}
 		if timer == nil {
@@ -113,7 +126,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 				return nil, true, err
 			}
 			done(nil)
-			rq.ownWay = true
+			rq.dup.ownWay = true
 			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())
@@ -125,7 +138,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 		rec := h.out.record(rq.fp)
 		switch act, aerr := e.classify(rq, &rec); act {
 		case actReplay:
-			rq.handedOver = true
+			rq.dup.handedOver = true
 			return nil, true, e.replay(rq, &rec)
 		case actError:
 			return nil, true, aerr

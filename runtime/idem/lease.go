@@ -30,7 +30,7 @@ func (m leaseMode) serve(rq *request, h Handler, st session) error {
 	// The replay read answers replays and refusals; a request in flight is
 	// decided after the claim, which may wait. With nothing in the cache
 	// the claim comes first: it reads only when the key is held.
-	if !rq.skipRead {
+	if !rq.cache.marked() {
 		if _, _, answered, err := m.e.preRead(rq.r.Context(), rq, st); answered {
 			return err
 		}

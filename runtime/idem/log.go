@@ -62,7 +62,7 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	o := &rq.outcome
 	o.Duration = time.Since(rq.start)
 	o.Attempt, o.Fence, o.Expired, o.StoredAt, o.Bytes = rq.attempt, rq.fence, rq.expired && rq.attempt > 0, rq.storedAt, rq.bytes
-	o.Cache, o.Raced = rq.cache, rq.raced
+	o.Cache, o.Raced = rq.cache.result, rq.raced
 	label := o.Label()
 	level := levelOf(label)
 	// An error the client saw only as a 5xx is logged with its cause, at

@@ -69,7 +69,7 @@ func (e *Engine) replay(rq *request, rec *record) error {
 		}
 	}
 	rq.outcome = Outcome{Result: ResultReplayed, State: rec.state, Status: resp.Status, Replayed: true}
-	if !rq.handedOver {
+	if !rq.dup.handedOver {
 		// For the duplicates waiting in this process, and, when it was
 		// read from PostgreSQL, for the cache (cacheAfter).
 		rq.committed = &cached{state: rec.state, fingerprint: rq.fp, completedAt: rec.completedAt,

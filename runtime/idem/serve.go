@@ -15,49 +15,49 @@ import (
 	"github.com/jackc/pgx/v5"
 )
 
-// request is one Serve call's state.
+// request is one Serve call's state. Each group of fields has one
+// writer.
 type request struct {
-	op    *Operation
-	state *opState // op's, in the engine that checked it (config.go)
-	mode  mode
-	ref   ref // the record's id and key
-	// The cache (cache.go): the request's key there, what the cache did,
-	// whether the mode may skip the replay read (nothing was cached), the
-	// marker it placed.
-	cacheKey string
-	cache    CacheResult
-	skipRead bool
-	marker   []byte
-	// committed is the outcome PostgreSQL committed that rq answered with
-	// (stored or replayed), for the cache and for the duplicates waiting
-	// on rq in this process (handoff.go); handedOver: rq was answered with
-	// another request's.
-	committed  *cached
-	handedOver bool
-	handoff    *handoff // the one rq leads (handoff.go)
-	// ownWay: rq waited for a leader in this process in vain and goes to
-	// PostgreSQL by itself, reading first (handoff.go).
-	ownWay bool
-	// raced: the record write lost to a concurrent duplicate on the
-	// primary key (Outcome.Raced).
-	raced bool
-	// found: the replay read found a record of the key (guess.go).
-	found   bool
-	r       *http.Request
-	w       http.ResponseWriter
-	key     Key
-	rawKey  string
-	fp      []byte
-	digest  string
-	start   time.Time
-	outcome Outcome
-	// What report adds to the outcome: the claim's attempt and fence, a
-	// record that had expired, a replayed response's time, the body size.
-	attempt  int
-	fence    int64
-	expired  bool
-	storedAt time.Time
-	bytes    int
+	// What serve finds out before the request reaches its mode (the key,
+	// its record's ref, the fingerprint, and the digest its read sets);
+	// read only afterwards.
+	op     *Operation
+	state  *opState // op's, in the engine that checked it (config.go)
+	mode   mode
+	r      *http.Request
+	w      http.ResponseWriter
+	key    Key
+	ref    ref // the record's id and key
+	rawKey string
+	fp     []byte
+	digest string
+	start  time.Time
+
+	// What the cache did for the request (cache.go).
+	cache cacheCall
+	// How the request met its duplicates in this process (handoff.go).
+	dup dupCall
+	// What the mode learned of the key's record, for Outcome.Raced and the
+	// operation's guess (guess.go): insertFirst, it skipped the replay
+	// read (atomic.go); found, the replay read found a record (preRead);
+	// raced, the record write lost to a concurrent duplicate on the
+	// primary key (atomic.go).
+	insertFirst, found, raced bool
+
+	// The answer, written by whatever answers the request (finish,
+	// replay, the handoff, serveHTTP for an error): the outcome; the
+	// outcome PostgreSQL committed that it answered with (stored or
+	// replayed), for the cache and the duplicates waiting in this
+	// process; and what report adds to the outcome: the claim's attempt
+	// and fence (claimed), a record that had expired (classify), a
+	// replayed response's time (replay), the body size (writeResponse).
+	outcome   Outcome
+	committed *cached
+	attempt   int
+	fence     int64
+	expired   bool
+	storedAt  time.Time
+	bytes     int
 }
 
 // claimed notes the claim rq runs under.
@@ -314,10 +314,9 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 		return err
 	}
 	if ho != nil {
-		rq.handoff = ho
 		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
 	}
-	if e.cfg.Cache != nil && !rq.ownWay {
+	if e.cfg.Cache != nil && !rq.dup.ownWay {
 		if answered, err := e.cacheLookup(rq); answered {
 			return err
 		}
