@@ -39,6 +39,14 @@ func (atomicMode) claimsLive(*record) bool { return false }
 // for a flight of it (serveKey).
 func (atomicMode) waitsInProcess() bool { return true }
 
+// asksCache: only while the operation reads first (guess.go). The cache is
+// a read that may answer a replay; while the operation's keys rarely have
+// a record, asking it (and caching the outcome after) would cost each
+// first execution a round trip and a write for nothing, so the request
+// inserts first as without a cache. The replays and duplicates that then
+// come send the operation back to reading first, and to the cache.
+func (atomicMode) asksCache(rq *request) bool { return !rq.state.guess.insertFirst() }
+
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
 	// Nothing cached: a first execution, most likely. Else the guess

@@ -156,7 +156,11 @@ type Config struct {
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
-	// its outcome. PostgreSQL stays the authority: the cache only holds
+	// its outcome. An atomic operation whose keys are new (first
+	// executions, few replays or duplicates among them) does not ask it:
+	// its first executions then cost what they cost without a cache, until
+	// replays or duplicates come again (Outcome.Cache is "" for a request
+	// that did not ask). PostgreSQL stays the authority: the cache only holds
 	// outcomes PostgreSQL committed (sealed as stored), each bound to its
 	// record and database and authenticated with the database's
 	// idem_cache_secret (migration 0006), and whatever it does or holds,

@@ -22,6 +22,10 @@ type leaseMode struct{ e *Engine }
 // wait in this process.
 func (leaseMode) waitsInProcess() bool { return false }
 
+// asksCache: always. A lease request reads before it claims, unless the
+// cache had nothing (its marker placed): then it claims first.
+func (leaseMode) asksCache(*request) bool { return true }
+
 func (leaseMode) claimsLive(rec *record) bool {
 	return rec.state == StateUnknown || rec.leaseLapsed
 }

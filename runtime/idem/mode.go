@@ -21,6 +21,8 @@ type mode interface {
 	// waitsInProcess reports whether a duplicate of a request in flight in
 	// this process waits for its outcome (handoff.go), for duplicateWait.
 	waitsInProcess() bool
+	// asksCache reports whether rq asks Config.Cache before PostgreSQL.
+	asksCache(rq *request) bool
 }
 
 // duplicateWait is how long a duplicate of a request in flight waits for

@@ -71,7 +71,8 @@ type Outcome struct {
 	// was a problem.
 	Bytes int
 	// Cache is what Config.Cache did for the request; "" without a cache
-	// or a key.
+	// or a key, or when the request did not ask it (an atomic operation
+	// whose keys are new: see Config.Cache).
 	Cache CacheResult
 	// Raced: the request's record write lost to a concurrent duplicate on
 	// PostgreSQL's primary key (its handler ran and rolled back; it

@@ -309,15 +309,18 @@ func (e *Engine) serve(rq *request, read readBody) error {
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
+	g := &rq.state.guess
 	ho, answered, err := e.awaitHandoff(rq)
 	if answered {
+		g.observe(true) // a duplicate of a request in flight here
 		return err
 	}
 	if ho != nil {
 		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
 	}
-	if e.cfg.Cache != nil && !rq.dup.ownWay {
+	if e.cfg.Cache != nil && !rq.dup.ownWay && rq.mode.asksCache(rq) {
 		if answered, err := e.cacheLookup(rq); answered {
+			g.observe(true) // the key had an outcome, or a duplicate in flight
 			return err
 		}
 		defer e.cacheAfter(rq)
