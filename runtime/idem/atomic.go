@@ -239,6 +239,9 @@ func (a *atomicRun) keep(ctx context.Context, x *execution, state State, body *s
 // request wrote the key first: the primary key was taken (InsertOutcome),
 // or the record was no longer replaceable (ReplaceOutcome's 22012).
 func lostRace(err error) bool {
+	if err == nil {
+		return false // without the errors.As below, whose target escapes
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false

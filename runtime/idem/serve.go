@@ -58,6 +58,9 @@ type request struct {
 	expired   bool
 	storedAt  time.Time
 	bytes     int
+	// keyHash is key.Hash(), made once, when the outcome or a log line
+	// first needs it (log.go).
+	keyHash string
 }
 
 // claimed notes the claim rq runs under.
@@ -159,9 +162,13 @@ func bodyReadError(err error) error {
 	return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
 }
 
-// contentDigest is the Content-Digest field value of a SHA-256 sum.
+// contentDigest is the Content-Digest field value of a SHA-256 sum, made
+// in one allocation (the string).
 func contentDigest(sum []byte) string {
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":"
+	var buf [64]byte // "sha-256=:", 44 characters of base64, ":"
+	b := append(buf[:0], "sha-256=:"...)
+	b = base64.StdEncoding.AppendEncode(b, sum)
+	return string(append(b, ':'))
 }
 
 // readBody reads and prepares a request's body for serveHTTP, setting
