@@ -7,9 +7,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // maxClaimAttempts bounds how often one request goes round when the record
@@ -36,22 +33,25 @@ type atomicMode struct{ e *Engine }
 
 // claimsLive: an atomic request never takes over a live record (a lease
 // claim or an UNKNOWN outcome left by the operation's earlier lease mode).
-func (atomicMode) claimsLive(*store.GetRecordRow) bool { return false }
+func (atomicMode) claimsLive(*record) bool { return false }
 
-// inProcessWait: a duplicate waits as long as it waits for a flight of its
-// key (serveKey).
-func (atomicMode) inProcessWait(pol *Policy, lockTimeout time.Duration) time.Duration {
-	if pol.InFlight == InFlightWait {
-		return pol.Wait
-	}
-	return lockTimeout
-}
+// waitsInProcess: a duplicate waits for the leader of its key as it waits
+// for a flight of it (serveKey).
+func (atomicMode) waitsInProcess() bool { return true }
+
+// asksCache: only while the operation reads first (guess.go). The cache is
+// a read that may answer a replay; while the operation's keys rarely have
+// a record, asking it (and caching the outcome after) would cost each
+// first execution a round trip and a write for nothing, so the request
+// inserts first as without a cache. The replays and duplicates that then
+// come send the operation back to reading first, and to the cache.
+func (atomicMode) asksCache(rq *request) bool { return !rq.state.guess.insertFirst() }
 
 func (m atomicMode) serve(rq *request, h Handler, st session) error {
 	g := &rq.state.guess
-	if !rq.skipRead && !rq.ownWay && g.insertFirst() {
-		rq.skipRead = true // see guess.go
-	}
+	// Nothing cached: a first execution, most likely. Else the guess
+	// decides, unless the request waited for a leader in vain.
+	rq.insertFirst = rq.cache.marked() || (!rq.dup.ownWay && g.insertFirst())
 	err := m.serveKey(rq, h, st)
 	g.observe(rq.found || rq.raced)
 	return err
@@ -62,11 +62,11 @@ func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	epoch := e.flights.epoch(rq.key)
-	var prev *store.GetRecordRow
+	var prev *record
 	var inFlight error
 	var answered bool
 	var err error
-	if !rq.skipRead {
+	if !rq.insertFirst {
 		if prev, inFlight, answered, err = e.preRead(ctx, rq, st); answered {
 			return err
 		}
@@ -77,11 +77,7 @@ func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 	// One execution of a key at a time in this process (see flights). A
 	// duplicate waits for the one running, then reads again: without
 	// leading, so that all the waiters' reads (replays, mostly) run at once.
-	wait := e.cfg.LockTimeout
-	if pol.InFlight == InFlightWait {
-		wait = pol.Wait
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(e.duplicateWait(pol))
 	for {
 		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
 		leave, busy := e.flights.tryLead(rq.key)
@@ -120,7 +116,7 @@ func (m atomicMode) serveKey(rq *request, h Handler, st session) error {
 // duplicate's. prev is the record the replay read found, when it may be
 // run again (FAILED_RETRYABLE of this payload, or expired under onExpired:
 // execute).
-func (m atomicMode) execute(rq *request, h Handler, st session, prev *store.GetRecordRow) error {
+func (m atomicMode) execute(rq *request, h Handler, st session, prev *record) error {
 	e := m.e
 	for attempt := 1; ; attempt++ {
 		rec, found, err := m.run(rq, h, st, prev)
@@ -155,32 +151,32 @@ func (m atomicMode) execute(rq *request, h Handler, st session, prev *store.GetR
 
 // run runs the handler once and stores its outcome. On errLost it returns
 // the record that won.
-func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecordRow) (store.GetRecordRow, bool, error) {
+func (m atomicMode) run(rq *request, h Handler, st session, prev *record) (record, bool, error) {
 	e := m.e
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	key := rq.key
-	if prev != nil && State(prev.State) == StateFailedRetryable && !prev.Expired {
-		key.Since = prev.CreatedAt.Time // a retry of the same execution
+	if prev != nil && prev.state == StateFailedRetryable && !prev.expired {
+		key.Since = prev.createdAt // a retry of the same execution
 	} else {
 		key.Since = time.Now().UTC().Truncate(time.Microsecond) // as PostgreSQL stores it
 	}
 	if prev != nil {
-		rq.claimed(prev.Attempts+1, prev.Fence+1)
+		rq.claimed(prev.attempts+1, prev.fence+1)
 	} else {
 		rq.claimed(1, 1)
 	}
 	tx, err := st.begin(ctx)
 	if err != nil {
-		return store.GetRecordRow{}, false, fmt.Errorf("idem: begin: %w", err)
+		return record{}, false, fmt.Errorf("idem: begin: %w", err)
 	}
 	rs := &runState{e: e, key: key}
 	hctx := e.handlerContext(ctx, key, rs)
-	if rq.handoff != nil && !rq.skipRead {
+	if rq.dup.leads != nil && !rq.insertFirst {
 		// It read that the key has no outcome: its waiters in this process
 		// are duplicates in flight.
-		rq.handoff.executing.Store(true)
+		rq.dup.leads.executing.Store(true)
 	}
 	started := time.Now()
 	resp, herr := e.runHandler(hctx, rq, h, tx)
@@ -189,10 +185,10 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 	x := &execution{rq: rq, tx: tx, rec: &atomicRun{e: e, st: st, since: key.Since, prev: prev}}
 	err = e.finish(ctx, bk, x, resp, herr)
 	if errors.Is(err, errLost) {
-		var rec store.GetRecordRow
+		var rec record
 		var found bool
-		rerr := st.rollbackThen(ctx, tx, func(q *store.Queries) (err error) {
-			rec, found, err = readRecord(ctx, q, rq.ref, rq.fp)
+		rerr := st.rollbackThen(ctx, tx, func(q statements) (err error) {
+			rec, found, err = q.read(ctx, rq.ref, rq.fp)
 			return err
 		})
 		if rerr != nil {
@@ -200,7 +196,7 @@ func (m atomicMode) run(rq *request, h Handler, st session, prev *store.GetRecor
 		}
 		return rec, found, errLost
 	}
-	return store.GetRecordRow{}, false, err
+	return record{}, false, err
 }
 
 // atomicRun records the outcome of one atomic execution.
@@ -210,7 +206,7 @@ type atomicRun struct {
 	// since is the creation time its record gets (Key.Since); prev the
 	// record the replay read found that it may run again, if any.
 	since time.Time
-	prev  *store.GetRecordRow
+	prev  *record
 }
 
 // keep inserts the record in the business transaction and commits; when a
@@ -219,33 +215,22 @@ type atomicRun struct {
 func (a *atomicRun) keep(ctx context.Context, x *execution, state State, body *storedResponse) (bool, error) {
 	rq := x.rq
 	pol := &rq.op.Policy
-	p := store.InsertOutcomeParams{
-		ID: rq.ref.id, Tenant: rq.ref.Tenant, Operation: rq.ref.Operation, IdempotencyKey: rq.ref.Value,
-		State: string(state), Fingerprint: rq.fp, SchemaVersion: pol.SchemaVersion,
-		ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
-		CreatedAt: pgtype.Timestamptz{Time: a.since, Valid: true}, TtlMs: pol.TTL.Milliseconds(),
-	}
+	o := &outcomeRow{state: state, fp: rq.fp, schema: pol.SchemaVersion, body: body, since: a.since, ttl: pol.TTL}
 	left, sent := pol.TTL, time.Now()
-	var completed pgtype.Timestamptz
-	err := a.st.commitWith(ctx, x.tx, func(q *store.Queries) (err error) {
+	var completed time.Time
+	err := a.st.commitWith(ctx, x.tx, func(q statements) (err error) {
 		if a.prev == nil {
-			completed, err = q.InsertOutcome(ctx, p)
+			completed, err = q.insertOutcome(ctx, rq.ref, o)
 			return err
 		}
-		r, err := q.ReplaceOutcome(ctx, store.ReplaceOutcomeParams{
-			ID: p.ID, Tenant: p.Tenant, Operation: p.Operation, IdempotencyKey: p.IdempotencyKey,
-			State: p.State, Fingerprint: p.Fingerprint, SchemaVersion: p.SchemaVersion,
-			ResponseStatus: p.ResponseStatus, ResponseHeaders: p.ResponseHeaders, ResponseBody: p.ResponseBody,
-			CreatedAt: p.CreatedAt, TtlMs: p.TtlMs, TakeExpired: pol.OnExpired == ExpiredExecute,
-		})
-		completed, left = r.CompletedAt, time.Duration(r.LeftMs)*time.Millisecond
+		completed, left, err = q.replaceOutcome(ctx, rq.ref, o, pol.OnExpired == ExpiredExecute)
 		return err
 	})
 	if lostRace(err) {
 		return false, nil
 	}
 	if err == nil {
-		rq.kept(state, body, completed.Time, left, sent)
+		rq.kept(state, body, completed, left, sent)
 	}
 	return true, err
 }
@@ -254,6 +239,9 @@ func (a *atomicRun) keep(ctx context.Context, x *execution, state State, body *s
 // request wrote the key first: the primary key was taken (InsertOutcome),
 // or the record was no longer replaceable (ReplaceOutcome's 22012).
 func lostRace(err error) bool {
+	if err == nil {
+		return false // without the errors.As below, whose target escapes
+	}
 	var pe *pgconn.PgError
 	if !errors.As(err, &pe) {
 		return false
@@ -275,13 +263,10 @@ func (a *atomicRun) keepFailed(bk context.Context, x *execution) State {
 // release: the execution's writes rolled back with its transaction; a
 // FAILED_RETRYABLE record of this payload that it ran again goes.
 func (a *atomicRun) release(bk context.Context, x *execution) {
-	if a.prev == nil || State(a.prev.State) != StateFailedRetryable {
+	if a.prev == nil || a.prev.state != StateFailedRetryable {
 		return
 	}
-	r := x.rq.ref
-	_, err := a.e.q.ReleaseRetryable(bk, store.ReleaseRetryableParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
-		IdempotencyKey: r.Value, Fingerprint: x.rq.fp})
-	if err != nil {
+	if err := a.e.q.releaseRetryable(bk, x.rq.ref, x.rq.fp); err != nil {
 		a.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
 	}
 }
@@ -289,22 +274,19 @@ func (a *atomicRun) release(bk context.Context, x *execution) {
 // retryable writes the record anew as FAILED_RETRYABLE (nothing of the
 // execution committed), unless another request's record stands.
 func (a *atomicRun) retryable(bk context.Context, x *execution) bool {
-	r, pol := x.rq.ref, &x.rq.op.Policy
-	n, err := a.e.q.RecordRetryable(bk, store.RecordRetryableParams{
-		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
-		Fingerprint: x.rq.fp, SchemaVersion: pol.SchemaVersion, TtlMs: pol.TTL.Milliseconds(),
-	})
+	pol := &x.rq.op.Policy
+	stored, err := a.e.q.recordRetryable(bk, x.rq.ref, x.rq.fp, pol.SchemaVersion, pol.TTL)
 	if err != nil {
 		a.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}
-	return n > 0
+	return stored
 }
 
 // adopt answers a request whose own execution did not keep an outcome with
 // the outcome a concurrent duplicate stored, if there is one: the key's
 // outcome is the one that committed.
 func (a *atomicRun) adopt(bk context.Context, rq *request) bool {
-	rec, found, err := readRecord(bk, a.e.q, rq.ref, rq.fp)
+	rec, found, err := a.e.q.read(bk, rq.ref, rq.fp)
 	if err != nil || !found {
 		return false
 	}

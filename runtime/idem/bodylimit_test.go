@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // TestBodyOverTheLimitBeforeItIsSent: a request whose Content-Length is
@@ -46,8 +47,8 @@ func TestBodyOverTheLimitBeforeItIsSent(t *testing.T) {
 		}
 		body, _ := io.ReadAll(resp.Body)
 		resp.Body.Close()
-		if resp.StatusCode != 413 || !strings.Contains(string(body), idem.ReasonBodyTooLarge) {
-			t.Fatalf("expect=%v: %d %s before the body; want 413 %s", expect, resp.StatusCode, body, idem.ReasonBodyTooLarge)
+		if resp.StatusCode != 413 || !strings.Contains(string(body), idemproblem.ReasonBodyTooLarge) {
+			t.Fatalf("expect=%v: %d %s before the body; want 413 %s", expect, resp.StatusCode, body, idemproblem.ReasonBodyTooLarge)
 		}
 		if rest, err := io.ReadAll(br); err != nil || len(rest) != 0 {
 			t.Errorf("expect=%v: after the 413 the connection gave %q, %v; want it closed", expect, rest, err)

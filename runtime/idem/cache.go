@@ -114,10 +114,22 @@ type cached struct {
 	leftAt      time.Time     // when left was measured (this process's clock)
 }
 
+// cacheCall is what the cache did for a request; only cache.go writes
+// it.
+type cacheCall struct {
+	key    string      // the request's key in the cache; "" when it was not asked
+	result CacheResult // Outcome.Cache
+	marker []byte      // the in-flight marker the request placed, if it did
+}
+
+// marked reports whether the request placed the in-flight marker: the
+// cache had nothing at all under its key, and the mode may skip the
+// replay read (a first execution, most likely).
+func (c *cacheCall) marked() bool { return c.marker != nil }
+
 // cacheLookup asks the cache about rq before PostgreSQL. answered: the
-// request was served from it. Otherwise rq.skipRead says whether the
-// cache had nothing at all (the mode may skip the replay read: a first
-// execution, most likely), and PostgreSQL decides as without a cache.
+// request was served from it. Otherwise rq.cache says whether the cache
+// had nothing at all (marked), and PostgreSQL decides as without a cache.
 func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 	c := e.cfg.Cache
 	ctx := rq.r.Context()
@@ -127,18 +139,18 @@ func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 		return false, nil
 	}
 	sum, key := id.record(rq.key)
-	rq.cacheKey = key
+	rq.cache.key = key
 	marker := make([]byte, 9)
 	marker[0] = cachedMarker
 	_, _ = rand.Read(marker[1:])
-	v, marked, err := c.Lookup(ctx, rq.cacheKey, marker, markerTTL)
+	v, marked, err := c.Lookup(ctx, key, marker, markerTTL)
 	switch {
 	case err != nil:
 		// PostgreSQL decides, as without a cache.
 		e.cacheFailed(ctx, rq, err)
 		return false, nil
 	case marked:
-		rq.cache, rq.marker, rq.skipRead = CacheMiss, marker, true
+		rq.cache.result, rq.cache.marker = CacheMiss, marker
 		return false, nil
 	}
 	if len(v) > 0 && v[0] == cachedMarker {
@@ -150,14 +162,14 @@ func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 			return false, nil
 		}
 		if v == nil {
-			rq.cache = CacheMiss
+			rq.cache.result = CacheMiss
 			return false, nil
 		}
 	}
 	rec, err := id.open(v, &sum, rq.fp)
 	switch {
 	case errors.Is(err, errEntryOld):
-		rq.cache = CacheMiss // written before an upgrade: replaced after this request
+		rq.cache.result = CacheMiss // written before an upgrade: replaced after this request
 		return false, nil
 	case err != nil:
 		e.cacheInvalid(ctx, rq, err)
@@ -173,10 +185,10 @@ func (e *Engine) cacheLookup(rq *request) (answered bool, err error) {
 			e.cacheInvalid(ctx, rq, fmt.Errorf("%w: %w", ErrCacheEntryRejected, err))
 			return false, nil
 		}
-		rq.cache = CacheHit
+		rq.cache.result = CacheHit
 		return true, err
 	case actError:
-		rq.cache = CacheHit
+		rq.cache.result = CacheHit
 		return true, aerr
 	}
 	e.cacheInvalid(ctx, rq, errEntryFormat)
@@ -192,11 +204,7 @@ const maxCachePoll = 4 * time.Millisecond
 // cacheWait polls the cache for the outcome of the request whose marker rq
 // found, until its wait runs out: nil then.
 func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
-	wait := e.cfg.LockTimeout
-	if rq.op.Policy.InFlight == InFlightWait {
-		wait = rq.op.Policy.Wait
-	}
-	deadline := time.Now().Add(wait)
+	deadline := time.Now().Add(e.duplicateWait(&rq.op.Policy))
 	pause := time.Millisecond
 	for {
 		if time.Now().Add(pause).After(deadline) {
@@ -207,7 +215,7 @@ func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
 			return nil, ctx.Err()
 		case <-time.After(pause):
 		}
-		v, err := e.cfg.Cache.Get(ctx, rq.cacheKey)
+		v, err := e.cfg.Cache.Get(ctx, rq.cache.key)
 		if err != nil || (len(v) > 0 && v[0] == cachedResponse) {
 			return v, err
 		}
@@ -221,7 +229,7 @@ func (e *Engine) cacheWait(ctx context.Context, rq *request) ([]byte, error) {
 // cacheFailed notes a failed cache call: the request goes on without the
 // cache.
 func (e *Engine) cacheFailed(ctx context.Context, rq *request, err error) {
-	rq.cache = CacheFallback
+	rq.cache.result = CacheFallback
 	e.reportCacheError(ctx, rq.op, err)
 }
 
@@ -229,7 +237,7 @@ func (e *Engine) cacheFailed(ctx context.Context, rq *request, err error) {
 // ErrCacheEntryRejected): the request goes on as after a miss, and
 // cacheAfter replaces the entry with PostgreSQL's answer.
 func (e *Engine) cacheInvalid(ctx context.Context, rq *request, err error) {
-	rq.cache = CacheInvalid
+	rq.cache.result = CacheInvalid
 	e.reportCacheError(ctx, rq.op, err)
 }
 
@@ -246,8 +254,8 @@ func (e *Engine) reportCacheError(ctx context.Context, op *Operation, err error)
 // or else gives back the marker rq placed. In the background: the client
 // has its response, and a failure only costs a later request a read.
 func (e *Engine) cacheAfter(rq *request) {
-	out, key, marker, op := rq.committed, rq.cacheKey, rq.marker, rq.op
-	if rq.cache == CacheHit {
+	out, key, marker, op := rq.committed, rq.cache.key, rq.cache.marker, rq.op
+	if rq.cache.result == CacheHit {
 		out = nil // it came from the cache
 	}
 	id := e.cacheID.id.Load()

@@ -15,6 +15,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/idemredis"
 	"github.com/idemgen/idemgen/runtime/internal/redistest"
 	"github.com/idemgen/idemgen/runtime/pgtest"
@@ -156,7 +157,7 @@ func TestCacheServes(t *testing.T) {
 				}
 			}
 			hits := outs.caches()[idem.CacheHit]
-			e.post(key, payReq{Amount: 4}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+			e.post(key, payReq{Amount: 4}).wantProblem(t, 409, idemproblem.CodeConflict, idemproblem.ReasonConflict)
 			if outs.caches()[idem.CacheHit] != hits+1 {
 				t.Errorf("the conflict was not answered from the cache: %v", outs.caches())
 			}

@@ -15,9 +15,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // What binds a cache entry to its record and its database, so that the
@@ -138,8 +135,8 @@ func (id *cacheIdentity) seal(c *cached, sum *[sha256.Size]byte) []byte {
 // open reads v as the record row replay and classify read, if it is the
 // entry this database's engine wrote for the record sum names; fp is the
 // request's fingerprint.
-func (id *cacheIdentity) open(v []byte, sum *[sha256.Size]byte, fp []byte) (store.GetRecordRow, error) {
-	var rec store.GetRecordRow
+func (id *cacheIdentity) open(v []byte, sum *[sha256.Size]byte, fp []byte) (record, error) {
+	var rec record
 	switch {
 	case len(v) < 2 || v[0] != cachedResponse:
 		return rec, errEntryFormat
@@ -160,21 +157,21 @@ func (id *cacheIdentity) open(v []byte, sum *[sha256.Size]byte, fp []byte) (stor
 	// still not an answer.
 	switch signed[entryHead] {
 	case 'C':
-		rec.State = string(StateCompleted)
+		rec.state = StateCompleted
 	case 'F':
-		rec.State = string(StateFailedReplayable)
+		rec.state = StateFailedReplayable
 	default:
 		return rec, errEntryFormat
 	}
-	rec.SameKey, rec.SameRequest = true, bytes.Equal(signed[entryHead+1:entryHead+1+sha256.Size], fp)
+	rec.sameKey, rec.sameRequest = true, bytes.Equal(signed[entryHead+1:entryHead+1+sha256.Size], fp)
 	at := int64(binary.BigEndian.Uint64(signed[entryFixed-8 : entryFixed]))
-	rec.CompletedAt = pgtype.Timestamptz{Time: time.UnixMicro(at).UTC(), Valid: true}
+	rec.completedAt = time.UnixMicro(at).UTC()
 	rest := signed[entryFixed:]
 	status, n := binary.Uvarint(rest)
 	if n <= 0 || status > 999 {
 		return rec, errEntryFormat
 	}
-	rec.ResponseStatus, rest = int32(status), rest[n:]
+	rec.status, rest = int32(status), rest[n:]
 	field := func() ([]byte, bool) {
 		l, n := binary.Uvarint(rest)
 		if n <= 0 || uint64(len(rest)-n) < l {
@@ -189,10 +186,10 @@ func (id *cacheIdentity) open(v []byte, sum *[sha256.Size]byte, fp []byte) (stor
 	if !ok1 || !ok2 {
 		return rec, errEntryFormat
 	}
-	rec.SchemaVersion, rec.ResponseHeaders, rec.ResponseBody = string(schema), headers, rest
-	if !rec.SameRequest {
+	rec.schema, rec.headers, rec.body = string(schema), headers, rest
+	if !rec.sameRequest {
 		// A conflict: the stored response is not to be read.
-		rec.ResponseStatus, rec.ResponseHeaders, rec.ResponseBody = 0, nil, nil
+		rec.status, rec.headers, rec.body = 0, nil, nil
 	}
 	return rec, nil
 }
@@ -207,12 +204,9 @@ func (e *Engine) CacheKey(ctx context.Context, k Key) (string, error) {
 	if e.cfg.Cache == nil {
 		return "", errors.New("idem: CacheKey: the engine has no Config.Cache")
 	}
-	s := e
-	if e.cfg.Shard != nil {
-		var err error
-		if s, err = e.onShard(ctx, k.Tenant); err != nil {
-			return "", err
-		}
+	s, err := e.engineFor(ctx, k.Tenant)
+	if err != nil {
+		return "", err
 	}
 	id, err := s.cacheIdentity(ctx)
 	if err != nil {

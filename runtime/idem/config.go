@@ -10,8 +10,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // DefaultMaxBodyBytes bounds request bodies when Config.MaxBodyBytes is zero.
@@ -158,7 +156,11 @@ type Config struct {
 	// Cache, when set, is a fast path in front of PostgreSQL: replays are
 	// answered from it, a first execution skips the read before its
 	// transaction, and duplicates of a request in flight wait there for
-	// its outcome. PostgreSQL stays the authority: the cache only holds
+	// its outcome. An atomic operation whose keys are new (first
+	// executions, few replays or duplicates among them) does not ask it:
+	// its first executions then cost what they cost without a cache, until
+	// replays or duplicates come again (Outcome.Cache is "" for a request
+	// that did not ask). PostgreSQL stays the authority: the cache only holds
 	// outcomes PostgreSQL committed (sealed as stored), each bound to its
 	// record and database and authenticated with the database's
 	// idem_cache_secret (migration 0006), and whatever it does or holds,
@@ -208,21 +210,41 @@ type Hooks struct {
 // Engine runs idempotent operations against PostgreSQL. It holds no state of
 // its own beyond validated operations; it is safe for concurrent use.
 type Engine struct {
-	db       DB
-	q        *store.Queries
+	*shared
+	// What is the engine's database's own: the DB, its statements, the
+	// modes over them, the lease renewer with its connection, whether the
+	// v2 table is still there (legacy.go), what cache entries are bound
+	// to (cacheentry.go).
+	db      DB
+	q       statements
+	modes   map[Mode]mode
+	renewer *renewer
+	legacy  atomic.Int32
+	cacheID cacheIdent
+}
+
+// shared is what the engines made from one Config hold in common: New's,
+// and those over the databases Config.Shard chooses (shard.go), since a
+// key lives on one of them and its duplicates meet in one process.
+type shared struct {
 	cfg      Config
 	obs      observer
 	flights  *flights
 	handoffs *handoffs
-	modes    map[Mode]mode
-	legacy   atomic.Int32 // is the v2 table still there (legacy.go)
-	renewer  *renewer
-	stored   map[string]bool
-	ops      sync.Map // *Operation -> *opState (check)
-	headers  sync.Map // stored headers JSON -> decoded (see storedHeaders)
+	stored   map[string]bool // response headers stored besides the declared ones
+	ops      sync.Map        // *Operation -> *opState (check)
+	headers  sync.Map        // stored headers JSON -> decoded (see storedHeaders)
 	headerN  atomic.Int32
-	shards   sync.Map   // DB -> *Engine (see onShard)
-	cacheID  cacheIdent // what cache entries are bound to (cacheentry.go)
+	shards   sync.Map // DB -> *Engine (see engineFor)
+}
+
+// newEngine returns the engine over db sharing sh: the one constructor,
+// of New's engine and of each shard's.
+func newEngine(db DB, sh *shared) *Engine {
+	e := &Engine{shared: sh, db: db, q: statementsOn(db)}
+	e.renewer = newRenewer(e)
+	e.modes = map[Mode]mode{ModeAtomic: atomicMode{e}, ModeLease: leaseMode{e}}
+	return e
 }
 
 // New returns an engine over db. It validates cfg.Operations; an invalid
@@ -291,10 +313,7 @@ func New(db DB, cfg Config) (*Engine, error) {
 	if cfg.DownstreamSecret, err = downstreamSecret(cfg.DownstreamSecret); err != nil {
 		return nil, err
 	}
-	e := &Engine{db: db, q: store.New(db), cfg: cfg, obs: nopObserver{}, stored: map[string]bool{},
-		flights: newFlights(), handoffs: &handoffs{}}
-	e.renewer = newRenewer(e)
-	e.modes = map[Mode]mode{ModeAtomic: atomicMode{e}, ModeLease: leaseMode{e}}
+	e := newEngine(db, &shared{cfg: cfg, obs: nopObserver{}, stored: map[string]bool{}, flights: newFlights(), handoffs: &handoffs{}})
 	for _, h := range append(append([]string(nil), DefaultStoredHeaders...), cfg.StoredHeaders...) {
 		h = http.CanonicalHeaderKey(h)
 		if !neverStored[h] {

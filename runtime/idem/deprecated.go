@@ -43,6 +43,54 @@ type ErrorBody = idemproblem.ErrorBody
 // Deprecated: use idemproblem.ErrorMember (runtime/idemproblem).
 type ErrorMember = idemproblem.ErrorMember
 
+// The codes and reasons of the HTTP contract moved to idemproblem; these
+// forward to them (the same values).
+//
+// Deprecated: use idemproblem.ReasonConflict (runtime/idemproblem) and the
+// other Code and Reason constants of that package, of the same names.
+const (
+	CodeMalformedHeader  = idemproblem.CodeMalformedHeader
+	CodeInvalidRequest   = idemproblem.CodeInvalidRequest
+	CodeUnauthorized     = idemproblem.CodeUnauthorized
+	CodeForbidden        = idemproblem.CodeForbidden
+	CodeNotFound         = idemproblem.CodeNotFound
+	CodeMethodNotAllowed = idemproblem.CodeMethodNotAllowed
+	CodeRequestTimeout   = idemproblem.CodeRequestTimeout
+	CodeConflict         = idemproblem.CodeConflict
+	CodeTooLarge         = idemproblem.CodeTooLarge
+	CodeMediaType        = idemproblem.CodeMediaType
+	CodeMisdirected      = idemproblem.CodeMisdirected
+	CodeUnprocessable    = idemproblem.CodeUnprocessable
+	CodeTooManyRequests  = idemproblem.CodeTooManyRequests
+	CodeClientClosed     = idemproblem.CodeClientClosed
+	CodeInternal         = idemproblem.CodeInternal
+	CodeNotImplemented   = idemproblem.CodeNotImplemented
+	CodeUnavailable      = idemproblem.CodeUnavailable
+
+	ReasonKeyRequired     = idemproblem.ReasonKeyRequired
+	ReasonKeyMalformed    = idemproblem.ReasonKeyMalformed
+	ReasonConflict        = idemproblem.ReasonConflict
+	ReasonInProgress      = idemproblem.ReasonInProgress
+	ReasonSchemaChanged   = idemproblem.ReasonSchemaChanged
+	ReasonExpired         = idemproblem.ReasonExpired
+	ReasonLeaseLost       = idemproblem.ReasonLeaseLost
+	ReasonOutcomeUnknown  = idemproblem.ReasonOutcomeUnknown
+	ReasonWrongRegion     = idemproblem.ReasonWrongRegion
+	ReasonBodyTooLarge    = idemproblem.ReasonBodyTooLarge
+	ReasonBodyUnreadable  = idemproblem.ReasonBodyUnreadable
+	ReasonInvalidJSON     = idemproblem.ReasonInvalidJSON
+	ReasonInvalidRequest  = idemproblem.ReasonInvalidRequest
+	ReasonMediaType       = idemproblem.ReasonMediaType
+	ReasonUnauthenticated = idemproblem.ReasonUnauthenticated
+	ReasonForbidden       = idemproblem.ReasonForbidden
+	ReasonNoOperation     = idemproblem.ReasonNoOperation
+	ReasonMethod          = idemproblem.ReasonMethod
+	ReasonInternal        = idemproblem.ReasonInternal
+	ReasonNotImplemented  = idemproblem.ReasonNotImplemented
+	ReasonDatabaseDown    = idemproblem.ReasonDatabaseDown
+	ReasonClientClosed    = idemproblem.ReasonClientClosed
+)
+
 // Nullable is idemtype.Nullable.
 //
 // Deprecated: use idemtype.Nullable (runtime/idemtype).

@@ -129,8 +129,8 @@ func (e *Engine) WriteError(w http.ResponseWriter, r *http.Request, profile Prof
 // the profile's shape (a handler's own response, or a service that renders
 // refusals with Config.Errors). It is the inverse of the profile's body,
 // for clients and idemgen conformance: under ProfileStripe, lock_timeout
-// reads as ReasonInProgress (a lost lease answers the same), a
-// parameter_* code as ReasonInvalidRequest, any other code as the reason it
+// reads as idemproblem.ReasonInProgress (a lost lease answers the same), a
+// parameter_* code as idemproblem.ReasonInvalidRequest, any other code as the reason it
 // was made from.
 func (p Profile) ReadError(status int, header http.Header, body []byte) (*idemproblem.Problem, bool) {
 	mt := jsonkit.MediaType(header.Get("Content-Type"))
@@ -151,9 +151,9 @@ func (p Profile) ReadError(status int, header http.Header, body []byte) (*idempr
 	q := &idemproblem.Problem{Status: status, Detail: env.Error.Message, Reason: strings.ToUpper(env.Error.Code)}
 	switch code := env.Error.Code; {
 	case code == "lock_timeout":
-		q.Reason = ReasonInProgress
+		q.Reason = idemproblem.ReasonInProgress
 	case strings.HasPrefix(code, "parameter_"):
-		q.Reason = ReasonInvalidRequest
+		q.Reason = idemproblem.ReasonInvalidRequest
 	}
 	return q, true
 }

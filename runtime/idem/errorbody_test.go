@@ -30,7 +30,7 @@ type fieldError struct{ Pointer, Rule string }
 // apiErrors is the custom mapping docs/errors.md shows: the problem's
 // members moved into the service's shape.
 func apiErrors(r *http.Request, p *idemproblem.Problem) *idem.Response {
-	if p.Reason == idem.ReasonForbidden {
+	if p.Reason == idemproblem.ReasonForbidden {
 		return nil // the profile's body
 	}
 	e := apiError{Kind: strings.ToLower(p.Reason), Message: p.Detail, Retry: p.Retryable}
@@ -114,7 +114,7 @@ func TestErrorMapper(t *testing.T) {
 	// A mapper that returns nil leaves the refusal to the profile.
 	rec = httptest.NewRecorder()
 	e.eng.WriteError(rec, httptest.NewRequest("GET", "/", nil), idem.ProfileDefault, idem.ErrForbidden)
-	result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}.wantProblem(t, 403, idem.CodeForbidden, idem.ReasonForbidden)
+	result{Status: rec.Code, Header: rec.Header(), Body: rec.Body.Bytes()}.wantProblem(t, 403, idemproblem.CodeForbidden, idemproblem.ReasonForbidden)
 
 	mu.Lock()
 	defer mu.Unlock()
@@ -183,8 +183,8 @@ func TestErrorBodies(t *testing.T) {
 			}
 			// ReadError reads the refusal back.
 			want := idem.ProblemFor(err, idem.Profile(profile))
-			if want.Reason == idem.ReasonLeaseLost && profile == string(idem.ProfileStripe) {
-				want.Reason = idem.ReasonInProgress // both are lock_timeout
+			if want.Reason == idemproblem.ReasonLeaseLost && profile == string(idem.ProfileStripe) {
+				want.Reason = idemproblem.ReasonInProgress // both are lock_timeout
 			}
 			got, ok := idem.Profile(profile).ReadError(rec.Code, rec.Header(), rec.Body.Bytes())
 			if !ok || got.Status != want.Status || got.Reason != want.Reason || (profile != string(idem.ProfileStripe) && got.Code != want.Code) {
@@ -270,43 +270,43 @@ func TestProfiles(t *testing.T) {
 		want map[idem.Profile]refusal
 	}{
 		{"key missing", map[idem.Profile]refusal{
-			idem.ProfileDefault: {400, idem.CodeMalformedHeader, idem.ReasonKeyRequired, "", false, ""},
-			idem.ProfileIETF:    {400, idem.CodeMalformedHeader, idem.ReasonKeyRequired, "", false, ""},
+			idem.ProfileDefault: {400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyRequired, "", false, ""},
+			idem.ProfileIETF:    {400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyRequired, "", false, ""},
 			idem.ProfileStripe:  {400, "idempotency_key_required", inv, "", false, "false"},
 		}},
 		{"key malformed", map[idem.Profile]refusal{
-			idem.ProfileDefault: {400, idem.CodeMalformedHeader, idem.ReasonKeyMalformed, "", false, ""},
-			idem.ProfileIETF:    {400, idem.CodeMalformedHeader, idem.ReasonKeyMalformed, "", false, ""},
+			idem.ProfileDefault: {400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyMalformed, "", false, ""},
+			idem.ProfileIETF:    {400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyMalformed, "", false, ""},
 			idem.ProfileStripe:  {400, "idempotency_key_malformed", inv, "", false, "false"},
 		}},
 		{"invalid request", map[idem.Profile]refusal{
-			idem.ProfileDefault: {400, idem.CodeInvalidRequest, idem.ReasonInvalidRequest, "", false, ""},
-			idem.ProfileIETF:    {400, idem.CodeInvalidRequest, idem.ReasonInvalidRequest, "", false, ""},
+			idem.ProfileDefault: {400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidRequest, "", false, ""},
+			idem.ProfileIETF:    {400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidRequest, "", false, ""},
 			idem.ProfileStripe:  {400, "parameter_missing", inv, "metadata[order/id]", false, "false"},
 		}},
 		{"key reused with another payload", map[idem.Profile]refusal{
-			idem.ProfileDefault: {409, idem.CodeConflict, idem.ReasonConflict, "", false, ""},
-			idem.ProfileIETF:    {422, idem.CodeUnprocessable, idem.ReasonConflict, "", false, ""},
+			idem.ProfileDefault: {409, idemproblem.CodeConflict, idemproblem.ReasonConflict, "", false, ""},
+			idem.ProfileIETF:    {422, idemproblem.CodeUnprocessable, idemproblem.ReasonConflict, "", false, ""},
 			idem.ProfileStripe:  {400, "conflicting_idempotent_request", idemErr, "", false, "false"},
 		}},
 		{"in flight", map[idem.Profile]refusal{
-			idem.ProfileDefault: {409, idem.CodeConflict, idem.ReasonInProgress, "", true, ""},
-			idem.ProfileIETF:    {409, idem.CodeConflict, idem.ReasonInProgress, "", true, ""},
+			idem.ProfileDefault: {409, idemproblem.CodeConflict, idemproblem.ReasonInProgress, "", true, ""},
+			idem.ProfileIETF:    {409, idemproblem.CodeConflict, idemproblem.ReasonInProgress, "", true, ""},
 			idem.ProfileStripe:  {429, "lock_timeout", inv, "", true, "true"},
 		}},
 		{"handler error", map[idem.Profile]refusal{
-			idem.ProfileDefault: {500, idem.CodeInternal, idem.ReasonInternal, "", false, ""},
-			idem.ProfileIETF:    {500, idem.CodeInternal, idem.ReasonInternal, "", false, ""},
+			idem.ProfileDefault: {500, idemproblem.CodeInternal, idemproblem.ReasonInternal, "", false, ""},
+			idem.ProfileIETF:    {500, idemproblem.CodeInternal, idemproblem.ReasonInternal, "", false, ""},
 			idem.ProfileStripe:  {500, "internal_error", apiErr, "", false, "true"},
 		}},
 		{"not implemented", map[idem.Profile]refusal{
-			idem.ProfileDefault: {501, idem.CodeNotImplemented, idem.ReasonNotImplemented, "", false, ""},
-			idem.ProfileIETF:    {501, idem.CodeNotImplemented, idem.ReasonNotImplemented, "", false, ""},
+			idem.ProfileDefault: {501, idemproblem.CodeNotImplemented, idemproblem.ReasonNotImplemented, "", false, ""},
+			idem.ProfileIETF:    {501, idemproblem.CodeNotImplemented, idemproblem.ReasonNotImplemented, "", false, ""},
 			idem.ProfileStripe:  {501, "not_implemented", apiErr, "", false, "false"},
 		}},
 		{"unauthenticated", map[idem.Profile]refusal{
-			idem.ProfileDefault: {401, idem.CodeUnauthorized, idem.ReasonUnauthenticated, "", false, ""},
-			idem.ProfileIETF:    {401, idem.CodeUnauthorized, idem.ReasonUnauthenticated, "", false, ""},
+			idem.ProfileDefault: {401, idemproblem.CodeUnauthorized, idemproblem.ReasonUnauthenticated, "", false, ""},
+			idem.ProfileIETF:    {401, idemproblem.CodeUnauthorized, idemproblem.ReasonUnauthenticated, "", false, ""},
 			idem.ProfileStripe:  {401, "unauthenticated", inv, "", false, "false"},
 		}},
 	}

@@ -57,49 +57,11 @@ var (
 	// ErrNotImplemented is what the generated Unimplemented server returns
 	// for an operation the service does not implement yet: 501, rendered in
 	// the profile's body like every refusal. It is a *Problem.
-	ErrNotImplemented error = &idemproblem.Problem{Status: http.StatusNotImplemented, Code: CodeNotImplemented, Reason: ReasonNotImplemented,
+	ErrNotImplemented error = &idemproblem.Problem{Status: http.StatusNotImplemented, Code: idemproblem.CodeNotImplemented, Reason: idemproblem.ReasonNotImplemented,
 		Detail: "the operation is not implemented"}
 )
 
-// Problem codes and reasons of the HTTP contract.
 const (
-	CodeMalformedHeader = "ERR400_MISSING_OR_MALFORMED_HEADER"
-	CodeInvalidRequest  = "ERR400_INVALID_REQUEST"
-	CodeUnauthorized    = "ERR401_UNAUTHORIZED"
-	CodeForbidden       = "ERR403_FORBIDDEN"
-	CodeConflict        = "ERR409_SERVER_STATE_CONFLICT"
-	CodeTooLarge        = "ERR413_CONTENT_TOO_LARGE"
-	CodeRequestTimeout  = "ERR408_REQUEST_TIMEOUT"
-	CodeMediaType       = "ERR415_UNSUPPORTED_MEDIA_TYPE"
-	CodeUnprocessable   = "ERR422_UNPROCESSABLE_CONTENT"
-	CodeTooManyRequests = "ERR429_TOO_MANY_REQUESTS"
-	CodeInternal        = "ERR500_INTERNAL_SERVER_ERROR"
-	CodeNotImplemented  = "ERR501_NOT_IMPLEMENTED"
-	// CodeClientClosed (and ReasonClientClosed) are logged and counted,
-	// never read: the answer to a request whose client went away (499, as
-	// nginx logs it). See ErrClientGone.
-	CodeClientClosed = "ERR499_CLIENT_CLOSED_REQUEST"
-	CodeUnavailable  = "ERR503_SERVICE_UNAVAILABLE"
-
-	ReasonKeyRequired      = "IDEMPOTENCY_KEY_REQUIRED"
-	ReasonKeyMalformed     = "IDEMPOTENCY_KEY_MALFORMED"
-	ReasonConflict         = "CONFLICTING_IDEMPOTENT_REQUEST"
-	ReasonInProgress       = "IDEMPOTENT_REQUEST_IN_PROGRESS"
-	ReasonSchemaChanged    = "STORED_RESPONSE_SCHEMA_CHANGED"
-	ReasonExpired          = "IDEMPOTENCY_KEY_EXPIRED"
-	ReasonLeaseLost        = "IDEMPOTENCY_LEASE_LOST"
-	ReasonOutcomeUnknown   = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
-	ReasonBodyTooLarge     = "REQUEST_BODY_TOO_LARGE"
-	ReasonBodyUnreadable   = "REQUEST_BODY_UNREADABLE"
-	ReasonInvalidJSON      = "REQUEST_BODY_INVALID_JSON"
-	ReasonInvalidRequest   = "REQUEST_INVALID"
-	ReasonMediaType        = "UNSUPPORTED_MEDIA_TYPE"
-	ReasonUnauthenticated  = "UNAUTHENTICATED"
-	ReasonForbidden        = "FORBIDDEN"
-	ReasonInternal         = "INTERNAL_ERROR"
-	ReasonNotImplemented   = "NOT_IMPLEMENTED"
-	ReasonDatabaseDown     = "DATABASE_UNAVAILABLE"
-	ReasonClientClosed     = "CLIENT_CLOSED_REQUEST"
 	problemContentType     = idemproblem.ContentType
 	defaultRetryAfterDelay = time.Second
 )
@@ -187,9 +149,9 @@ func ProblemFor(err error, profile Profile) *idemproblem.Problem {
 		p.Status, p.Title, p.Code = st, http.StatusText(st), statusCodes[st]
 	}
 	switch p.Reason {
-	case ReasonInProgress, ReasonLeaseLost, ReasonOutcomeUnknown, ReasonDatabaseDown, ReasonInternal, ReasonClientClosed:
+	case idemproblem.ReasonInProgress, idemproblem.ReasonLeaseLost, idemproblem.ReasonOutcomeUnknown, idemproblem.ReasonDatabaseDown, idemproblem.ReasonInternal, idemproblem.ReasonClientClosed:
 		p.Retryable = true
-	case ReasonBodyUnreadable:
+	case idemproblem.ReasonBodyUnreadable:
 		p.Retryable = p.Status == http.StatusRequestTimeout
 	}
 	return p
@@ -198,21 +160,21 @@ func ProblemFor(err error, profile Profile) *idemproblem.Problem {
 // profileStatuses are the statuses where a profile departs from the
 // default profile's, by reason; the problem's code follows the status.
 var profileStatuses = map[Profile]map[string]int{
-	ProfileIETF: {ReasonConflict: http.StatusUnprocessableEntity},
+	ProfileIETF: {idemproblem.ReasonConflict: http.StatusUnprocessableEntity},
 	// Stripe answers a key's misuse with 400 idempotency_error. A
 	// duplicate in flight (or a lost lease) is 429 lock_timeout, the one
 	// refusal Stripe's SDKs retry: the retry gets the first's response.
 	ProfileStripe: {
-		ReasonConflict: http.StatusBadRequest, ReasonSchemaChanged: http.StatusBadRequest, ReasonExpired: http.StatusBadRequest,
-		ReasonInProgress: http.StatusTooManyRequests, ReasonLeaseLost: http.StatusTooManyRequests,
+		idemproblem.ReasonConflict: http.StatusBadRequest, idemproblem.ReasonSchemaChanged: http.StatusBadRequest, idemproblem.ReasonExpired: http.StatusBadRequest,
+		idemproblem.ReasonInProgress: http.StatusTooManyRequests, idemproblem.ReasonLeaseLost: http.StatusTooManyRequests,
 	},
 }
 
 // statusCodes are the problem codes of the statuses in profileStatuses.
 var statusCodes = map[int]string{
-	http.StatusBadRequest:          CodeInvalidRequest,
-	http.StatusUnprocessableEntity: CodeUnprocessable,
-	http.StatusTooManyRequests:     CodeTooManyRequests,
+	http.StatusBadRequest:          idemproblem.CodeInvalidRequest,
+	http.StatusUnprocessableEntity: idemproblem.CodeUnprocessable,
+	http.StatusTooManyRequests:     idemproblem.CodeTooManyRequests,
 }
 
 // problemOf is ProblemFor's mapping under the default profile.
@@ -225,64 +187,64 @@ func problemOf(err error, mk func(status int, code, reason, detail string) *idem
 	switch {
 	// First: their causes (a cancelled statement's, say) may match below.
 	case errors.Is(err, ErrClientGone):
-		return mk(499, CodeClientClosed, ReasonClientClosed, "the client closed the connection before the response")
+		return mk(499, idemproblem.CodeClientClosed, idemproblem.ReasonClientClosed, "the client closed the connection before the response")
 	case errors.Is(err, ErrHandlerTxFailed):
-		return mk(500, CodeInternal, ReasonInternal, "the response could not be stored: a statement of the service's transaction failed before it answered")
+		return mk(500, idemproblem.CodeInternal, idemproblem.ReasonInternal, "the response could not be stored: a statement of the service's transaction failed before it answered")
 	case errors.Is(err, ErrKeyRequired):
-		return mk(400, CodeMalformedHeader, ReasonKeyRequired, "the request needs an idempotency key header")
+		return mk(400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyRequired, "the request needs an idempotency key header")
 	case errors.Is(err, ErrKeyMalformed):
-		return mk(400, CodeMalformedHeader, ReasonKeyMalformed, err.Error())
+		return mk(400, idemproblem.CodeMalformedHeader, idemproblem.ReasonKeyMalformed, err.Error())
 	case errors.As(err, &mbe), errors.Is(err, ErrBodyTooLarge):
-		return mk(413, CodeTooLarge, ReasonBodyTooLarge, "the request body is larger than the server accepts")
+		return mk(413, idemproblem.CodeTooLarge, idemproblem.ReasonBodyTooLarge, "the request body is larger than the server accepts")
 	case errors.Is(err, ErrBodyUnreadable):
 		var ne net.Error
 		if errors.As(err, &ne) && ne.Timeout() {
-			return mk(408, CodeRequestTimeout, ReasonBodyUnreadable, "the request body did not arrive in time")
+			return mk(408, idemproblem.CodeRequestTimeout, idemproblem.ReasonBodyUnreadable, "the request body did not arrive in time")
 		}
-		return mk(400, CodeInvalidRequest, ReasonBodyUnreadable, "the request body could not be read")
+		return mk(400, idemproblem.CodeInvalidRequest, idemproblem.ReasonBodyUnreadable, "the request body could not be read")
 	case errors.Is(err, ErrUnsupportedMediaType):
-		return mk(415, CodeMediaType, ReasonMediaType, err.Error())
+		return mk(415, idemproblem.CodeMediaType, idemproblem.ReasonMediaType, err.Error())
 	case errors.As(err, &ve):
-		p := mk(400, CodeInvalidRequest, ReasonInvalidRequest, violationsDetail(ve.Violations))
+		p := mk(400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidRequest, violationsDetail(ve.Violations))
 		p.Errors = ve.Violations
 		return p
 	case errors.As(err, &re):
 		var se *json.SyntaxError
 		if errors.Is(err, ErrInvalidJSON) || errors.As(err, &se) {
-			return mk(400, CodeInvalidRequest, ReasonInvalidJSON, err.Error())
+			return mk(400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidJSON, err.Error())
 		}
-		return mk(400, CodeInvalidRequest, ReasonInvalidRequest, err.Error())
+		return mk(400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidRequest, err.Error())
 	case errors.Is(err, ErrUnauthenticated):
-		return mk(401, CodeUnauthorized, ReasonUnauthenticated, "the request could not be authenticated")
+		return mk(401, idemproblem.CodeUnauthorized, idemproblem.ReasonUnauthenticated, "the request could not be authenticated")
 	case errors.Is(err, ErrForbidden):
-		return mk(403, CodeForbidden, ReasonForbidden, "the credentials do not allow this request")
+		return mk(403, idemproblem.CodeForbidden, idemproblem.ReasonForbidden, "the credentials do not allow this request")
 	case errors.Is(err, ErrFingerprintMismatch):
-		return mk(409, CodeConflict, ReasonConflict, "the idempotency key was already used with another request payload")
+		return mk(409, idemproblem.CodeConflict, idemproblem.ReasonConflict, "the idempotency key was already used with another request payload")
 	case errors.Is(err, ErrInFlight):
-		p := mk(409, CodeConflict, ReasonInProgress, "a request with this idempotency key is still being processed")
+		p := mk(409, idemproblem.CodeConflict, idemproblem.ReasonInProgress, "a request with this idempotency key is still being processed")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
 	case errors.Is(err, ErrSchemaChanged):
-		return mk(409, CodeConflict, ReasonSchemaChanged, "the stored response was produced under another response schema version")
+		return mk(409, idemproblem.CodeConflict, idemproblem.ReasonSchemaChanged, "the stored response was produced under another response schema version")
 	case errors.Is(err, ErrExpired):
-		return mk(409, CodeConflict, ReasonExpired, "the idempotency key has expired; use a new key")
+		return mk(409, idemproblem.CodeConflict, idemproblem.ReasonExpired, "the idempotency key has expired; use a new key")
 	case errors.Is(err, ErrLeaseLost):
-		p := mk(409, CodeConflict, ReasonLeaseLost, "another attempt took this idempotency key over; retry to get its outcome")
+		p := mk(409, idemproblem.CodeConflict, idemproblem.ReasonLeaseLost, "another attempt took this idempotency key over; retry to get its outcome")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
 	case errors.As(err, &uo):
-		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown,
+		p := mk(503, idemproblem.CodeUnavailable, idemproblem.ReasonOutcomeUnknown,
 			"the connection to the database was lost before this request's outcome was known; retry with the same idempotency key to learn it")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
 	case errors.Is(err, ErrOutcomeUnknown):
-		p := mk(503, CodeUnavailable, ReasonOutcomeUnknown, "the outcome of an earlier attempt is not known yet; retry later")
+		p := mk(503, idemproblem.CodeUnavailable, idemproblem.ReasonOutcomeUnknown, "the outcome of an earlier attempt is not known yet; retry later")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
@@ -291,15 +253,15 @@ func problemOf(err error, mk func(status int, code, reason, detail string) *idem
 		// The request did not run, or its transaction did not commit, or
 		// the connection broke during COMMIT: in every case a retry with
 		// the same key finds out (it replays or runs).
-		p := mk(503, CodeUnavailable, ReasonDatabaseDown, "the database is unavailable; retry with the same idempotency key")
+		p := mk(503, idemproblem.CodeUnavailable, idemproblem.ReasonDatabaseDown, "the database is unavailable; retry with the same idempotency key")
 		if p.RetryAfter <= 0 {
 			p.RetryAfter = defaultRetryAfterDelay
 		}
 		return p
 	case errors.As(err, &pe):
-		return mk(500, CodeInternal, ReasonInternal, "")
+		return mk(500, idemproblem.CodeInternal, idemproblem.ReasonInternal, "")
 	default:
-		return mk(500, CodeInternal, ReasonInternal, "")
+		return mk(500, idemproblem.CodeInternal, idemproblem.ReasonInternal, "")
 	}
 }
 

@@ -10,6 +10,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // outside is the external system of TestFailedLeaseAttemptRecovers: a card
@@ -50,11 +51,11 @@ func TestFailedLeaseAttemptRecovers(t *testing.T) {
 		reason string // of the problem answered; "" for the handler's own 5xx
 		fail   func(ctx context.Context, e *env, tx pgx.Tx) (*idem.Response, error)
 	}{
-		{"its statement fails", 500, idem.ReasonInternal, func(ctx context.Context, _ *env, tx pgx.Tx) (*idem.Response, error) {
+		{"its statement fails", 500, idemproblem.ReasonInternal, func(ctx context.Context, _ *env, tx pgx.Tx) (*idem.Response, error) {
 			_, err := tx.Exec(ctx, "SELECT 1/0")
 			return nil, fmt.Errorf("insert payment: %w", err)
 		}},
-		{"its statement is cancelled", 500, idem.ReasonInternal, func(ctx context.Context, _ *env, tx pgx.Tx) (*idem.Response, error) {
+		{"its statement is cancelled", 500, idemproblem.ReasonInternal, func(ctx context.Context, _ *env, tx pgx.Tx) (*idem.Response, error) {
 			// What a statement_timeout, a lock_timeout or pg_cancel_backend
 			// does: the statement fails, the connection stays open.
 			if _, err := tx.Exec(ctx, "SET LOCAL statement_timeout = 20"); err != nil {
@@ -63,7 +64,7 @@ func TestFailedLeaseAttemptRecovers(t *testing.T) {
 			_, err := tx.Exec(ctx, "SELECT pg_sleep(5)")
 			return nil, fmt.Errorf("insert payment: %w", err)
 		}},
-		{"its backend is terminated", 503, idem.ReasonOutcomeUnknown, func(ctx context.Context, e *env, tx pgx.Tx) (*idem.Response, error) {
+		{"its backend is terminated", 503, idemproblem.ReasonOutcomeUnknown, func(ctx context.Context, e *env, tx pgx.Tx) (*idem.Response, error) {
 			var pid int32
 			if err := tx.QueryRow(ctx, "SELECT pg_backend_pid()").Scan(&pid); err != nil {
 				return nil, err
@@ -75,7 +76,7 @@ func TestFailedLeaseAttemptRecovers(t *testing.T) {
 			_, err := tx.Exec(ctx, "SELECT 1")
 			return nil, fmt.Errorf("insert payment: %w", err)
 		}},
-		{"it panics", 500, idem.ReasonInternal, func(context.Context, *env, pgx.Tx) (*idem.Response, error) {
+		{"it panics", 500, idemproblem.ReasonInternal, func(context.Context, *env, pgx.Tx) (*idem.Response, error) {
 			panic("handler bug after the charge")
 		}},
 		{"it answers 503", 503, "", func(context.Context, *env, pgx.Tx) (*idem.Response, error) {
@@ -163,9 +164,9 @@ func TestFailedLeaseAttemptRecovers(t *testing.T) {
 func problemCode(status int) string {
 	switch status {
 	case 500:
-		return idem.CodeInternal
+		return idemproblem.CodeInternal
 	case 503:
-		return idem.CodeUnavailable
+		return idemproblem.CodeUnavailable
 	}
 	return ""
 }

@@ -28,8 +28,14 @@ import "sync/atomic"
 // hundred first executions and few replays. A wrong guess costs time,
 // never an answer.
 //
-// With a cache (Config.Cache), the cache's in-flight marker already says
-// when to insert first (cache.go); the guess is for engines without one.
+// With a cache (Config.Cache) the guess also decides whether a request asks
+// the cache at all (atomicMode.asksCache): the cache is a read, worth its
+// round trip (and the write of the outcome after) only where reading first
+// is. A request that asks it inserts first when the cache had nothing (its
+// in-flight marker placed). The guess learns from every keyed request: a
+// record found by the replay read or won by a duplicate (atomicMode), an
+// answer from the cache, and a duplicate handed its leader's outcome in
+// this process (serveKeyed) count as "found".
 
 const (
 	guessScale       = 1 << 16         // fixed point: guessScale is "always found"

@@ -5,10 +5,6 @@ import (
 	"sync"
 	"sync/atomic"
 	"time"
-
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Handing an outcome to the duplicates of this process. When many requests
@@ -26,7 +22,7 @@ import (
 // execution: a leader that ends without one (a failure that is not kept,
 // a conflict, an error) hands nothing, and its waiters go on as if they had
 // just arrived, one of them leading next. A waiter waits as long as a
-// duplicate in flight would (the mode's inProcessWait). If the leader is
+// duplicate in flight would (duplicateWait). If the leader is
 // then running the handler after reading that the key has no outcome, the
 // request is in flight: ErrInFlight, as a duplicate waiting for a flight
 // gets it (serveKey), with no cache call or read. Otherwise (the leader is
@@ -84,22 +80,35 @@ func (hs *handoffs) end(k Key, h *handoff, out *cached) {
 	hs.mu.Unlock()
 }
 
+// dupCall is how a request met its duplicates in this process; only
+// awaitHandoff writes it.
+type dupCall struct {
+	// leads is the handoff the request leads, if it does.
+	leads *handoff
+	// handedOver: the request was answered with its leader's outcome.
+	handedOver bool
+	// ownWay: it waited for a leader in vain and goes to PostgreSQL by
+	// itself, reading first.
+	ownWay bool
+}
+
 // awaitHandoff waits for the leader of rq's key in this process, if there
 // is one, for as long as rq's mode lets a duplicate wait. answered: rq was
 // answered with the leader's committed outcome, or its context ended (err).
-// Otherwise rq leads its key in this process and must end h with the
-// outcome it answered with, or (h nil) goes on by itself: its mode does
-// not wait, or the wait ran out.
+// Otherwise rq leads its key in this process (rq.dup.leads: it must end
+// h with the outcome it answered with), or (h nil) goes on by itself: its
+// mode does not wait, or the wait ran out.
 func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error) {
-	wait := rq.mode.inProcessWait(&rq.op.Policy, e.cfg.LockTimeout)
-	if wait <= 0 {
+	if !rq.mode.waitsInProcess() {
 		return nil, false, nil
 	}
+	wait := e.duplicateWait(&rq.op.Policy)
 	ctx := rq.r.Context()
 	var timer *time.Timer
 	for {
 		h, lead := e.handoffs.join(rq.key)
 		if lead {
+			rq.dup.leads = h
 			return h, false, nil
 		}
 		if timer == nil {
@@ -117,7 +126,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 				return nil, true, err
 			}
 			done(nil)
-			rq.ownWay = true
+			rq.dup.ownWay = true
 			return nil, false, nil
 		case <-ctx.Done():
 			done(ctx.Err())
@@ -129,7 +138,7 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 		rec := h.out.record(rq.fp)
 		switch act, aerr := e.classify(rq, &rec); act {
 		case actReplay:
-			rq.handedOver = true
+			rq.dup.handedOver = true
 			return nil, true, e.replay(rq, &rec)
 		case actError:
 			return nil, true, aerr
@@ -139,17 +148,17 @@ func (e *Engine) awaitHandoff(rq *request) (h *handoff, answered bool, err error
 	}
 }
 
-// record is c as the record row classify and replay read, for a request
+// record is c as the record classify and replay read, for a request
 // with fingerprint fp (the response is left out when fp differs, as
 // PostgreSQL's read leaves it out).
-func (c *cached) record(fp []byte) store.GetRecordRow {
-	rec := store.GetRecordRow{
-		SameKey: true, State: string(c.state), SameRequest: bytes.Equal(c.fingerprint, fp),
-		SchemaVersion: c.schema, CompletedAt: pgtype.Timestamptz{Time: c.completedAt, Valid: true},
-		ExpiresLeftMs: (c.left - time.Since(c.leftAt)).Milliseconds(),
+func (c *cached) record(fp []byte) record {
+	rec := record{
+		sameKey: true, state: c.state, sameRequest: bytes.Equal(c.fingerprint, fp),
+		schema: c.schema, completedAt: c.completedAt,
+		left: (c.left - time.Since(c.leftAt)).Truncate(time.Millisecond),
 	}
-	if rec.SameRequest {
-		rec.ResponseStatus, rec.ResponseHeaders, rec.ResponseBody = c.status, c.headers, c.body
+	if rec.sameRequest {
+		rec.status, rec.headers, rec.body = c.status, c.headers, c.body
 	}
 	return rec
 }

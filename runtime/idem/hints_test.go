@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // logBuffer collects an engine's JSON log lines.
@@ -122,7 +123,7 @@ func TestHandledErrorWithoutSavepoint(t *testing.T) {
 				})
 
 				r := e.post(newKey(), payReq{Amount: 1, Behave: "unsaved"})
-				r.wantProblem(t, 500, idem.CodeInternal, idem.ReasonInternal)
+				r.wantProblem(t, 500, idemproblem.CodeInternal, idemproblem.ReasonInternal)
 				if d, _ := r.problem(t)["detail"].(string); !strings.Contains(d, "a statement of the service's transaction failed") {
 					t.Errorf("the 500's detail %q does not say why the response could not be stored", d)
 				}

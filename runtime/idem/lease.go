@@ -8,9 +8,6 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgconn"
-	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // leaseMode commits an IN_PROGRESS claim with a lease first, then runs the
@@ -20,44 +17,35 @@ type leaseMode struct{ e *Engine }
 
 // claimsLive: a claim whose lease lapsed, or an UNKNOWN outcome, is taken
 // over by a retry of the same request (whose recovery hook decides first).
-// inProcessWait: a lease-mode duplicate reads the claim and is answered
-// by it (in flight, or taken over when the lease lapsed); it does not wait.
-func (leaseMode) inProcessWait(*Policy, time.Duration) time.Duration { return 0 }
+// waitsInProcess: a lease-mode duplicate reads the claim and is answered
+// by it (in flight, or taken over when the lease lapsed); it does not
+// wait in this process.
+func (leaseMode) waitsInProcess() bool { return false }
 
-func (leaseMode) claimsLive(rec *store.GetRecordRow) bool {
-	return State(rec.State) == StateUnknown || rec.LeaseLapsed
+// asksCache: always. A lease request reads before it claims, unless the
+// cache had nothing (its marker placed): then it claims first.
+func (leaseMode) asksCache(*request) bool { return true }
+
+func (leaseMode) claimsLive(rec *record) bool {
+	return rec.state == StateUnknown || rec.leaseLapsed
 }
 
 func (m leaseMode) serve(rq *request, h Handler, st session) error {
 	// The replay read answers replays and refusals; a request in flight is
 	// decided after the claim, which may wait. With nothing in the cache
 	// the claim comes first: it reads only when the key is held.
-	if !rq.skipRead {
+	if !rq.cache.marked() {
 		if _, _, answered, err := m.e.preRead(rq.r.Context(), rq, st); answered {
 			return err
 		}
 	}
-	return m.e.serveLease(rq, h, st)
+	return m.claim(rq, h, st)
 }
 
-func (e *Engine) claimParams(rq *request, leaseMs int64) store.ClaimParams {
-	pol := &rq.op.Policy
-	return store.ClaimParams{
-		ID:             rq.ref.id,
-		Tenant:         rq.ref.Tenant,
-		Operation:      rq.ref.Operation,
-		IdempotencyKey: rq.ref.Value,
-		Fingerprint:    rq.fp,
-		SchemaVersion:  pol.SchemaVersion,
-		LeaseMs:        leaseMs,
-		TtlMs:          pol.TTL.Milliseconds(),
-		TakeExpired:    pol.OnExpired == ExpiredExecute,
-	}
-}
-
-// serveLease claims the key, waiting for a claim in flight when the policy
+// claim claims the key, waiting for a claim in flight when the policy
 // says so, and runs the handler under the claim.
-func (e *Engine) serveLease(rq *request, h Handler, st session) error {
+func (m leaseMode) claim(rq *request, h Handler, st session) error {
+	e := m.e
 	ctx := rq.r.Context()
 	pol := &rq.op.Policy
 	leaseMs := max(pol.Lease.Milliseconds(), 1)
@@ -69,15 +57,15 @@ func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 	for attempt := 0; ; attempt++ {
 		cctx, done := e.obs.enter(ctx, rq, phaseClaim)
 		start := time.Now()
-		var claim store.ClaimRow
-		err := st.commitAlone(cctx, func(q *store.Queries) (err error) {
-			claim, err = q.Claim(cctx, e.claimParams(rq, leaseMs))
+		var claim leaseClaim
+		err := st.commitAlone(cctx, func(q statements) (err error) {
+			claim, err = q.claim(cctx, rq.ref, rq.fp, pol, leaseMs)
 			return err
 		})
 		done(err)
 		if err == nil {
-			rq.claimed(claim.Attempts, claim.Fence)
-			return e.runLease(rq, claim, start, h, st)
+			rq.claimed(claim.attempts, claim.fence)
+			return m.run(rq, claim, start, h, st)
 		}
 		if !errors.Is(err, pgx.ErrNoRows) {
 			return fmt.Errorf("idem: claim: %w", err)
@@ -118,18 +106,19 @@ func (e *Engine) serveLease(rq *request, h Handler, st session) error {
 	}
 }
 
-// runLease runs the handler under a committed claim, made no earlier than
+// run runs the handler under a committed claim, made no earlier than
 // claimed.
-func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, h Handler, st session) error {
+func (m leaseMode) run(rq *request, claim leaseClaim, claimed time.Time, h Handler, st session) error {
+	e := m.e
 	ctx := rq.r.Context()
 	bk, cancel := bookkeepingContext(ctx)
 	defer cancel()
 	pol := &rq.op.Policy
 	key := rq.key
-	key.Since = claim.CreatedAt.Time
-	hold := e.maxHold(pol)
-	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.Fence, lease: pol.Lease, renewed: claimed, holdUntil: claimed.Add(hold)}
-	data, err := decodeRecoveryData(bk, e.cfg.Sealer, key, claim.RecoveryData)
+	key.Since = claim.createdAt
+	hold := m.maxHold(pol)
+	rs := &runState{e: e, key: key, id: rq.ref.id, fence: claim.fence, lease: pol.Lease, renewed: claimed, holdUntil: claimed.Add(hold)}
+	data, err := decodeRecoveryData(bk, e.cfg.Sealer, key, claim.data)
 	if err != nil {
 		// The earlier attempt's recovery data is what tells a takeover what
 		// happened: without it neither the hook nor the handler may run. The
@@ -138,7 +127,7 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 		st.release()
 		return err
 	}
-	rs.setRecovery(claim.RecoveryPoint, data)
+	rs.setRecovery(claim.point, claim.hasPoint, data)
 	// The handler acts outside the database: a client that goes away must
 	// not cut it off between an external effect and the record of it (the
 	// retry would find the effect ambiguous). Only a lost lease cancels it.
@@ -148,13 +137,13 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 		rs.holdUntil, ErrHoldExpired)
 	defer endHold()
 	held := hctx // its Err is set by the deadline only
-	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim, claimed: claimed}, takenOver: claim.TakenOver}
+	x := &execution{rq: rq, rec: &leaseRun{e: e, st: st, claim: claim, claimed: claimed}, takenOver: claim.takenOver}
 
-	if claim.TakenOver {
+	if claim.takenOver {
 		if hook := e.cfg.Recover[rq.op.ID]; hook != nil {
 			// The hook and its bookkeeping use the pool: hold no connection.
 			st.release()
-			done, err := e.runRecovery(hctx, bk, x, claim, rs, hook)
+			done, err := m.recoverClaim(hctx, bk, x, claim, rs, hook)
 			if done || err != nil {
 				return err
 			}
@@ -196,11 +185,11 @@ func (e *Engine) runLease(rq *request, claim store.ClaimRow, claimed time.Time, 
 // maxHold is how long one attempt of a lease-mode operation under pol may
 // hold its claim: the policy's maxHold, else Config.MaxHold, never less than
 // the lease.
-func (e *Engine) maxHold(pol *Policy) time.Duration {
+func (m leaseMode) maxHold(pol *Policy) time.Duration {
 	if pol.MaxHold > 0 {
 		return pol.MaxHold
 	}
-	return max(e.cfg.MaxHold, pol.Lease)
+	return max(m.e.cfg.MaxHold, pol.Lease)
 }
 
 // leaseRun records the outcome of one lease-mode execution under its
@@ -208,7 +197,7 @@ func (e *Engine) maxHold(pol *Policy) time.Duration {
 type leaseRun struct {
 	e       *Engine
 	st      session
-	claim   store.ClaimRow
+	claim   leaseClaim
 	claimed time.Time // when the claim was sent (its expires_left_ms is from then)
 }
 
@@ -216,21 +205,17 @@ type leaseRun struct {
 // on its own for a recovery decision (no transaction). stored is false when
 // the claim was taken over (fenced out).
 func (l *leaseRun) keep(ctx context.Context, x *execution, state State, body *storedResponse) (bool, error) {
-	p := store.CompleteParams{
-		State: string(state), ResponseStatus: body.status, ResponseHeaders: body.headers, ResponseBody: body.body,
-		ID: x.rq.ref.id, Fence: l.claim.Fence,
-	}
-	var completed pgtype.Timestamptz
+	id, fence := x.rq.ref.id, l.claim.fence
+	var completed time.Time
 	var err error
 	if x.tx == nil {
-		completed, err = l.e.q.Complete(ctx, p)
+		completed, err = l.e.q.complete(ctx, id, fence, state, body)
 		if errors.Is(err, pgx.ErrNoRows) {
 			return false, nil
 		}
 	} else {
-		err = l.st.commitWith(ctx, x.tx, func(q *store.Queries) error {
-			r, err := q.CompleteOrAbort(ctx, store.CompleteOrAbortParams(p))
-			completed = r.CompletedAt
+		err = l.st.commitWith(ctx, x.tx, func(q statements) (err error) {
+			completed, err = q.completeOrAbort(ctx, id, fence, state, body)
 			return err
 		})
 		if isFencedOut(err) {
@@ -238,7 +223,7 @@ func (l *leaseRun) keep(ctx context.Context, x *execution, state State, body *st
 		}
 	}
 	if err == nil {
-		x.rq.kept(state, body, completed.Time, time.Duration(l.claim.ExpiresLeftMs)*time.Millisecond, l.claimed)
+		x.rq.kept(state, body, completed, l.claim.left, l.claimed)
 	}
 	return true, err
 }
@@ -265,8 +250,7 @@ func (l *leaseRun) keepFailed(context.Context, *execution) State { return StateI
 
 // release frees the key, if the claim still holds.
 func (l *leaseRun) release(bk context.Context, x *execution) {
-	_, err := l.e.q.ReleaseClaim(bk, store.ReleaseClaimParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
-	if err != nil {
+	if err := l.e.q.releaseClaim(bk, x.rq.ref.id, l.claim.fence); err != nil {
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: release key: %w", err))
 	}
 }
@@ -279,11 +263,11 @@ func (l *leaseRun) release(bk context.Context, x *execution) {
 // failed before its handler ran leaves the record to run again as it is
 // (unless the claim it failed under was itself a takeover).
 func (l *leaseRun) retryable(bk context.Context, x *execution) bool {
-	n, err := l.e.q.FailRetryable(bk, store.FailRetryableParams{ID: x.rq.ref.id, Fence: l.claim.Fence, HandlerRan: x.tx != nil})
+	held, err := l.e.q.failRetryable(bk, x.rq.ref.id, l.claim.fence, x.tx != nil)
 	if err != nil {
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: record retryable outcome: %w", err))
 	}
-	return n > 0
+	return held
 }
 
 // adopt: a lease request answers with its own outcome; a duplicate never

@@ -6,8 +6,6 @@ import (
 	"fmt"
 
 	"github.com/jackc/pgx/v5/pgconn"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // The upgrade from the v2 record table. Migration 0005 renames it to
@@ -34,9 +32,9 @@ func (e *Engine) importLegacy(ctx context.Context, rq *request, st session) erro
 	if state == legacyGone {
 		return nil
 	}
-	err := st.do(ctx, func(q *store.Queries) error {
+	err := st.do(ctx, func(q statements) error {
 		if state == legacyUnknown {
-			present, err := q.LegacyTable(ctx)
+			present, err := q.legacyTable(ctx)
 			if err != nil {
 				return err
 			}
@@ -46,9 +44,7 @@ func (e *Engine) importLegacy(ctx context.Context, rq *request, st session) erro
 			}
 			e.legacy.CompareAndSwap(legacyUnknown, legacyPresent)
 		}
-		_, err := q.ImportLegacy(ctx, store.ImportLegacyParams{Tenant: rq.ref.Tenant, Operation: rq.ref.Operation,
-			IdempotencyKey: rq.ref.Value})
-		return err
+		return q.importLegacy(ctx, rq.ref)
 	})
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "42P01" { // undefined_table: the sweeper dropped it

@@ -62,7 +62,7 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	o := &rq.outcome
 	o.Duration = time.Since(rq.start)
 	o.Attempt, o.Fence, o.Expired, o.StoredAt, o.Bytes = rq.attempt, rq.fence, rq.expired && rq.attempt > 0, rq.storedAt, rq.bytes
-	o.Cache, o.Raced = rq.cache, rq.raced
+	o.Cache, o.Raced = rq.cache.result, rq.raced
 	label := o.Label()
 	level := levelOf(label)
 	// An error the client saw only as a 5xx is logged with its cause, at
@@ -78,7 +78,7 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	logging := l.Enabled(ctx, level)
 	audit := e.cfg.Hooks.OnAudit != nil && (label == "replayed" || label == "conflict")
 	if rq.key.Value != "" && (logging || audit || e.cfg.Hooks.OnOutcome != nil || len(e.cfg.Observers) > 0) {
-		o.Tenant, o.KeyHash = rq.key.Tenant, rq.key.Hash()
+		o.Tenant, o.KeyHash = rq.key.Tenant, rq.hash()
 	}
 	if logging {
 		attrs := append(rq.attrs(label), slog.Int("status", o.Status), slog.Duration("duration", o.Duration))
@@ -96,12 +96,20 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	}
 }
 
+// hash is rq's key's hash (Key.Hash: a SHA-256 of the key), computed once.
+func (rq *request) hash() string {
+	if rq.keyHash == "" {
+		rq.keyHash = rq.key.Hash()
+	}
+	return rq.keyHash
+}
+
 // attrs are the attributes every log line about rq carries.
 func (rq *request) attrs(label string) []slog.Attr {
 	a := make([]slog.Attr, 0, 8)
 	a = append(a, slog.String("operation", rq.op.ID), slog.String("outcome", label))
 	if rq.key.Value != "" {
-		a = append(a, slog.String("key_hash", rq.key.Hash()))
+		a = append(a, slog.String("key_hash", rq.hash()))
 		if rq.key.Tenant != "" {
 			a = append(a, slog.String("tenant", clip(rq.key.Tenant)))
 		}

@@ -3,8 +3,6 @@ package idem
 import (
 	"context"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // mode is how the requests of an operation claim their key, run the
@@ -19,10 +17,25 @@ type mode interface {
 	// claimsLive reports whether a live record of the same request (an
 	// IN_PROGRESS claim, an UNKNOWN outcome) may be claimed now rather than
 	// answered as in flight.
-	claimsLive(rec *store.GetRecordRow) bool
-	// inProcessWait is how long a duplicate of a request in flight in this
-	// process waits for its outcome (handoff.go); zero: it does not wait.
-	inProcessWait(pol *Policy, lockTimeout time.Duration) time.Duration
+	claimsLive(rec *record) bool
+	// waitsInProcess reports whether a duplicate of a request in flight in
+	// this process waits for its outcome (handoff.go), for duplicateWait.
+	waitsInProcess() bool
+	// asksCache reports whether rq asks Config.Cache before PostgreSQL.
+	asksCache(rq *request) bool
+}
+
+// duplicateWait is how long a duplicate of a request in flight waits for
+// its outcome under pol before it is answered as in flight: Policy.Wait
+// when inFlight is wait, else Config.LockTimeout. The one rule for every
+// such wait: for a flight or a leader of the key in this process (atomic
+// mode: flights.go, handoff.go) and on another process's in-flight
+// marker in the cache (cache.go).
+func (e *Engine) duplicateWait(pol *Policy) time.Duration {
+	if pol.InFlight == InFlightWait {
+		return pol.Wait
+	}
+	return e.cfg.LockTimeout
 }
 
 // recorder is how one execution of a mode records its outcome: the writes

@@ -7,14 +7,6 @@ import (
 	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
-// Codes and reasons of the answers to requests that match no operation.
-const (
-	CodeNotFound         = "ERR404_NOT_FOUND"
-	CodeMethodNotAllowed = "ERR405_METHOD_NOT_ALLOWED"
-	ReasonNoOperation    = "NO_SUCH_OPERATION"
-	ReasonMethod         = "METHOD_NOT_ALLOWED"
-)
-
 // probeMethods are the methods Routed tries to build a 405's Allow header.
 var probeMethods = []string{http.MethodGet, http.MethodHead, http.MethodPost, http.MethodPut,
 	http.MethodPatch, http.MethodDelete, http.MethodOptions}
@@ -65,7 +57,7 @@ func (e *Engine) Routed(mux *http.ServeMux, basePath string, profile Profile) ht
 		}
 		w.Header().Set("Allow", strings.Join(allow, ", "))
 		e.writeError(w, r, profile, &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(http.StatusMethodNotAllowed),
-			Status: http.StatusMethodNotAllowed, Code: CodeMethodNotAllowed, Reason: ReasonMethod,
+			Status: http.StatusMethodNotAllowed, Code: idemproblem.CodeMethodNotAllowed, Reason: idemproblem.ReasonMethod,
 			Detail: r.Method + " is not an operation of " + p + "; allowed: " + strings.Join(allow, ", ")})
 	})
 }
@@ -78,6 +70,6 @@ func NotFound(w http.ResponseWriter, r *http.Request) {
 
 func notFoundProblem() *idemproblem.Problem {
 	return &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(http.StatusNotFound),
-		Status: http.StatusNotFound, Code: CodeNotFound, Reason: ReasonNoOperation,
+		Status: http.StatusNotFound, Code: idemproblem.CodeNotFound, Reason: idemproblem.ReasonNoOperation,
 		Detail: "no operation of this API has this path"}
 }

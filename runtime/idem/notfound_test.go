@@ -26,13 +26,13 @@ func TestRouted(t *testing.T) {
 		{"/v1", "GET", "/v1/things/1", 299, "", "", ""},
 		{"/v1", "HEAD", "/v1/things/1", 299, "", "", ""},
 		{"/v1", "POST", "/v1/things", 298, "", "", ""},
-		{"/v1", "GET", "/v1/nothing", 404, idem.CodeNotFound, "", "application/problem+json"},
-		{"/v1", "GET", "/v1", 404, idem.CodeNotFound, "", "application/problem+json"},
-		{"/v1", "DELETE", "/v1/things/1", 405, idem.CodeMethodNotAllowed, "GET, HEAD", "application/problem+json"},
-		{"/v1", "GET", "/v1/things", 405, idem.CodeMethodNotAllowed, "POST", "application/problem+json"},
+		{"/v1", "GET", "/v1/nothing", 404, idemproblem.CodeNotFound, "", "application/problem+json"},
+		{"/v1", "GET", "/v1", 404, idemproblem.CodeNotFound, "", "application/problem+json"},
+		{"/v1", "DELETE", "/v1/things/1", 405, idemproblem.CodeMethodNotAllowed, "GET, HEAD", "application/problem+json"},
+		{"/v1", "GET", "/v1/things", 405, idemproblem.CodeMethodNotAllowed, "POST", "application/problem+json"},
 		{"/v1", "GET", "/elsewhere", 404, "", "", "text/plain; charset=utf-8"},
 		{"/v1", "GET", "/v10/things/1", 404, "", "", "text/plain; charset=utf-8"},
-		{"", "GET", "/elsewhere", 404, idem.CodeNotFound, "", "application/problem+json"},
+		{"", "GET", "/elsewhere", 404, idemproblem.CodeNotFound, "", "application/problem+json"},
 	} {
 		w := httptest.NewRecorder()
 		idem.Routed(mux, tc.base).ServeHTTP(w, httptest.NewRequest(tc.method, tc.path, nil))

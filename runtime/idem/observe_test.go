@@ -19,6 +19,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // recorder is an Observer, an OnOutcome, an OnAudit and a slog handler's
@@ -246,7 +247,7 @@ func TestBodyReadErrors(t *testing.T) {
 	w := httptest.NewRecorder()
 	e.eng.Serve(w, r, e.op, e.prepare)
 	res := result{Status: w.Code, Header: w.Header(), Body: w.Body.Bytes()}
-	res.wantProblem(t, http.StatusRequestTimeout, idem.CodeRequestTimeout, idem.ReasonBodyUnreadable)
+	res.wantProblem(t, http.StatusRequestTimeout, idemproblem.CodeRequestTimeout, idemproblem.ReasonBodyUnreadable)
 	for _, leak := range []string{"10.1.2.3", "5432", "deadline", "i/o timeout", "read tcp"} {
 		if bytes.Contains(res.Body, []byte(leak)) {
 			t.Errorf("the problem shows %q: %s", leak, res.Body)

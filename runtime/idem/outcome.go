@@ -10,7 +10,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 )
 
 // State is the state of an idempotency record (the text values of
@@ -72,7 +71,8 @@ type Outcome struct {
 	// was a problem.
 	Bytes int
 	// Cache is what Config.Cache did for the request; "" without a cache
-	// or a key.
+	// or a key, or when the request did not ask it (an atomic operation
+	// whose keys are new: see Config.Cache).
 	Cache CacheResult
 	// Raced: the request's record write lost to a concurrent duplicate on
 	// PostgreSQL's primary key (its handler ran and rolled back; it
@@ -175,7 +175,7 @@ type execution struct {
 // duplicates waiting in this process: completed is its completion time,
 // left the record's remaining life as measured at measured.
 func (rq *request) kept(state State, body *storedResponse, completed time.Time, left time.Duration, measured time.Time) {
-	rq.committed = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status.Int32,
+	rq.committed = &cached{state: state, fingerprint: rq.fp, completedAt: completed, status: body.status,
 		schema: rq.op.Policy.SchemaVersion, headers: body.headers, body: body.body, left: left, leftAt: measured}
 }
 
@@ -275,7 +275,7 @@ func (e *Engine) finish(ctx, bk context.Context, x *execution, resp *Response, h
 
 // storedResponse is a response in the form it is stored in.
 type storedResponse struct {
-	status  pgtype.Int4
+	status  int32
 	headers []byte
 	body    []byte
 }
@@ -310,7 +310,7 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 	if hj, body, err = encodeResponse(ctx, e.cfg.Sealer, k, resp.Status, hj, body); err != nil {
 		return nil, err
 	}
-	return &storedResponse{status: pgtype.Int4{Int32: int32(resp.Status), Valid: true}, headers: hj, body: body}, nil
+	return &storedResponse{status: int32(resp.Status), headers: hj, body: body}, nil
 }
 
 // declaredHeaders returns the response headers op declares for status: those

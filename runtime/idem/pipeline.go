@@ -9,7 +9,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/pgpipe"
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Pipelining. When the DB can hand out a dedicated connection (a
@@ -45,11 +44,11 @@ func (s *pipelinedSession) release() {
 	s.begun = false
 }
 
-func (s *pipelinedSession) do(ctx context.Context, f func(q *store.Queries) error) error {
+func (s *pipelinedSession) do(ctx context.Context, f func(q statements) error) error {
 	if err := s.open(ctx); err != nil {
 		return err
 	}
-	return f(store.New(s.pc.C))
+	return f(statementsOn(s.pc.C))
 }
 
 // begin returns the business transaction. Unless a commitAlone batch began
@@ -67,10 +66,10 @@ func (s *pipelinedSession) begin(ctx context.Context) (pgx.Tx, error) {
 // commitWith sends f's statement and COMMIT in one round trip (BEGIN too,
 // when the handler ran no statement); PostgreSQL skips the COMMIT when the
 // statement fails.
-func (s *pipelinedSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
+func (s *pipelinedSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q statements) error) error {
 	ct := tx.(*pgpipe.Tx)
 	b := pgpipe.NewBatch(ct.Raw(), ct.BeginFirst(), pgpipe.CommitAfter)
-	if err := f(store.New(b)); err != nil {
+	if err := f(statementsOn(b)); err != nil {
 		return err
 	}
 	return ct.Finish(nil, b)
@@ -78,16 +77,16 @@ func (s *pipelinedSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *
 
 // rollbackThen sends ROLLBACK and f's statement in one round trip, then
 // gives the connection back.
-func (s *pipelinedSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
+func (s *pipelinedSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q statements) error) error {
 	ct := tx.(*pgpipe.Tx)
-	err := f(store.New(pgpipe.NewBatch(ct.Raw(), pgpipe.RollbackBefore, nil)))
+	err := f(statementsOn(pgpipe.NewBatch(ct.Raw(), pgpipe.RollbackBefore, nil)))
 	var pe *pgconn.PgError
 	if errors.As(err, &pe) && pe.Code == "25P02" {
 		// pgx prepares a statement the connection has not run yet before
 		// it sends the batch, and the failed transaction refuses that:
 		// roll back first, then run f (once per connection).
 		if _, err = ct.Raw().Exec(ctx, "rollback"); err == nil {
-			err = f(store.New(ct.Raw()))
+			err = f(statementsOn(ct.Raw()))
 		}
 	}
 	ct.Abandon()
@@ -97,15 +96,15 @@ func (s *pipelinedSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q
 // commitAlone sends, the first time, BEGIN, f's statement, COMMIT and the
 // BEGIN of the business transaction in one round trip; later calls (a
 // retried claim) send f's statement alone.
-func (s *pipelinedSession) commitAlone(ctx context.Context, f func(q *store.Queries) error) error {
+func (s *pipelinedSession) commitAlone(ctx context.Context, f func(q statements) error) error {
 	if err := s.open(ctx); err != nil {
 		return err
 	}
 	if s.aloneBatched {
-		return f(store.New(s.pc.C))
+		return f(statementsOn(s.pc.C))
 	}
 	s.aloneBatched = true
-	err := f(store.New(pgpipe.NewBatch(s.pc.C, pgpipe.AlonePre, pgpipe.AlonePost)))
+	err := f(statementsOn(pgpipe.NewBatch(s.pc.C, pgpipe.AlonePre, pgpipe.AlonePost)))
 	if err != nil && !s.pc.C.IsClosed() && s.pc.C.PgConn().TxStatus() != 'I' {
 		// The business transaction began for nothing (the statement found
 		// no row), or the batch failed half-way (release rolls back then).

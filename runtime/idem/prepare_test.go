@@ -93,9 +93,9 @@ func TestPreparedCanonical(t *testing.T) {
 		r := send(newKey(), "alice", `{"amount":1}`, "X-Outcome", outcome)
 		switch outcome {
 		case "415":
-			r.wantProblem(t, 415, idem.CodeMediaType, idem.ReasonMediaType)
+			r.wantProblem(t, 415, idemproblem.CodeMediaType, idemproblem.ReasonMediaType)
 		case "400":
-			r.wantProblem(t, 400, idem.CodeInvalidRequest, idem.ReasonInvalidRequest)
+			r.wantProblem(t, 400, idemproblem.CodeInvalidRequest, idemproblem.ReasonInvalidRequest)
 			errs, _ := r.problem(t)["errors"].([]any)
 			if len(errs) != 2 {
 				t.Fatalf("400 lists %d violations, want 2: %s", len(errs), r.Body)

@@ -76,5 +76,5 @@ func PrincipalScope[P any](tenant func(P) string) ScopeFunc {
 
 // internalProblem is a 500 whose cause is reported, not sent.
 func internalProblem(err error) *idemproblem.Problem {
-	return &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(500), Status: 500, Code: CodeInternal, Reason: ReasonInternal, Err: err}
+	return &idemproblem.Problem{Type: "about:blank", Title: http.StatusText(500), Status: 500, Code: idemproblem.CodeInternal, Reason: idemproblem.ReasonInternal, Err: err}
 }

@@ -47,7 +47,7 @@ func TestPrincipalAs(t *testing.T) {
 
 func TestForbiddenProblem(t *testing.T) {
 	p := ProblemFor(errors.Join(errors.New("scope"), ErrForbidden), ProfileDefault)
-	if p.Status != 403 || p.Code != CodeForbidden || p.Reason != ReasonForbidden {
+	if p.Status != 403 || p.Code != idemproblem.CodeForbidden || p.Reason != idemproblem.ReasonForbidden {
 		t.Errorf("%+v", p)
 	}
 }

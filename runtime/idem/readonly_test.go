@@ -14,6 +14,7 @@ import (
 	"github.com/jackc/pgx/v5"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -128,9 +129,9 @@ func TestReadOnlyServerIsUnavailable(t *testing.T) {
 	}
 	for _, a := range all {
 		st, h, body := post(a.url, a.key)
-		if st != 503 || !strings.Contains(body, idem.ReasonDatabaseDown) || h.Get("Retry-After") == "" {
+		if st != 503 || !strings.Contains(body, idemproblem.ReasonDatabaseDown) || h.Get("Retry-After") == "" {
 			t.Errorf("%s on a read-only server: %d Retry-After %q %s; want 503 %s with Retry-After",
-				a.name, st, h.Get("Retry-After"), body, idem.ReasonDatabaseDown)
+				a.name, st, h.Get("Retry-After"), body, idemproblem.ReasonDatabaseDown)
 		}
 	}
 	if st, h, body := post(servers["plain"]+"/atomic", done); st != 201 || h.Get("Idempotent-Replayed") != "true" {

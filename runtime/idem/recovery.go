@@ -9,8 +9,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgtype"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // RecoverFunc decides, for a lease-mode operation, what became of an earlier
@@ -85,10 +83,9 @@ type runState struct {
 	lost    bool
 }
 
-func (rs *runState) setRecovery(p pgtype.Text, data []byte) {
-	if p.Valid {
-		s := p.String
-		rs.point, rs.data = &s, data
+func (rs *runState) setRecovery(point string, has bool, data []byte) {
+	if has {
+		rs.point, rs.data = &point, data
 	}
 }
 
@@ -101,12 +98,12 @@ func (rs *runState) recoveryPoint() (string, []byte, bool) {
 	return *rs.point, rs.data, true
 }
 
-// runRecovery runs the operation's recovery hook for x, a taken-over claim.
+// recoverClaim runs the operation's recovery hook for x, a taken-over claim.
 // done means the request has been answered (or err says how); otherwise the
 // handler runs.
-func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, claim store.ClaimRow, rs *runState, hook RecoverFunc) (done bool, err error) {
-	rq := x.rq
-	info := Recovery{Attempts: int(claim.Attempts)}
+func (m leaseMode) recoverClaim(hctx, bk context.Context, x *execution, claim leaseClaim, rs *runState, hook RecoverFunc) (done bool, err error) {
+	e, rq := m.e, x.rq
+	info := Recovery{Attempts: int(claim.attempts)}
 	info.Point, info.Data, info.HasPoint = rs.recoveryPoint()
 	hctx, end := e.obs.enter(hctx, rq, phaseRecover)
 	dec, herr := callRecover(hctx, hook, info)
@@ -127,11 +124,11 @@ func (e *Engine) runRecovery(hctx, bk context.Context, x *execution, claim store
 		rx.tx, rx.recovered = nil, true
 		return true, e.finish(bk, bk, &rx, resp, nil)
 	default: // Unknown
-		n, err := e.q.MarkUnknown(bk, store.MarkUnknownParams{ID: rq.ref.id, Fence: claim.Fence})
+		held, err := e.q.markUnknown(bk, rq.ref.id, claim.fence)
 		if err != nil {
 			return true, fmt.Errorf("idem: mark outcome unknown: %w", err)
 		}
-		if n == 0 {
+		if !held {
 			return true, withRetryAfter(ErrLeaseLost, time.Second)
 		}
 		rq.outcome = Outcome{Result: ResultFailed, State: StateUnknown}
@@ -173,14 +170,11 @@ func SaveRecoveryPoint(ctx context.Context, point string, data []byte) error {
 		return err
 	}
 	start := time.Now()
-	n, err := rs.e.q.SaveRecoveryPoint(sctx, store.SaveRecoveryPointParams{
-		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: stored,
-		LeaseMs: rs.leaseMs(start), ID: rs.id, Fence: rs.fence,
-	})
+	held, err := rs.e.q.saveRecoveryPoint(sctx, rs.id, rs.fence, point, stored, rs.leaseMs(start))
 	if err != nil {
 		return fmt.Errorf("idem: save recovery point: %w", err)
 	}
-	if n == 0 {
+	if !held {
 		return ErrLeaseLost
 	}
 	rs.mu.Lock()

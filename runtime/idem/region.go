@@ -42,13 +42,6 @@ import (
 // region engine, the region the key belongs to.
 const HomeRegionHeader = "Idempotency-Home-Region"
 
-// Problem code and reason of a request that reached a region other than its
-// key's home.
-const (
-	CodeMisdirected   = "ERR421_MISDIRECTED_REQUEST"
-	ReasonWrongRegion = "IDEMPOTENCY_KEY_HOME_REGION"
-)
-
 // Region configures an engine that serves one region of several. Set it in
 // Config.Region; nil (the default) is one region and costs nothing.
 type Region struct {
@@ -121,7 +114,7 @@ func (e *Engine) checkHome(rq *request) error {
 	if home == r.Name {
 		return nil
 	}
-	return &idemproblem.Problem{Status: http.StatusMisdirectedRequest, Code: CodeMisdirected, Reason: ReasonWrongRegion,
+	return &idemproblem.Problem{Status: http.StatusMisdirectedRequest, Code: idemproblem.CodeMisdirected, Reason: idemproblem.ReasonWrongRegion,
 		Detail: fmt.Sprintf("the idempotency key belongs to region %s: send this request and its retries there", home)}
 }
 

@@ -20,6 +20,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -156,7 +157,7 @@ func TestHostileScopeValues(t *testing.T) {
 			continue
 		}
 		m := r.problem(t)
-		if d, _ := m["detail"].(string); m["code"] != idem.CodeInvalidRequest || !strings.Contains(d, c.where) {
+		if d, _ := m["detail"].(string); m["code"] != idemproblem.CodeInvalidRequest || !strings.Contains(d, c.where) {
 			t.Errorf("%s: problem %v does not name %s", c.name, m, c.where)
 		}
 	}
@@ -231,7 +232,7 @@ func TestScopeBounds(t *testing.T) {
 					continue
 				}
 				m := r.problem(t)
-				if d, _ := m["detail"].(string); m["code"] != idem.CodeInvalidRequest || !strings.HasPrefix(d, "tenant: ") || !strings.Contains(d, c.detail) {
+				if d, _ := m["detail"].(string); m["code"] != idemproblem.CodeInvalidRequest || !strings.HasPrefix(d, "tenant: ") || !strings.Contains(d, c.detail) {
 					t.Errorf("tenant %s: problem %v, want a detail naming the tenant and %q", c.name, m, c.detail)
 				}
 			}
@@ -243,7 +244,7 @@ func TestScopeBounds(t *testing.T) {
 			}
 			// The principal's tenant is the service's data: its error, not the client's.
 			r = e.post(newKey(), payReq{Amount: 1}, withHeader("X-Org", huge))
-			r.wantProblem(t, 500, idem.CodeInternal, idem.ReasonInternal)
+			r.wantProblem(t, 500, idemproblem.CodeInternal, idemproblem.ReasonInternal)
 
 			if n := e.records(); n != 1 {
 				t.Errorf("%d records, want the longest tenant's only", n)
@@ -319,7 +320,7 @@ func TestClassificationSkipsStoredBody(t *testing.T) {
 			before := read.Load()
 			const conflicts = 20
 			for i := range conflicts {
-				e.post(key, payReq{Amount: 2 + i, Behave: "big"}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+				e.post(key, payReq{Amount: 2 + i, Behave: "big"}).wantProblem(t, 409, idemproblem.CodeConflict, idemproblem.ReasonConflict)
 			}
 			if got := read.Load() - before; got > conflicts*size/8 {
 				t.Errorf("%d conflicting requests read %d bytes from PostgreSQL; the stored body is %d bytes", conflicts, got, size)
@@ -362,7 +363,7 @@ func TestRetryAfterUsesDatabaseClock(t *testing.T) {
 	first := e.async(key, payReq{Amount: 1, Behave: "block"})
 	waitStarted(t, e)
 	r := e.post(key, payReq{Amount: 1, Behave: "block"})
-	r.wantProblem(t, 409, idem.CodeConflict, idem.ReasonInProgress)
+	r.wantProblem(t, 409, idemproblem.CodeConflict, idemproblem.ReasonInProgress)
 	ra, err := strconv.Atoi(r.Header.Get("Retry-After"))
 	if err != nil || ra < 1 || ra > int(p.Lease/time.Second) {
 		t.Errorf("Retry-After %q, want 1..%d seconds (the lease)", r.Header.Get("Retry-After"), int(p.Lease/time.Second))
@@ -399,7 +400,7 @@ func TestStoredResponseBound(t *testing.T) {
 			}
 			size = 1001
 			key = newKey()
-			e.post(key, payReq{Amount: 1, Behave: "sized"}).wantProblem(t, 500, idem.CodeInternal, idem.ReasonInternal)
+			e.post(key, payReq{Amount: 1, Behave: "sized"}).wantProblem(t, 500, idemproblem.CodeInternal, idemproblem.ReasonInternal)
 			if s := e.state(key); s != idem.StateFailedRetryable {
 				t.Errorf("state %s, want FAILED_RETRYABLE", s)
 			}

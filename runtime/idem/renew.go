@@ -8,10 +8,7 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-	"github.com/jackc/pgx/v5/pgtype"
 	"github.com/jackc/pgx/v5/pgxpool"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // renewer keeps the leases of an engine's running lease-mode handlers alive,
@@ -164,15 +161,13 @@ func (r *renewer) round() error {
 	now := time.Now()
 	r.mu.Lock()
 	var batch []*runState
-	var p store.RenewLeasesParams
+	var ls []leaseRenewal
 	for rs := range r.claims {
 		if now.Sub(rs.renewed) < rs.lease/6 || rs.settled() {
 			continue
 		}
 		batch = append(batch, rs)
-		p.Ids = append(p.Ids, rs.id)
-		p.Fences = append(p.Fences, rs.fence)
-		p.LeaseMs = append(p.LeaseMs, rs.leaseMs(now))
+		ls = append(ls, leaseRenewal{claimID{rs.id, rs.fence}, rs.leaseMs(now)})
 	}
 	r.mu.Unlock()
 	if len(batch) == 0 {
@@ -185,7 +180,7 @@ func (r *renewer) round() error {
 	}
 	ctx, cancel := context.WithTimeout(context.Background(), timeout)
 	defer cancel()
-	rows, err := r.renew(ctx, p)
+	rows, err := r.renew(ctx, ls)
 	r.mu.Lock()
 	defer r.mu.Unlock()
 	if err != nil {
@@ -198,8 +193,8 @@ func (r *renewer) round() error {
 		return err
 	}
 	held := make(map[claimID]bool, len(rows))
-	for _, row := range rows {
-		held[claimID{row.ID, row.Fence}] = true
+	for _, c := range rows {
+		held[c] = true
 	}
 	for _, rs := range batch {
 		if _, live := r.claims[rs]; !live {
@@ -226,21 +221,16 @@ func (r *renewer) report(err error) {
 	r.e.logger().LogAttrs(ctx, slog.LevelError, "idem: error", slog.Any("error", err))
 }
 
-type claimID struct {
-	id    pgtype.UUID
-	fence int64
-}
-
 // renew runs RenewLeases on the renewer's own connection, opening it (again)
 // when needed. When it cannot be opened (the server refuses more clients,
 // or opening one takes half the round's time), the round renews through the
 // engine's DB instead: waiting there for a pooled connection may still beat
 // the lease, while giving up would lose every claim the round carries.
-func (r *renewer) renew(ctx context.Context, p store.RenewLeasesParams) ([]store.RenewLeasesRow, error) {
+func (r *renewer) renew(ctx context.Context, ls []leaseRenewal) ([]claimID, error) {
 	if r.conn == nil || r.conn.IsClosed() {
 		conn, err := r.dialHalf(ctx)
 		if err != nil {
-			rows, perr := store.New(r.e.db).RenewLeases(ctx, p)
+			rows, perr := r.e.q.renewLeases(ctx, ls)
 			if perr != nil {
 				return nil, fmt.Errorf("%w (through the pool: %w)", err, perr)
 			}
@@ -248,13 +238,13 @@ func (r *renewer) renew(ctx context.Context, p store.RenewLeasesParams) ([]store
 			return rows, nil
 		}
 		if conn == nil { // no way to open one: share the DB
-			return store.New(r.e.db).RenewLeases(ctx, p)
+			return r.e.q.renewLeases(ctx, ls)
 		}
 		r.mu.Lock()
 		r.conn = conn
 		r.mu.Unlock()
 	}
-	rows, err := store.New(r.conn).RenewLeases(ctx, p)
+	rows, err := statementsOn(r.conn).renewLeases(ctx, ls)
 	if err != nil && (ctx.Err() != nil || databaseUnavailable(err)) {
 		r.mu.Lock()
 		r.closeConn() // a fresh one next round

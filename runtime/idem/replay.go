@@ -5,8 +5,6 @@ import (
 	"fmt"
 	"net/http"
 	"time"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 type action int
@@ -21,21 +19,21 @@ const (
 // classify decides what a request does with an existing record. Expiry,
 // leases and the Retry-After of a request in flight are judged by the
 // database clock: GetRecord computes them.
-func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) {
-	if !rec.SameKey {
+func (e *Engine) classify(rq *request, rec *record) (action, error) {
+	if !rec.sameKey {
 		return actError, errIDCollision
 	}
 	pol := &rq.op.Policy
-	state := State(rec.State)
+	state := rec.state
 	live := state == StateInProgress || state == StateUnknown
-	if !live && (rec.Expired || state == StateExpired) {
+	if !live && (rec.expired || state == StateExpired) {
 		rq.expired = true
 		if pol.OnExpired == ExpiredReject {
 			return actError, ErrExpired
 		}
 		return actClaim, nil
 	}
-	if !rec.SameRequest {
+	if !rec.sameRequest {
 		return actError, ErrFingerprintMismatch
 	}
 	switch state {
@@ -48,19 +46,19 @@ func (e *Engine) classify(rq *request, rec *store.GetRecordRow) (action, error) 
 			return actClaim, nil
 		}
 	}
-	return actInFlight, withRetryAfter(ErrInFlight, time.Duration(rec.LeaseLeftMs)*time.Millisecond)
+	return actInFlight, withRetryAfter(ErrInFlight, rec.leaseLeft)
 }
 
 // replay writes a stored outcome.
-func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
-	if rec.SchemaVersion != rq.op.Policy.SchemaVersion && rq.op.Policy.OnSchemaChange == SchemaChangeReject {
-		return fmt.Errorf("%w: stored %q, current %q", ErrSchemaChanged, rec.SchemaVersion, rq.op.Policy.SchemaVersion)
+func (e *Engine) replay(rq *request, rec *record) error {
+	if rec.schema != rq.op.Policy.SchemaVersion && rq.op.Policy.OnSchemaChange == SchemaChangeReject {
+		return fmt.Errorf("%w: stored %q, current %q", ErrSchemaChanged, rec.schema, rq.op.Policy.SchemaVersion)
 	}
-	hj, body, err := decodeResponse(rq.r.Context(), e.cfg.Sealer, rq.key, int(rec.ResponseStatus), rec.ResponseHeaders, rec.ResponseBody)
+	hj, body, err := decodeResponse(rq.r.Context(), e.cfg.Sealer, rq.key, int(rec.status), rec.headers, rec.body)
 	if err != nil {
 		return err
 	}
-	resp := &Response{Status: int(rec.ResponseStatus), Header: http.Header{}, Body: body}
+	resp := &Response{Status: int(rec.status), Header: http.Header{}, Body: body}
 	if len(hj) > 0 {
 		hdr, err := e.storedHeaders(hj)
 		if err != nil {
@@ -70,17 +68,17 @@ func (e *Engine) replay(rq *request, rec *store.GetRecordRow) error {
 			resp.Header[k] = append([]string(nil), v...) // the cache's slices stay unshared
 		}
 	}
-	rq.outcome = Outcome{Result: ResultReplayed, State: State(rec.State), Status: resp.Status, Replayed: true}
-	if !rq.handedOver {
+	rq.outcome = Outcome{Result: ResultReplayed, State: rec.state, Status: resp.Status, Replayed: true}
+	if !rq.dup.handedOver {
 		// For the duplicates waiting in this process, and, when it was
 		// read from PostgreSQL, for the cache (cacheAfter).
-		rq.committed = &cached{state: State(rec.State), fingerprint: rq.fp, completedAt: rec.CompletedAt.Time,
-			status: rec.ResponseStatus, schema: rec.SchemaVersion, headers: rec.ResponseHeaders, body: rec.ResponseBody,
-			left: time.Duration(rec.ExpiresLeftMs) * time.Millisecond, leftAt: time.Now()}
+		rq.committed = &cached{state: rec.state, fingerprint: rq.fp, completedAt: rec.completedAt,
+			status: rec.status, schema: rec.schema, headers: rec.headers, body: rec.body,
+			left: rec.left, leftAt: time.Now()}
 	}
-	rq.storedAt = rec.CompletedAt.Time
+	rq.storedAt = rec.completedAt
 	_, done := e.obs.enter(rq.r.Context(), rq, phaseReplay)
-	e.writeResponse(rq, resp, &replayInfo{completedAt: rec.CompletedAt.Time})
+	e.writeResponse(rq, resp, &replayInfo{completedAt: rec.completedAt})
 	done(nil)
 	return nil
 }

@@ -13,53 +13,54 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
-// request is one Serve call's state.
+// request is one Serve call's state. Each group of fields has one
+// writer.
 type request struct {
-	op    *Operation
-	state *opState // op's, in the engine that checked it (config.go)
-	mode  mode
-	ref   ref // the record's id and key
-	// The cache (cache.go): the request's key there, what the cache did,
-	// whether the mode may skip the replay read (nothing was cached), the
-	// marker it placed.
-	cacheKey string
-	cache    CacheResult
-	skipRead bool
-	marker   []byte
-	// committed is the outcome PostgreSQL committed that rq answered with
-	// (stored or replayed), for the cache and for the duplicates waiting
-	// on rq in this process (handoff.go); handedOver: rq was answered with
-	// another request's.
-	committed  *cached
-	handedOver bool
-	handoff    *handoff // the one rq leads (handoff.go)
-	// ownWay: rq waited for a leader in this process in vain and goes to
-	// PostgreSQL by itself, reading first (handoff.go).
-	ownWay bool
-	// raced: the record write lost to a concurrent duplicate on the
-	// primary key (Outcome.Raced).
-	raced bool
-	// found: the replay read found a record of the key (guess.go).
-	found   bool
-	r       *http.Request
-	w       http.ResponseWriter
-	key     Key
-	rawKey  string
-	fp      []byte
-	digest  string
-	start   time.Time
-	outcome Outcome
-	// What report adds to the outcome: the claim's attempt and fence, a
-	// record that had expired, a replayed response's time, the body size.
-	attempt  int
-	fence    int64
-	expired  bool
-	storedAt time.Time
-	bytes    int
+	// What serve finds out before the request reaches its mode (the key,
+	// its record's ref, the fingerprint, and the digest its read sets);
+	// read only afterwards.
+	op     *Operation
+	state  *opState // op's, in the engine that checked it (config.go)
+	mode   mode
+	r      *http.Request
+	w      http.ResponseWriter
+	key    Key
+	ref    ref // the record's id and key
+	rawKey string
+	fp     []byte
+	digest string
+	start  time.Time
+
+	// What the cache did for the request (cache.go).
+	cache cacheCall
+	// How the request met its duplicates in this process (handoff.go).
+	dup dupCall
+	// What the mode learned of the key's record, for Outcome.Raced and the
+	// operation's guess (guess.go): insertFirst, it skipped the replay
+	// read (atomic.go); found, the replay read found a record (preRead);
+	// raced, the record write lost to a concurrent duplicate on the
+	// primary key (atomic.go).
+	insertFirst, found, raced bool
+
+	// The answer, written by whatever answers the request (finish,
+	// replay, the handoff, serveHTTP for an error): the outcome; the
+	// outcome PostgreSQL committed that it answered with (stored or
+	// replayed), for the cache and the duplicates waiting in this
+	// process; and what report adds to the outcome: the claim's attempt
+	// and fence (claimed), a record that had expired (classify), a
+	// replayed response's time (replay), the body size (writeResponse).
+	outcome   Outcome
+	committed *cached
+	attempt   int
+	fence     int64
+	expired   bool
+	storedAt  time.Time
+	bytes     int
+	// keyHash is key.Hash(), made once, when the outcome or a log line
+	// first needs it (log.go).
+	keyHash string
 }
 
 // claimed notes the claim rq runs under.
@@ -161,9 +162,13 @@ func bodyReadError(err error) error {
 	return fmt.Errorf("%w: %w", ErrBodyUnreadable, err)
 }
 
-// contentDigest is the Content-Digest field value of a SHA-256 sum.
+// contentDigest is the Content-Digest field value of a SHA-256 sum, made
+// in one allocation (the string).
 func contentDigest(sum []byte) string {
-	return "sha-256=:" + base64.StdEncoding.EncodeToString(sum) + ":"
+	var buf [64]byte // "sha-256=:", 44 characters of base64, ":"
+	b := append(buf[:0], "sha-256=:"...)
+	b = base64.StdEncoding.AppendEncode(b, sum)
+	return string(append(b, ':'))
 }
 
 // readBody reads and prepares a request's body for serveHTTP, setting
@@ -283,17 +288,16 @@ func (e *Engine) serve(rq *request, read readBody) error {
 		return errors.New("idem: prepare returned a nil handler")
 	}
 
-	if e.cfg.Shard != nil {
-		if e, err = e.onShard(r.Context(), tenant); err != nil {
-			return err
-		}
+	db, err := e.engineFor(r.Context(), tenant) // the engine over the tenant's database
+	if err != nil {
+		return err
 	}
 	if keyValue == "" {
-		return e.serveWithoutKey(rq, handler)
+		return db.serveWithoutKey(rq, handler)
 	}
 	rq.key = Key{Tenant: tenant, Operation: op.ID, Value: keyValue}
 	rq.ref = rq.key.ref()
-	rq.mode = e.modeOf(op)
+	rq.mode = db.modeOf(op)
 
 	fp, err := requestFingerprint(r, op, body, prep.Canonical)
 	if err != nil {
@@ -301,27 +305,29 @@ func (e *Engine) serve(rq *request, read readBody) error {
 	}
 	rq.fp = fp[:]
 	if e.cfg.Region != nil {
-		if err := e.checkHome(rq); err != nil {
+		if err := db.checkHome(rq); err != nil {
 			return err
 		}
 	}
-	return e.serveKeyed(rq, handler)
+	return db.serveKeyed(rq, handler)
 }
 
 // serveKeyed serves a request with a key through its operation's mode.
 func (e *Engine) serveKeyed(rq *request, h Handler) error {
 	// The request runs on one connection when the DB can lend one (see
 	// pipeline.go).
+	g := &rq.state.guess
 	ho, answered, err := e.awaitHandoff(rq)
 	if answered {
+		g.observe(true) // a duplicate of a request in flight here
 		return err
 	}
 	if ho != nil {
-		rq.handoff = ho
 		defer func() { e.handoffs.end(rq.key, ho, rq.committed) }()
 	}
-	if e.cfg.Cache != nil && !rq.ownWay {
+	if e.cfg.Cache != nil && !rq.dup.ownWay && rq.mode.asksCache(rq) {
 		if answered, err := e.cacheLookup(rq); answered {
+			g.observe(true) // the key had an outcome, or a duplicate in flight
 			return err
 		}
 		defer e.cacheAfter(rq)
@@ -340,7 +346,7 @@ func (e *Engine) serveKeyed(rq *request, h Handler) error {
 // returns the record when the mode may run it again (nil when there is
 // none), and inFlight when another request holds the key now, which each
 // mode treats in its own way.
-func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *store.GetRecordRow, inFlight error, answered bool, err error) {
+func (e *Engine) preRead(ctx context.Context, rq *request, st session) (prev *record, inFlight error, answered bool, err error) {
 	ctx, done := e.obs.enter(ctx, rq, phaseRead)
 	rec, found, err := read(ctx, st, rq.ref, rq.fp)
 	done(err)

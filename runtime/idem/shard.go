@@ -4,18 +4,20 @@ import (
 	"context"
 	"fmt"
 	"reflect"
-
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
-// onShard returns the engine that serves tenant's requests: the one over
-// the DB Config.Shard chooses, made on first use and kept. It shares e's
-// configuration and in-process state (flights: a key
-// lives on one shard), and has statements and a lease renewer of its own,
+// engineFor returns the engine that serves tenant's requests: e without
+// Config.Shard, else the one over the DB Config.Shard chooses, made on
+// first use and kept. It shares e's
+// configuration and in-process state (shared), and has statements and a
+// lease renewer of its own,
 // so that every statement of a request — the record, the handler's
 // transaction, bookkeeping, lease renewals, recovery points — goes to that
 // DB.
-func (e *Engine) onShard(ctx context.Context, tenant string) (*Engine, error) {
+func (e *Engine) engineFor(ctx context.Context, tenant string) (*Engine, error) {
+	if e.cfg.Shard == nil {
+		return e, nil
+	}
 	db, err := e.cfg.Shard(ctx, tenant)
 	if err != nil {
 		if isProblem(err) {
@@ -35,9 +37,6 @@ func (e *Engine) onShard(ctx context.Context, tenant string) (*Engine, error) {
 	if s, ok := e.shards.Load(db); ok {
 		return s.(*Engine), nil
 	}
-	s := &Engine{db: db, q: store.New(db), cfg: e.cfg, obs: e.obs, flights: e.flights, handoffs: e.handoffs, stored: e.stored}
-	s.renewer = newRenewer(s)
-	s.modes = map[Mode]mode{ModeAtomic: atomicMode{s}, ModeLease: leaseMode{s}}
-	got, _ := e.shards.LoadOrStore(db, s)
+	got, _ := e.shards.LoadOrStore(db, newEngine(db, e.shared))
 	return got.(*Engine), nil
 }

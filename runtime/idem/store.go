@@ -3,54 +3,21 @@ package idem
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgtype"
 
-	"github.com/idemgen/idemgen/runtime/idem/internal/pgpipe"
 	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
-// session is how one keyed request's statements travel to PostgreSQL. The
-// modes (atomic.go, lease.go) decide which statements a request sends; a
-// session decides how they travel:
-//
-//   - pipelinedSession (pipeline.go) holds one pooled connection for the
-//     request and sends what belongs together in one batch, one round trip
-//     (BEGIN with the handler's first statement or with a lease claim, an
-//     outcome with COMMIT, ROLLBACK with the read that follows it);
-//   - plainSession sends one statement per round trip through any DB.
-//
-// Statements that need no connection of the request (releasing a key,
-// marking it retryable, recovery bookkeeping) go through Engine.q in both.
-type session interface {
-	// do runs f's statements outside any transaction.
-	do(ctx context.Context, f func(q *store.Queries) error) error
-	// begin begins the business transaction.
-	begin(ctx context.Context) (pgx.Tx, error)
-	// commitWith runs f's statement in tx and commits, with COMMIT sent
-	// behind the statement where the session can. When f fails nothing
-	// committed: tx is left open, for the caller to roll back.
-	commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error
-	// rollbackThen rolls tx back and then runs f's statements, in one round
-	// trip where the session can, and gives back what the session holds.
-	rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error
-	// commitAlone runs f's statement in a transaction of its own, committed
-	// before it returns. A session may begin the business transaction in
-	// the same round trip (see pipelinedSession).
-	commitAlone(ctx context.Context, f func(q *store.Queries) error) error
-	// release gives back what the session holds; safe to call more than
-	// once. A later call of another method opens the session again.
-	release()
-}
-
-// newSession returns the session of one request.
-func (e *Engine) newSession() session {
-	if pgpipe.CanPipeline(e.db) {
-		return &pipelinedSession{e: e}
-	}
-	return &plainSession{e: e}
-}
+// The store boundary. The engine's statements are written in SQL
+// (queries/records.sql) and compiled by sqlc into internal/store; this
+// file is the one place the engine calls them. Everything else speaks the
+// engine's own types: a ref names a record, a record is what a read
+// finds, a leaseClaim what a lease claim returns, and statements sends
+// them through a connection, a transaction or a batch (session.go says
+// which).
 
 // ref is how every statement names a key's record: its id, the primary
 // key, and the readable tenant, operation and key, which statements that
@@ -67,52 +34,230 @@ func (k Key) ref() ref {
 	return ref{id: k.recordID(), Key: Key{Tenant: k.Tenant, Operation: k.Operation, Value: k.Value}}
 }
 
-// readRecord runs GetRecord through q; found is false for no record.
-func readRecord(ctx context.Context, q *store.Queries, r ref, fp []byte) (store.GetRecordRow, bool, error) {
-	rec, err := q.GetRecord(ctx, store.GetRecordParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
+// record is a key's record as a request reads it (GetRecord), or as the
+// cache (cacheentry.go) and a leader in this process (handoff.go) hand it
+// over: what classify, replay and the modes decide on. Times and
+// durations left are the database's, measured when it was read.
+type record struct {
+	// sameKey: the record under the key's id is the key's (else an id
+	// collision); sameRequest: it was stored for the request's fingerprint.
+	sameKey, sameRequest bool
+	state                State
+	schema               string // the response's schema version
+	attempts             int32
+	fence                int64
+	createdAt            time.Time
+	completedAt          time.Time
+	// expired: the key's time to live is over; leaseLapsed: its lease
+	// claim's lease is.
+	expired, leaseLapsed bool
+	leaseLeft            time.Duration // until the lease lapses
+	left                 time.Duration // until the record expires
+	// The stored response (sealed when there is a Sealer); empty when
+	// sameRequest is false.
+	status  int32
+	headers []byte
+	body    []byte
+}
+
+// leaseClaim is a committed lease claim (Claim).
+type leaseClaim struct {
+	fence    int64
+	attempts int32
+	// takenOver: the claim took over a stale one, or a failed attempt whose
+	// handler ran (the recovery hook decides first).
+	takenOver bool
+	// The last recovery point an earlier attempt saved, if any (hasPoint).
+	point     string
+	hasPoint  bool
+	data      []byte
+	createdAt time.Time
+	left      time.Duration // until the record expires, from when the claim was sent
+}
+
+// statements are the engine's statements sent through one store.DBTX: the
+// engine's DB, a request's connection or transaction, or a batch
+// (pgpipe.Batch).
+type statements struct{ q *store.Queries }
+
+func statementsOn(db store.DBTX) statements { return statements{q: store.New(db)} }
+
+// read runs GetRecord; found is false for no record.
+func (s statements) read(ctx context.Context, r ref, fp []byte) (record, bool, error) {
+	row, err := s.q.GetRecord(ctx, store.GetRecordParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
 		IdempotencyKey: r.Value, Fingerprint: fp})
-	if errors.Is(err, pgx.ErrNoRows) {
-		return rec, false, nil
+	if err != nil {
+		if errors.Is(err, pgx.ErrNoRows) {
+			err = nil
+		}
+		return record{}, false, err
 	}
-	return rec, err == nil, err
+	return record{
+		sameKey: row.SameKey, sameRequest: row.SameRequest, state: State(row.State), schema: row.SchemaVersion,
+		attempts: row.Attempts, fence: row.Fence, createdAt: row.CreatedAt.Time, completedAt: row.CompletedAt.Time,
+		expired: row.Expired, leaseLapsed: row.LeaseLapsed,
+		leaseLeft: time.Duration(row.LeaseLeftMs) * time.Millisecond, left: time.Duration(row.ExpiresLeftMs) * time.Millisecond,
+		status: row.ResponseStatus, headers: row.ResponseHeaders, body: row.ResponseBody,
+	}, true, nil
 }
 
-// read reads r's record through st, outside any transaction.
-func read(ctx context.Context, st session, r ref, fp []byte) (rec store.GetRecordRow, found bool, err error) {
-	err = st.do(ctx, func(q *store.Queries) error {
-		rec, found, err = readRecord(ctx, q, r, fp)
-		return err
+// outcomeRow is an atomic execution's outcome as it is written: created
+// at since, under the policy's schema version and time to live.
+type outcomeRow struct {
+	state  State
+	fp     []byte
+	schema string
+	body   *storedResponse
+	since  time.Time
+	ttl    time.Duration
+}
+
+// insertOutcome writes o as r's record (InsertOutcome); it fails on the
+// primary key when the key has a record (lostRace).
+func (s statements) insertOutcome(ctx context.Context, r ref, o *outcomeRow) (completed time.Time, err error) {
+	at, err := s.q.InsertOutcome(ctx, store.InsertOutcomeParams{
+		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
+		State: string(o.state), Fingerprint: o.fp, SchemaVersion: o.schema,
+		ResponseStatus: pgtype.Int4{Int32: o.body.status, Valid: true}, ResponseHeaders: o.body.headers, ResponseBody: o.body.body,
+		CreatedAt: pgtype.Timestamptz{Time: o.since, Valid: true}, TtlMs: o.ttl.Milliseconds(),
 	})
-	return rec, found, err
+	return at.Time, err
 }
 
-// plainSession sends one statement per round trip through the engine's DB.
-type plainSession struct {
-	e *Engine
+// replaceOutcome writes o over r's FAILED_RETRYABLE record of the same
+// payload, or an expired one when takeExpired (ReplaceOutcome); left is
+// the record's remaining life. It fails with 22012 when the record is no
+// longer replaceable (lostRace).
+func (s statements) replaceOutcome(ctx context.Context, r ref, o *outcomeRow, takeExpired bool) (completed time.Time, left time.Duration, err error) {
+	row, err := s.q.ReplaceOutcome(ctx, store.ReplaceOutcomeParams{
+		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
+		State: string(o.state), Fingerprint: o.fp, SchemaVersion: o.schema,
+		ResponseStatus: pgtype.Int4{Int32: o.body.status, Valid: true}, ResponseHeaders: o.body.headers, ResponseBody: o.body.body,
+		CreatedAt: pgtype.Timestamptz{Time: o.since, Valid: true}, TtlMs: o.ttl.Milliseconds(), TakeExpired: takeExpired,
+	})
+	return row.CompletedAt.Time, time.Duration(row.LeftMs) * time.Millisecond, err
 }
 
-func (s *plainSession) release() {}
-
-func (s *plainSession) do(_ context.Context, f func(q *store.Queries) error) error {
-	return f(s.e.q)
+// recordRetryable writes r's record anew as FAILED_RETRYABLE of payload
+// fp (RecordRetryable), unless another request's record stands (false).
+func (s statements) recordRetryable(ctx context.Context, r ref, fp []byte, schema string, ttl time.Duration) (bool, error) {
+	n, err := s.q.RecordRetryable(ctx, store.RecordRetryableParams{
+		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
+		Fingerprint: fp, SchemaVersion: schema, TtlMs: ttl.Milliseconds(),
+	})
+	return n > 0, err
 }
 
-func (s *plainSession) begin(ctx context.Context) (pgx.Tx, error) {
-	return s.e.db.BeginTx(ctx, pgx.TxOptions{IsoLevel: pgx.ReadCommitted})
+// releaseRetryable deletes r's FAILED_RETRYABLE record of payload fp.
+func (s statements) releaseRetryable(ctx context.Context, r ref, fp []byte) error {
+	_, err := s.q.ReleaseRetryable(ctx, store.ReleaseRetryableParams{ID: r.id, Tenant: r.Tenant, Operation: r.Operation,
+		IdempotencyKey: r.Value, Fingerprint: fp})
+	return err
 }
 
-func (s *plainSession) commitWith(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
-	if err := f(store.New(tx)); err != nil {
-		return err
+// claim claims r's record for payload fp under pol with a lease of leaseMs
+// (Claim); pgx.ErrNoRows when another request holds it or its record
+// decides the request.
+func (s statements) claim(ctx context.Context, r ref, fp []byte, pol *Policy, leaseMs int64) (leaseClaim, error) {
+	row, err := s.q.Claim(ctx, store.ClaimParams{
+		ID: r.id, Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value,
+		Fingerprint: fp, SchemaVersion: pol.SchemaVersion, LeaseMs: leaseMs, TtlMs: pol.TTL.Milliseconds(),
+		TakeExpired: pol.OnExpired == ExpiredExecute,
+	})
+	if err != nil {
+		return leaseClaim{}, err
 	}
-	return tx.Commit(ctx)
+	return leaseClaim{fence: row.Fence, attempts: row.Attempts, takenOver: row.TakenOver,
+		point: row.RecoveryPoint.String, hasPoint: row.RecoveryPoint.Valid, data: row.RecoveryData,
+		createdAt: row.CreatedAt.Time, left: time.Duration(row.ExpiresLeftMs) * time.Millisecond}, nil
 }
 
-func (s *plainSession) rollbackThen(ctx context.Context, tx pgx.Tx, f func(q *store.Queries) error) error {
-	rollback(ctx, tx)
-	return f(s.e.q)
+// complete stores the outcome of the claim id holds with fence, outside
+// any transaction (Complete); pgx.ErrNoRows when the claim was taken over.
+func (s statements) complete(ctx context.Context, id pgtype.UUID, fence int64, state State, body *storedResponse) (time.Time, error) {
+	at, err := s.q.Complete(ctx, store.CompleteParams{State: string(state),
+		ResponseStatus: pgtype.Int4{Int32: body.status, Valid: true}, ResponseHeaders: body.headers, ResponseBody: body.body,
+		ID: id, Fence: fence})
+	return at.Time, err
 }
 
-func (s *plainSession) commitAlone(_ context.Context, f func(q *store.Queries) error) error {
-	return f(s.e.q) // one statement outside a transaction commits by itself
+// completeOrAbort is complete in the business transaction
+// (CompleteOrAbort): a claim taken over fails it with 22012, so that the
+// transaction cannot commit (isFencedOut).
+func (s statements) completeOrAbort(ctx context.Context, id pgtype.UUID, fence int64, state State, body *storedResponse) (time.Time, error) {
+	row, err := s.q.CompleteOrAbort(ctx, store.CompleteOrAbortParams{State: string(state),
+		ResponseStatus: pgtype.Int4{Int32: body.status, Valid: true}, ResponseHeaders: body.headers, ResponseBody: body.body,
+		ID: id, Fence: fence})
+	return row.CompletedAt.Time, err
+}
+
+// failRetryable marks the claim FAILED_RETRYABLE (FailRetryable), if it
+// still holds (true).
+func (s statements) failRetryable(ctx context.Context, id pgtype.UUID, fence int64, handlerRan bool) (bool, error) {
+	n, err := s.q.FailRetryable(ctx, store.FailRetryableParams{ID: id, Fence: fence, HandlerRan: handlerRan})
+	return n > 0, err
+}
+
+// releaseClaim frees the key of the claim, if it still holds.
+func (s statements) releaseClaim(ctx context.Context, id pgtype.UUID, fence int64) error {
+	_, err := s.q.ReleaseClaim(ctx, store.ReleaseClaimParams{ID: id, Fence: fence})
+	return err
+}
+
+// markUnknown makes the claim's record UNKNOWN (MarkUnknown), if the
+// claim still holds (true).
+func (s statements) markUnknown(ctx context.Context, id pgtype.UUID, fence int64) (bool, error) {
+	n, err := s.q.MarkUnknown(ctx, store.MarkUnknownParams{ID: id, Fence: fence})
+	return n > 0, err
+}
+
+// saveRecoveryPoint stores a recovery point and renews the claim's lease
+// to leaseMs (SaveRecoveryPoint), if the claim still holds (true).
+func (s statements) saveRecoveryPoint(ctx context.Context, id pgtype.UUID, fence int64, point string, data []byte, leaseMs int64) (bool, error) {
+	n, err := s.q.SaveRecoveryPoint(ctx, store.SaveRecoveryPointParams{
+		RecoveryPoint: pgtype.Text{String: point, Valid: true}, RecoveryData: data,
+		LeaseMs: leaseMs, ID: id, Fence: fence,
+	})
+	return n > 0, err
+}
+
+// claimID names one lease claim: its record and fence.
+type claimID struct {
+	id    pgtype.UUID
+	fence int64
+}
+
+// leaseRenewal is one claim's lease to renew, in milliseconds from now.
+type leaseRenewal struct {
+	claimID
+	leaseMs int64
+}
+
+// renewLeases renews the leases of the claims that still hold and returns
+// them (RenewLeases).
+func (s statements) renewLeases(ctx context.Context, ls []leaseRenewal) ([]claimID, error) {
+	var p store.RenewLeasesParams
+	for _, l := range ls {
+		p.Ids = append(p.Ids, l.id)
+		p.Fences = append(p.Fences, l.fence)
+		p.LeaseMs = append(p.LeaseMs, l.leaseMs)
+	}
+	rows, err := s.q.RenewLeases(ctx, p)
+	if err != nil {
+		return nil, err
+	}
+	held := make([]claimID, len(rows))
+	for i, row := range rows {
+		held[i] = claimID{row.ID, row.Fence}
+	}
+	return held, nil
+}
+
+// legacyTable reports whether the v2 records table is still there.
+func (s statements) legacyTable(ctx context.Context) (bool, error) { return s.q.LegacyTable(ctx) }
+
+// importLegacy moves r's record from the v2 table, if it is there.
+func (s statements) importLegacy(ctx context.Context, r ref) error {
+	_, err := s.q.ImportLegacy(ctx, store.ImportLegacyParams{Tenant: r.Tenant, Operation: r.Operation, IdempotencyKey: r.Value})
+	return err
 }

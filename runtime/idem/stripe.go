@@ -65,11 +65,11 @@ func renderStripe(p *idemproblem.Problem) *Response {
 	switch {
 	case p.Status >= 500:
 		e.Type = stripeAPIError
-	case p.Reason == ReasonConflict || p.Reason == ReasonSchemaChanged || p.Reason == ReasonExpired:
+	case p.Reason == idemproblem.ReasonConflict || p.Reason == idemproblem.ReasonSchemaChanged || p.Reason == idemproblem.ReasonExpired:
 		e.Type = stripeIdempotencyError
 	}
 	switch p.Reason {
-	case ReasonInProgress, ReasonLeaseLost:
+	case idemproblem.ReasonInProgress, idemproblem.ReasonLeaseLost:
 		e.Code = "lock_timeout"
 	}
 	if len(p.Errors) > 0 {

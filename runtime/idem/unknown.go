@@ -11,7 +11,6 @@ import (
 	"github.com/jackc/pgx/v5/pgconn"
 
 	"github.com/idemgen/idemgen/runtime/idem/internal/pgpipe"
-	"github.com/idemgen/idemgen/runtime/idem/internal/store"
 )
 
 // Outcomes nobody knows yet. When the connection breaks while COMMIT is on
@@ -102,11 +101,11 @@ func (a *atomicRun) actsOutside() bool { return false }
 // written, the claim lapses with its lease and the retry after it does the
 // same.
 func (l *leaseRun) unknown(bk context.Context, x *execution) State {
-	n, err := l.e.q.MarkUnknown(bk, store.MarkUnknownParams{ID: x.rq.ref.id, Fence: l.claim.Fence})
+	held, err := l.e.q.markUnknown(bk, x.rq.ref.id, l.claim.fence)
 	switch {
 	case err != nil:
 		l.e.reportError(bk, x.rq, fmt.Errorf("idem: mark outcome unknown: %w", err))
-	case n > 0:
+	case held:
 		return StateUnknown
 	}
 	return StateInProgress

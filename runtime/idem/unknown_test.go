@@ -17,6 +17,7 @@ import (
 	"github.com/jackc/pgx/v5/pgxpool"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -229,11 +230,11 @@ func TestUnknownCommit(t *testing.T) {
 			key := newKey()
 			armed.Store(true)
 			r := e.post(key, payReq{Amount: 7, Behave: "cut"})
-			reason := idem.ReasonOutcomeUnknown
+			reason := idemproblem.ReasonOutcomeUnknown
 			if tc.inHandler && tc.mode == idem.ModeAtomic {
 				// Nothing committed and nothing acted outside: a plain
 				// failure, which a retry runs again.
-				reason = idem.ReasonDatabaseDown
+				reason = idemproblem.ReasonDatabaseDown
 			}
 			if m := r.problem(t); r.Status != 503 || m["reason"] != reason {
 				t.Errorf("first answer: %d %s, want 503 %s", r.Status, r.Body, reason) // and go on: what does the retry do?

@@ -16,6 +16,7 @@ import (
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
 	"github.com/idemgen/idemgen/runtime/idem/schema"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -152,7 +153,7 @@ func TestUpgradeFromV2(t *testing.T) {
 		r.Header.Get("Idempotent-Replayed") != "true" {
 		t.Fatalf("v2 completed record: %d %s %v, want its replay", r.Status, r.Body, r.Header)
 	}
-	b.post(done, payReq{Amount: 50}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonConflict)
+	b.post(done, payReq{Amount: 50}).wantProblem(t, 409, idemproblem.CodeConflict, idemproblem.ReasonConflict)
 
 	var wg sync.WaitGroup
 	rs := make([]result, 2)
@@ -179,7 +180,7 @@ func TestUpgradeFromV2(t *testing.T) {
 	if r := a.post(expired, payReq{Amount: 70}); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "" {
 		t.Fatalf("v2 expired record: %d %s, want a new execution", r.Status, r.Body)
 	}
-	l.post(held, payReq{Amount: 8}).wantProblem(t, 409, idem.CodeConflict, idem.ReasonInProgress)
+	l.post(held, payReq{Amount: 8}).wantProblem(t, 409, idemproblem.CodeConflict, idemproblem.ReasonInProgress)
 	if r := l.post(lapsed, payReq{Amount: 9}); r.Status != 201 || !seen.HasPoint || seen.Point != "charged" || seen.Attempts != 2 {
 		t.Fatalf("v2 lapsed claim: %d %s, the hook saw %+v", r.Status, r.Body, seen)
 	}

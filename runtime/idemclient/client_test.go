@@ -130,11 +130,11 @@ func doCall(t *testing.T, s *script, op Operation, pol RetryPolicy, opts ...Call
 
 func TestRetriesSendOneKeyAndTheSameBytes(t *testing.T) {
 	s := &script{steps: []func(http.ResponseWriter, *http.Request){
-		problem(503, idem.ReasonDatabaseDown, "0"),
-		problem(500, idem.ReasonInternal, ""),
+		problem(503, idemproblem.ReasonDatabaseDown, "0"),
+		problem(500, idemproblem.ReasonInternal, ""),
 		hangUp,
-		problem(409, idem.ReasonInProgress, "0"),
-		problem(409, idem.ReasonLeaseLost, "0"),
+		problem(409, idemproblem.ReasonInProgress, "0"),
+		problem(409, idemproblem.ReasonLeaseLost, "0"),
 		problem(502, "", ""),
 		created(true),
 	}}
@@ -180,14 +180,14 @@ func TestNeverRetried(t *testing.T) {
 		step  func(http.ResponseWriter, *http.Request)
 		check func(error) bool
 	}{
-		{"409 conflict", problem(409, idem.ReasonConflict, "1"), IsConflict},
-		{"422 conflict (ietf)", problem(422, idem.ReasonConflict, ""), IsConflict},
-		{"400 malformed key", problem(400, idem.ReasonKeyMalformed, ""), IsKeyError},
-		{"409 schema changed", problem(409, idem.ReasonSchemaChanged, ""), func(err error) bool { return !IsRetryable(err) }},
-		{"400 invalid request", problem(400, idem.ReasonInvalidRequest, ""), func(err error) bool { return StatusOf(err) == 400 && !IsKeyError(err) }},
-		{"400 key required", problem(400, idem.ReasonKeyRequired, ""), IsKeyError},
-		{"415 media type", problem(415, idem.ReasonMediaType, ""), func(err error) bool { return StatusOf(err) == 415 }},
-		{"401 unauthenticated", problem(401, idem.ReasonUnauthenticated, ""), func(err error) bool { return StatusOf(err) == 401 }},
+		{"409 conflict", problem(409, idemproblem.ReasonConflict, "1"), IsConflict},
+		{"422 conflict (ietf)", problem(422, idemproblem.ReasonConflict, ""), IsConflict},
+		{"400 malformed key", problem(400, idemproblem.ReasonKeyMalformed, ""), IsKeyError},
+		{"409 schema changed", problem(409, idemproblem.ReasonSchemaChanged, ""), func(err error) bool { return !IsRetryable(err) }},
+		{"400 invalid request", problem(400, idemproblem.ReasonInvalidRequest, ""), func(err error) bool { return StatusOf(err) == 400 && !IsKeyError(err) }},
+		{"400 key required", problem(400, idemproblem.ReasonKeyRequired, ""), IsKeyError},
+		{"415 media type", problem(415, idemproblem.ReasonMediaType, ""), func(err error) bool { return StatusOf(err) == 415 }},
+		{"401 unauthenticated", problem(401, idemproblem.ReasonUnauthenticated, ""), func(err error) bool { return StatusOf(err) == 401 }},
 		{"422 undeclared", problem(422, "", ""), func(err error) bool { return StatusOf(err) == 422 && !IsConflict(err) }},
 		{"404", problem(404, "", ""), func(err error) bool { return StatusOf(err) == 404 }},
 		{"501", problem(501, "", ""), func(err error) bool { return !IsRetryable(err) }},
@@ -251,10 +251,10 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 		name string
 		h    func(http.ResponseWriter, *http.Request)
 	}{
-		{"409 in progress", problem(409, idem.ReasonInProgress, "1")},
-		{"503 database down", problem(503, idem.ReasonDatabaseDown, "1")},
+		{"409 in progress", problem(409, idemproblem.ReasonInProgress, "1")},
+		{"503 database down", problem(503, idemproblem.ReasonDatabaseDown, "1")},
 		{"503 as an HTTP date", func(w http.ResponseWriter, r *http.Request) {
-			problem(503, idem.ReasonOutcomeUnknown, time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))(w, r)
+			problem(503, idemproblem.ReasonOutcomeUnknown, time.Now().Add(2*time.Second).UTC().Format(http.TimeFormat))(w, r)
 		}},
 	} {
 		t.Run(step.name, func(t *testing.T) {
@@ -296,7 +296,7 @@ func TestRetryAfterIsHonoured(t *testing.T) {
 }
 
 func TestTheContextIsTheBudget(t *testing.T) {
-	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, idem.ReasonOutcomeUnknown, "5"), created(true)}}
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, idemproblem.ReasonOutcomeUnknown, "5"), created(true)}}
 	srv := httptest.NewServer(s)
 	defer srv.Close()
 	c, _ := New(srv.URL)
@@ -533,26 +533,6 @@ func TestBackoff(t *testing.T) {
 	}
 }
 
-// The reasons a client acts on are the server's.
-func TestReasonsMatchTheServer(t *testing.T) {
-	for got, want := range map[string]string{
-		ReasonKeyRequired: idem.ReasonKeyRequired, ReasonKeyMalformed: idem.ReasonKeyMalformed,
-		ReasonConflict: idem.ReasonConflict, ReasonInProgress: idem.ReasonInProgress,
-		ReasonSchemaChanged: idem.ReasonSchemaChanged, ReasonExpired: idem.ReasonExpired,
-		ReasonLeaseLost: idem.ReasonLeaseLost, ReasonOutcomeUnknown: idem.ReasonOutcomeUnknown,
-		ReasonDatabaseDown: idem.ReasonDatabaseDown,
-	} {
-		if got != want {
-			t.Errorf("%s, the server says %s", got, want)
-		}
-	}
-	var p Problem
-	b, _ := json.Marshal(&idemproblem.Problem{Type: "about:blank", Title: "Conflict", Status: 409, Code: idem.CodeConflict, Reason: idem.ReasonConflict})
-	if err := json.Unmarshal(b, &p); err != nil || p.Code != idem.CodeConflict || p.Reason != idem.ReasonConflict || p.Status != 409 {
-		t.Errorf("the server's problem %s decodes as %+v (%v)", b, p, err)
-	}
-}
-
 func TestEncode(t *testing.T) {
 	type item struct {
 		Price    string `json:"price"`
@@ -613,20 +593,20 @@ func TestPredicates(t *testing.T) {
 		err  error
 		want want
 	}{
-		{"409 conflict", prob(409, idem.CodeConflict, idem.ReasonConflict), want{conflict: true}},
-		{"422 conflict (ietf)", prob(422, "", idem.ReasonConflict), want{conflict: true}},
-		{"409 in progress", prob(409, idem.CodeConflict, idem.ReasonInProgress), want{inFlight: true, retryable: true}},
-		{"409 lease lost", prob(409, idem.CodeConflict, idem.ReasonLeaseLost), want{retryable: true}},
-		{"409 schema changed", prob(409, idem.CodeConflict, idem.ReasonSchemaChanged), want{}},
+		{"409 conflict", prob(409, idemproblem.CodeConflict, idemproblem.ReasonConflict), want{conflict: true}},
+		{"422 conflict (ietf)", prob(422, "", idemproblem.ReasonConflict), want{conflict: true}},
+		{"409 in progress", prob(409, idemproblem.CodeConflict, idemproblem.ReasonInProgress), want{inFlight: true, retryable: true}},
+		{"409 lease lost", prob(409, idemproblem.CodeConflict, idemproblem.ReasonLeaseLost), want{retryable: true}},
+		{"409 schema changed", prob(409, idemproblem.CodeConflict, idemproblem.ReasonSchemaChanged), want{}},
 		{"409 not a problem", plain(409), want{}},
-		{"400 key required", prob(400, "", idem.ReasonKeyRequired), want{keyError: true}},
-		{"400 key malformed", prob(400, "", idem.ReasonKeyMalformed), want{keyError: true}},
-		{"400 invalid request", prob(400, "", idem.ReasonInvalidRequest), want{}},
+		{"400 key required", prob(400, "", idemproblem.ReasonKeyRequired), want{keyError: true}},
+		{"400 key malformed", prob(400, "", idemproblem.ReasonKeyMalformed), want{keyError: true}},
+		{"400 invalid request", prob(400, "", idemproblem.ReasonInvalidRequest), want{}},
 		{"404", plain(404), want{}},
 		{"408", plain(408), want{retryable: true}},
 		{"429", plain(429), want{retryable: true}},
 		{"500", plain(500), want{retryable: true}},
-		{"503 outcome unknown", prob(503, "", idem.ReasonOutcomeUnknown), want{retryable: true}},
+		{"503 outcome unknown", prob(503, "", idemproblem.ReasonOutcomeUnknown), want{retryable: true}},
 		{"501", plain(501), want{}},
 		{"505", plain(505), want{}},
 		{"transport", transport, want{retryable: true}},
@@ -643,8 +623,8 @@ func TestPredicates(t *testing.T) {
 		}
 	}
 	var e *Error
-	if err := prob(409, idem.CodeConflict, idem.ReasonInProgress); !errors.As(err, &e) || e.Code() != idem.CodeConflict ||
-		e.Reason() != idem.ReasonInProgress || e.Key != "k" || e.Problem.Status != 409 {
+	if err := prob(409, idemproblem.CodeConflict, idemproblem.ReasonInProgress); !errors.As(err, &e) || e.Code() != idemproblem.CodeConflict ||
+		e.Reason() != idemproblem.ReasonInProgress || e.Key != "k" || e.Problem.Status != 409 {
 		t.Errorf("decoded problem: %+v", e)
 	}
 	if err := plain(404); !errors.As(err, &e) || e.Problem != nil || e.Code() != "" || e.Reason() != "" || string(e.Body) != "no" {

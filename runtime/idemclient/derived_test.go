@@ -12,6 +12,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/downstream"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 var (
@@ -58,7 +59,7 @@ func callIn(t *testing.T, ctx context.Context, s *script, op Operation, reqKey s
 func TestDerivedKeys(t *testing.T) {
 	want := derivedFor(t, "createThing", downstream.UUID)
 	for i := range 2 { // two calls: two attempts of the incoming request
-		s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, idem.ReasonDatabaseDown, "0"), hangUp, created(false)}}
+		s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(503, idemproblem.ReasonDatabaseDown, "0"), hangUp, created(false)}}
 		res, err := callIn(t, inRequest(), s, createOp, "")
 		if err != nil {
 			t.Fatal(err)
@@ -132,7 +133,7 @@ func TestOutsideARequest(t *testing.T) {
 // with another request is reported as a conflict, not retried, and the
 // error says why that happens.
 func TestDerivedKeyConflict(t *testing.T) {
-	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(409, idem.ReasonConflict, "")}}
+	s := &script{steps: []func(http.ResponseWriter, *http.Request){problem(409, idemproblem.ReasonConflict, "")}}
 	_, err := callIn(t, inRequest(), s, createOp, "")
 	if !IsConflict(err) || IsRetryable(err) || len(s.attempts()) != 1 {
 		t.Fatalf("conflict: %v after %d attempts", err, len(s.attempts()))

@@ -10,6 +10,8 @@ import (
 	"net/http"
 	"strconv"
 	"time"
+
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // Do runs one call of op: it sends req, retrying as the package doc says,
@@ -185,7 +187,7 @@ func decideRetry(resp *Response, err error, n int, pol RetryPolicy) (bool, time.
 	switch s := resp.Status; {
 	case s == http.StatusConflict:
 		p := problemOf(resp)
-		if p == nil || (p.Reason != ReasonInProgress && p.Reason != ReasonLeaseLost) {
+		if p == nil || (p.Reason != idemproblem.ReasonInProgress && p.Reason != idemproblem.ReasonLeaseLost) {
 			return false, 0
 		}
 	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:

@@ -9,33 +9,32 @@ import (
 	"time"
 
 	"github.com/idemgen/idemgen/internal/jsonkit"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // The contract's problem reasons a client acts on (the members "reason" of
-// the server's problem+json; runtime/idem defines them for the server).
+// the server's problem+json) are idemproblem's; these forward to them (the
+// same values).
+//
+// Deprecated: use idemproblem.ReasonConflict (runtime/idemproblem) and the
+// other Reason constants of that package, of the same names.
 const (
-	ReasonKeyRequired    = "IDEMPOTENCY_KEY_REQUIRED"
-	ReasonKeyMalformed   = "IDEMPOTENCY_KEY_MALFORMED"
-	ReasonConflict       = "CONFLICTING_IDEMPOTENT_REQUEST"
-	ReasonInProgress     = "IDEMPOTENT_REQUEST_IN_PROGRESS"
-	ReasonSchemaChanged  = "STORED_RESPONSE_SCHEMA_CHANGED"
-	ReasonExpired        = "IDEMPOTENCY_KEY_EXPIRED"
-	ReasonLeaseLost      = "IDEMPOTENCY_LEASE_LOST"
-	ReasonOutcomeUnknown = "IDEMPOTENT_REQUEST_OUTCOME_UNKNOWN"
-	ReasonDatabaseDown   = "DATABASE_UNAVAILABLE"
+	ReasonKeyRequired    = idemproblem.ReasonKeyRequired
+	ReasonKeyMalformed   = idemproblem.ReasonKeyMalformed
+	ReasonConflict       = idemproblem.ReasonConflict
+	ReasonInProgress     = idemproblem.ReasonInProgress
+	ReasonSchemaChanged  = idemproblem.ReasonSchemaChanged
+	ReasonExpired        = idemproblem.ReasonExpired
+	ReasonLeaseLost      = idemproblem.ReasonLeaseLost
+	ReasonOutcomeUnknown = idemproblem.ReasonOutcomeUnknown
+	ReasonDatabaseDown   = idemproblem.ReasonDatabaseDown
 )
 
-// Problem is an RFC 9457 problem detail with the contract's code and
-// reason members.
-type Problem struct {
-	Type     string `json:"type"`
-	Title    string `json:"title"`
-	Status   int    `json:"status"`
-	Detail   string `json:"detail,omitempty"`
-	Instance string `json:"instance,omitempty"`
-	Code     string `json:"code,omitempty"`
-	Reason   string `json:"reason,omitempty"`
-}
+// Problem is idemproblem.Problem, the contract's problem+json, which
+// Error.Problem holds decoded.
+//
+// Deprecated: use idemproblem.Problem (runtime/idemproblem).
+type Problem = idemproblem.Problem
 
 // Error is a final response the operation does not declare: a problem+json
 // the contract answers (409 conflict, 400 malformed key, 503 ...), or any
@@ -44,7 +43,7 @@ type Error struct {
 	Operation string
 	Status    int
 	// Problem is the decoded problem+json body; nil when the body is not one.
-	Problem    *Problem
+	Problem    *idemproblem.Problem
 	Header     http.Header
 	Body       []byte
 	RetryAfter time.Duration // from Retry-After; 0 when absent
@@ -65,7 +64,7 @@ func (e *Error) Error() string {
 		if p.Detail != "" {
 			b.WriteString(": " + p.Detail)
 		}
-		if e.KeySite != "" && p.Reason == ReasonConflict {
+		if e.KeySite != "" && p.Reason == idemproblem.ReasonConflict {
 			b.WriteString(derivedConflict(e.KeySite))
 		}
 	}
@@ -102,11 +101,11 @@ func (r *Response) Error() error {
 	return e
 }
 
-func problemOf(r *Response) *Problem {
-	if jsonkit.MediaType(r.Header.Get("Content-Type")) != "application/problem+json" {
+func problemOf(r *Response) *idemproblem.Problem {
+	if jsonkit.MediaType(r.Header.Get("Content-Type")) != idemproblem.ContentType {
 		return nil
 	}
-	var p Problem
+	var p idemproblem.Problem
 	if err := json.Unmarshal(r.Body, &p); err != nil {
 		return nil
 	}
@@ -157,17 +156,17 @@ func (e *DecodeError) Unwrap() error { return e.Err }
 // with another request (409, or 422 under profile ietf,
 // CONFLICTING_IDEMPOTENT_REQUEST): retrying cannot help; the caller sent
 // two different requests under one key.
-func IsConflict(err error) bool { return reasonIs(err, ReasonConflict) }
+func IsConflict(err error) bool { return reasonIs(err, idemproblem.ReasonConflict) }
 
 // IsInFlight reports whether err is 409 IDEMPOTENT_REQUEST_IN_PROGRESS: the
 // call ended (its attempts or its context ran out) while an earlier request
 // with its key still ran. Calling again with the same key gets its outcome.
-func IsInFlight(err error) bool { return reasonIs(err, ReasonInProgress) }
+func IsInFlight(err error) bool { return reasonIs(err, idemproblem.ReasonInProgress) }
 
 // IsKeyError reports whether the server refused the key itself (missing or
 // not in the operation's keyFormat).
 func IsKeyError(err error) bool {
-	return reasonIs(err, ReasonKeyRequired) || reasonIs(err, ReasonKeyMalformed)
+	return reasonIs(err, idemproblem.ReasonKeyRequired) || reasonIs(err, idemproblem.ReasonKeyMalformed)
 }
 
 // IsRetryable reports whether the same call may succeed later with the
@@ -185,7 +184,7 @@ func IsRetryable(err error) bool {
 	}
 	switch s := e.Status; {
 	case s == http.StatusConflict:
-		return e.Reason() == ReasonInProgress || e.Reason() == ReasonLeaseLost
+		return e.Reason() == idemproblem.ReasonInProgress || e.Reason() == idemproblem.ReasonLeaseLost
 	case s == http.StatusRequestTimeout, s == http.StatusTooManyRequests:
 		return true
 	case s == http.StatusNotImplemented, s == http.StatusHTTPVersionNotSupported:

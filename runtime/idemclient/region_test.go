@@ -7,7 +7,7 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // regionCall runs one call against two scripted regions, a and b, with
@@ -55,7 +55,7 @@ func TestRegionRetriesGoHome(t *testing.T) {
 	t.Run("retries stay where the first attempt went", func(t *testing.T) {
 		// The first answer is lost (no header came): the key's home is
 		// still the region of its first attempt.
-		a := &script{steps: []func(http.ResponseWriter, *http.Request){hangUp, homeIs("a", problem(503, ReasonDatabaseDown, "")), homeIs("a", created(true))}}
+		a := &script{steps: []func(http.ResponseWriter, *http.Request){hangUp, homeIs("a", problem(503, idemproblem.ReasonDatabaseDown, "")), homeIs("a", created(true))}}
 		b := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("b", created(false))}}
 		res, err, _ := regionCall(t, "a", a, b)
 		if err != nil {
@@ -66,7 +66,7 @@ func TestRegionRetriesGoHome(t *testing.T) {
 		}
 	})
 	t.Run("a 421 sends the call home at once", func(t *testing.T) {
-		b := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("a", problem(421, idem.ReasonWrongRegion, "30"))}}
+		b := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("a", problem(421, idemproblem.ReasonWrongRegion, "30"))}}
 		a := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("a", created(true))}}
 		res, err, as := regionCall(t, "b", a, b)
 		if err != nil {
@@ -83,7 +83,7 @@ func TestRegionRetriesGoHome(t *testing.T) {
 		}
 	})
 	t.Run("a server naming another home moves the retries", func(t *testing.T) {
-		a := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("b", problem(409, ReasonInProgress, ""))}}
+		a := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("b", problem(409, idemproblem.ReasonInProgress, ""))}}
 		b := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("b", created(true))}}
 		res, err, _ := regionCall(t, "a", a, b)
 		if err != nil || res.HomeRegion != "b" || len(a.attempts()) != 1 || len(b.attempts()) != 1 {
@@ -91,7 +91,7 @@ func TestRegionRetriesGoHome(t *testing.T) {
 		}
 	})
 	t.Run("a 421 naming no known region is the answer", func(t *testing.T) {
-		a := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("mars", problem(421, idem.ReasonWrongRegion, ""))}}
+		a := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("mars", problem(421, idemproblem.ReasonWrongRegion, ""))}}
 		b := &script{steps: []func(http.ResponseWriter, *http.Request){homeIs("b", created(false))}}
 		_, err, _ := regionCall(t, "a", a, b)
 		if err == nil || len(a.attempts()) != 1 || len(b.attempts()) != 0 {

@@ -208,8 +208,8 @@ func Authenticate(w http.ResponseWriter, r *http.Request, alts []Requirement, ho
 	} else if !presented {
 		detail = "the request carries no credentials; it needs " + strings.Join(uniq(missing), " or ")
 	}
-	return r, &idemproblem.Problem{Status: http.StatusUnauthorized, Code: idem.CodeUnauthorized,
-		Reason: idem.ReasonUnauthenticated, Detail: detail, Err: rejected}
+	return r, &idemproblem.Problem{Status: http.StatusUnauthorized, Code: idemproblem.CodeUnauthorized,
+		Reason: idemproblem.ReasonUnauthenticated, Detail: detail, Err: rejected}
 }
 
 // errNoPrincipal is an alternative whose hooks all returned a nil principal

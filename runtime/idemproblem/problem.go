@@ -1,5 +1,6 @@
-// Package idemproblem is the problem+json of idemgen's HTTP contract: the
-// RFC 9457 problem detail a refusal is answered with (Problem), the
+// Package idemproblem is the problem+json of idemgen's HTTP contract: its
+// vocabulary (the Code and Reason constants), the RFC 9457 problem detail a
+// refusal is answered with (Problem), the
 // violations of a request that breaks its schema (Violation,
 // ValidationError), its encoding (Encode, ContentType), and the description
 // of an error body that idemgen checks a spec's declared error schemas
@@ -7,8 +8,8 @@
 //
 // Which problem an error becomes — status, code, reason, retry signals —
 // is the engine's decision, made in one place: idem.ProblemFor, under an
-// operation's profile. The codes and reasons are idem's (idem.CodeConflict,
-// idem.ReasonConflict, ...).
+// operation's profile, from this package's codes and reasons, which
+// clients read too (runtime/idemclient).
 package idemproblem
 
 import (

@@ -25,7 +25,7 @@
 //	idem_abandoned_claims_total                       counter: claims past their expiry made UNKNOWN
 //	idem_records_unresolved                           gauge: UNKNOWN records past their expiry, per sweep
 //	idem_sweeper_pass_duration_seconds                histogram: one sweeper pass
-//	idem_cache_requests_total{operation,result}       counter: what Config.Cache did (hit, miss, fallback, invalid)
+//	idem_cache_requests_total{operation,result}       counter: what Config.Cache did for the requests that asked it (hit, miss, fallback, invalid)
 //	idem_cache_hit_ratio                              gauge: hits / keyed requests that asked the cache, since start
 //	idem_cache_errors_total{operation}                counter: cache calls that failed (the engine went on without)
 //	idem_db_violations_total{operation}               counter: record writes that lost to a duplicate on the primary key

@@ -19,6 +19,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/events"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 	"github.com/idemgen/idemgen/runtime/webhook"
 )
@@ -227,7 +228,7 @@ func TestReceiveDeduplicates(t *testing.T) {
 	}
 	// Same key, another payload: 409 conflict, nothing run.
 	resp, problem := post(t, srv.URL, "key-1", "", `{"text":"other"}`)
-	if resp.StatusCode != 409 || problem["reason"] != idem.ReasonConflict ||
+	if resp.StatusCode != 409 || problem["reason"] != idemproblem.ReasonConflict ||
 		resp.Header.Get("Content-Type") != "application/problem+json" {
 		t.Fatalf("conflict: %d %v", resp.StatusCode, problem)
 	}
@@ -250,11 +251,11 @@ func TestReceiveRejectsBeforeRecording(t *testing.T) {
 		status          int
 		reason          string
 	}{
-		{"no key", "", `{"text":"a"}`, 400, idem.ReasonKeyRequired},
-		{"bad key", "a b", `{"text":"a"}`, 400, idem.ReasonKeyMalformed},
-		{"not JSON", "k", `{`, 400, idem.ReasonInvalidJSON},
-		{"invalid payload", "k", `{"text":""}`, 400, idem.ReasonInvalidRequest},
-		{"too large", "k", `{"text":"` + strings.Repeat("x", 2<<10) + `"}`, 413, idem.ReasonBodyTooLarge},
+		{"no key", "", `{"text":"a"}`, 400, idemproblem.ReasonKeyRequired},
+		{"bad key", "a b", `{"text":"a"}`, 400, idemproblem.ReasonKeyMalformed},
+		{"not JSON", "k", `{`, 400, idemproblem.ReasonInvalidJSON},
+		{"invalid payload", "k", `{"text":""}`, 400, idemproblem.ReasonInvalidRequest},
+		{"too large", "k", `{"text":"` + strings.Repeat("x", 2<<10) + `"}`, 413, idemproblem.ReasonBodyTooLarge},
 	} {
 		resp, problem := post(t, srv.URL, tc.key, "", tc.body)
 		if resp.StatusCode != tc.status || problem["reason"] != tc.reason {

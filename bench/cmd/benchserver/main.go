@@ -260,7 +260,12 @@ func newMux(pool *pgxpool.Pool, logger *slog.Logger, redisURL string) (mux *http
 		cache.Close()
 		return nil, nil, err
 	}
-	mux.Handle("/redis/", http.StripPrefix("/redis", api.NewHandler(service{pool: pool}, cached)))
+	// Routed as the engine without a cache is (no http.StripPrefix, whose
+	// copy of the request would count against the cache).
+	red := api.NewHandler(service{pool: pool}, cached, api.WithBasePath("/redis"))
+	for _, rt := range api.Routes(service{}, nil, api.WithBasePath("/redis")) {
+		mux.Handle(rt.Method+" "+rt.Pattern, red)
+	}
 	return mux, cache.Close, nil
 }
 

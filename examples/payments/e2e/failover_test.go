@@ -25,8 +25,8 @@ import (
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/schema"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -507,8 +507,8 @@ func (l *haLoad) classify(ex *harness.Exchange, err error) (string, time.Duratio
 	p, ok := ex.Problem()
 	label := fmt.Sprintf("%d %s", ex.Status, p.Reason)
 	switch {
-	case ok && ex.Status == 409 && (p.Reason == idem.ReasonInProgress || p.Reason == idem.ReasonLeaseLost):
-	case ok && ex.Status == 503 && (p.Reason == idem.ReasonDatabaseDown || p.Reason == idem.ReasonOutcomeUnknown):
+	case ok && ex.Status == 409 && (p.Reason == idemproblem.ReasonInProgress || p.Reason == idemproblem.ReasonLeaseLost):
+	case ok && ex.Status == 503 && (p.Reason == idemproblem.ReasonDatabaseDown || p.Reason == idemproblem.ReasonOutcomeUnknown):
 	default:
 		l.note(ex.Format())
 	}

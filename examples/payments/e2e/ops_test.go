@@ -18,6 +18,7 @@ import (
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -355,7 +356,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 		// The retry takes the claim over; the recovery hook cannot ask the
 		// gateway: 503, UNKNOWN.
 		ex := mustDo(t, c, "POST", "/payments", key, newPayment(800))
-		wantProblem(t, ex, 503, "ERR503_SERVICE_UNAVAILABLE", idem.ReasonOutcomeUnknown)
+		wantProblem(t, ex, 503, "ERR503_SERVICE_UNAVAILABLE", idemproblem.ReasonOutcomeUnknown)
 		if r := cli.get(key); r.State != "UNKNOWN" {
 			t.Fatalf("after the hook said Unknown: %s", r.State)
 		}

@@ -21,8 +21,8 @@ import (
 	"github.com/idemgen/idemgen/examples/payments"
 	"github.com/idemgen/idemgen/examples/payments/gateway"
 	"github.com/idemgen/idemgen/examples/payments/internal/harness"
-	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/schema"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -120,7 +120,7 @@ func TestPostgresRestart(t *testing.T) {
 		}
 		p, isProblem := ex.Problem()
 		switch {
-		case ex.Status == 409 && isProblem && p.Reason == idem.ReasonInProgress:
+		case ex.Status == 409 && isProblem && p.Reason == idemproblem.ReasonInProgress:
 		case ex.Status >= 500 && isProblem:
 		default:
 			unclean.Add(1)

@@ -15,6 +15,7 @@ import (
 	"github.com/google/uuid"
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/admin"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 	"github.com/jackc/pgx/v5"
 )
@@ -221,7 +222,7 @@ func TestAbandonedClaims(t *testing.T) {
 	}
 	// Another payload on the abandoned key is still refused: its outcome is
 	// not known.
-	e.postProblem(abandoned, `{"amount":2}`, 409, idem.CodeConflict, idem.ReasonConflict)
+	e.postProblem(abandoned, `{"amount":2}`, 409, idemproblem.CodeConflict, idemproblem.ReasonConflict)
 
 	// Passes without a grace keep unresolved records, and report them again
 	// as waiting, not as newly abandoned.

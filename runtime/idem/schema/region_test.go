@@ -21,6 +21,7 @@ import (
 
 	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idem/schema"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
 
@@ -476,7 +477,7 @@ func testRegionHome(t *testing.T, b *regionDB) {
 	b.put(t, "a", fromA, "COMPLETED", time.Now())
 	st, h, body = postKey(t, srv, fromA)
 	if st != http.StatusMisdirectedRequest || h.Get(idem.HomeRegionHeader) != "a" ||
-		!strings.Contains(body, idem.ReasonWrongRegion) {
+		!strings.Contains(body, idemproblem.ReasonWrongRegion) {
 		t.Fatalf("a's key sent to b: %d, home %q: %s", st, h.Get(idem.HomeRegionHeader), body)
 	}
 	if *runs != 1 {

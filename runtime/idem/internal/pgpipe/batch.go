@@ -27,16 +27,50 @@ func NewBatch(c interface {
 	return &Batch{c: c, pre: pre, post: post}
 }
 
-func (b *Batch) send(ctx context.Context, sql string, args []any) pgx.BatchResults {
-	bt := &pgx.Batch{}
+// maxQueued is the most statements a batch of the engine's holds: BEGIN, a
+// statement, COMMIT and the business transaction's BEGIN (AlonePre,
+// AlonePost).
+const maxQueued = 4
+
+// queued is a pgx.Batch with room for its statements and the Row of its
+// one statement, allocated together: pgx.Batch.Queue allocates each
+// statement and grows the batch's slice, five or six allocations for the
+// two or three statements of each of a request's batches.
+type queued struct {
+	b   pgx.Batch
+	ptr [maxQueued]*pgx.QueuedQuery
+	q   [maxQueued]pgx.QueuedQuery
+	row batchRow
+}
+
+// newQueued returns an empty batch.
+func newQueued() *queued {
+	bq := &queued{}
+	bq.b.QueuedQueries = bq.ptr[:0]
+	return bq
+}
+
+// queue adds sql with args to the batch, as pgx.Batch.Queue does.
+func (bq *queued) queue(sql string, args []any) {
+	i := len(bq.b.QueuedQueries)
+	if i == maxQueued {
+		bq.b.Queue(sql, args...)
+		return
+	}
+	bq.q[i] = pgx.QueuedQuery{SQL: sql, Arguments: args}
+	bq.b.QueuedQueries = append(bq.b.QueuedQueries, &bq.q[i])
+}
+
+func (b *Batch) send(ctx context.Context, sql string, args []any) (*queued, pgx.BatchResults) {
+	bq := newQueued()
 	for _, s := range b.pre {
-		bt.Queue(s)
+		bq.queue(s, nil)
 	}
-	bt.Queue(sql, args...)
+	bq.queue(sql, args)
 	for _, s := range b.post {
-		bt.Queue(s)
+		bq.queue(s, nil)
 	}
-	return b.c.SendBatch(ctx, bt)
+	return bq, b.c.SendBatch(ctx, &bq.b)
 }
 
 func (b *Batch) execAll(br pgx.BatchResults, n int) error {
@@ -51,7 +85,7 @@ func (b *Batch) execAll(br pgx.BatchResults, n int) error {
 }
 
 func (b *Batch) Exec(ctx context.Context, sql string, args ...any) (pgconn.CommandTag, error) {
-	br := b.send(ctx, sql, args)
+	_, br := b.send(ctx, sql, args)
 	err := b.execAll(br, len(b.pre))
 	var tag pgconn.CommandTag
 	if err == nil {
@@ -67,7 +101,9 @@ func (b *Batch) Exec(ctx context.Context, sql string, args ...any) (pgconn.Comma
 }
 
 func (b *Batch) QueryRow(ctx context.Context, sql string, args ...any) pgx.Row {
-	return &batchRow{b: b, br: b.send(ctx, sql, args)}
+	bq, br := b.send(ctx, sql, args)
+	bq.row = batchRow{b: b, br: br}
+	return &bq.row
 }
 
 func (b *Batch) Query(context.Context, string, ...any) (pgx.Rows, error) {

@@ -65,10 +65,10 @@ func (t *Tx) flush(ctx context.Context) error {
 
 // sendWithBegin sends BEGIN and sql in one batch and reads BEGIN's result.
 func (t *Tx) sendWithBegin(ctx context.Context, sql string, args []any) (pgx.BatchResults, error) {
-	b := &pgx.Batch{}
-	b.Queue(BeginRC)
-	b.Queue(sql, args...)
-	br := t.p.C.SendBatch(ctx, b)
+	bq := newQueued()
+	bq.queue(BeginRC, nil)
+	bq.queue(sql, args)
+	br := t.p.C.SendBatch(ctx, &bq.b)
 	if _, err := br.Exec(); err != nil {
 		_ = br.Close()
 		return nil, err

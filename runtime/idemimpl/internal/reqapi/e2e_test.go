@@ -222,7 +222,7 @@ func wantConflict(t *testing.T, r reply) {
 	if r.status != 409 {
 		t.Fatalf("got %d (replayed %v) %s; want 409", r.status, r.replayed(), r.body)
 	}
-	if reason, _ := r.problem(t); reason != idem.ReasonConflict {
+	if reason, _ := r.problem(t); reason != idemproblem.ReasonConflict {
 		t.Fatalf("409 reason %s, want CONFLICTING_IDEMPOTENT_REQUEST: %s", reason, r.body)
 	}
 }
@@ -234,7 +234,7 @@ func wantInvalid(t *testing.T, r reply, in, where, rule string) {
 		t.Fatalf("got %d %s; want 400", r.status, r.body)
 	}
 	reason, vs := r.problem(t)
-	if reason != idem.ReasonInvalidRequest || len(vs) != 1 || vs[0].In != in || vs[0].Pointer+vs[0].Parameter != where || vs[0].Rule != rule {
+	if reason != idemproblem.ReasonInvalidRequest || len(vs) != 1 || vs[0].In != in || vs[0].Pointer+vs[0].Parameter != where || vs[0].Rule != rule {
 		t.Fatalf("400 %s; want one violation in %s at %s (%s)", r.body, in, where, rule)
 	}
 }
@@ -521,8 +521,8 @@ func TestContentEncoding(t *testing.T) {
 			t.Errorf("%s: %d Accept-Encoding %q %s; want 415 with Accept-Encoding: identity", c.name, r.status, r.header.Get("Accept-Encoding"), r.body)
 			continue
 		}
-		if reason, _ := r.problem(t); reason != idem.ReasonMediaType || !bytes.Contains(r.body, []byte("Content-Encoding")) {
-			t.Errorf("%s: %s; want %s naming Content-Encoding", c.name, r.body, idem.ReasonMediaType)
+		if reason, _ := r.problem(t); reason != idemproblem.ReasonMediaType || !bytes.Contains(r.body, []byte("Content-Encoding")) {
+			t.Errorf("%s: %s; want %s naming Content-Encoding", c.name, r.body, idemproblem.ReasonMediaType)
 		}
 	}
 	s.noneLeft(t, 0, 0)

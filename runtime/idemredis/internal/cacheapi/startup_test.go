@@ -68,7 +68,7 @@ func TestTypedNilRefused(t *testing.T) {
 // for a tenant (a pool missing from a map of *pgxpool.Pool) is answered
 // with a 500, not a panic that drops the connection.
 //
-// Fails when onShard checks only for an untyped nil DB.
+// Fails when engineFor checks only for an untyped nil DB.
 func TestShardChoosingTypedNil(t *testing.T) {
 	t.Parallel()
 	pools := map[string]*pgxpool.Pool{}
