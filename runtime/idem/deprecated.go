@@ -62,7 +62,6 @@ const (
 	CodeMisdirected      = idemproblem.CodeMisdirected
 	CodeUnprocessable    = idemproblem.CodeUnprocessable
 	CodeTooManyRequests  = idemproblem.CodeTooManyRequests
-	CodeClientClosed     = idemproblem.CodeClientClosed
 	CodeInternal         = idemproblem.CodeInternal
 	CodeNotImplemented   = idemproblem.CodeNotImplemented
 	CodeUnavailable      = idemproblem.CodeUnavailable
@@ -88,7 +87,6 @@ const (
 	ReasonInternal        = idemproblem.ReasonInternal
 	ReasonNotImplemented  = idemproblem.ReasonNotImplemented
 	ReasonDatabaseDown    = idemproblem.ReasonDatabaseDown
-	ReasonClientClosed    = idemproblem.ReasonClientClosed
 )
 
 // Nullable is idemtype.Nullable.
