@@ -20,6 +20,8 @@ import (
 	_ "github.com/gin-gonic/gin"
 	_ "github.com/go-chi/chi/v5"
 	_ "github.com/jackc/pgx/v5"
+	_ "github.com/jackc/pgx/v5/pgconn"
+	_ "github.com/jackc/pgx/v5/pgconn/ctxwatch"
 	_ "github.com/jackc/pgx/v5/pgxpool"
 	_ "github.com/labstack/echo/v4"
 	_ "github.com/prometheus/client_golang/prometheus"
