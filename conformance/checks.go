@@ -87,7 +87,15 @@ func notes(q request) string {
 	return " (" + strings.Join(q.notes, "; ") + ")"
 }
 
+// send sends q, retrying the answers the contract says to retry
+// (runner.sendRetried): what a check judges is the last answer.
 func (c *checker) send(ctx context.Context, q request) *Exchange {
+	return c.p.r.sendRetried(ctx, c.p.keyHeader(), c.profile(), q)
+}
+
+// sendOnce sends q once: for the concurrent check's burst, whose every
+// answer is judged.
+func (c *checker) sendOnce(ctx context.Context, q request) *Exchange {
 	e := c.p.r.send(ctx, c.p.keyHeader(), q)
 	e.profile = c.profile()
 	return e
@@ -207,7 +215,8 @@ func (c *checker) sequence(ctx context.Context) {
 		problems = append(problems, "no response: "+e1.Error)
 	case !c.p.kept(e1.Status):
 		problems = append(problems, fmt.Sprintf("got %s, a status the contract does not keep (a 2xx or one of replayStatuses %v); the body (%s) or parameters may not suit this service: supply them", e1.describe(), c.p.o.Policy.ReplayStatuses, c.p.source))
-	case e1.replayed():
+	case e1.replayed() && e1.attempts() == 1:
+		// After retries a replay is the execution of an earlier attempt.
 		problems = append(problems, "a fresh key was answered as a replay (Idempotent-Replayed: true)")
 	}
 	if e1.header("Last-Modified") != "" && e1.replayed() {
@@ -386,7 +395,9 @@ func (c *checker) tenants(ctx context.Context) {
 		problems = append(problems, fmt.Sprintf("tenant %s's first request: %s", a, ea.describe()))
 	}
 	switch {
-	case eb.replayed():
+	case eb.replayed() && (eb.attempts() == 1 || bytes.Equal(eb.raw, ea.raw)):
+		// After retries a replay may be of b's own earlier attempt, not of
+		// a's response.
 		problems = append(problems, fmt.Sprintf("tenant %s got a replay for a key only tenant %s used: %s", b, a, eb.describe()))
 	case !c.p.kept(eb.Status):
 		problems = append(problems, fmt.Sprintf("tenant %s's request with the same key: %s, want it executed", b, eb.describe()))
@@ -452,11 +463,21 @@ func (c *checker) concurrent(ctx context.Context) {
 		go func() {
 			defer wg.Done()
 			<-start
-			exs[i] = c.send(ctx, q)
+			exs[i] = c.sendOnce(ctx, q)
 		}()
 	}
 	close(start)
 	wg.Wait()
+	// An answer to retry that is not an in-flight refusal (an unknown
+	// outcome, a 503, no response) is retried as a client would; its
+	// request is then judged by its last answer.
+	for i, e := range exs {
+		if e.retryable() && !inFlight(e) {
+			last := c.send(ctx, q)
+			last.Earlier = append([]Exchange{*e}, last.Earlier...)
+			exs[i] = last
+		}
+	}
 
 	var executed []*Exchange
 	inFlightN, replays := 0, 0
@@ -465,7 +486,11 @@ func (c *checker) concurrent(ctx context.Context) {
 		switch {
 		case inFlight(e):
 			inFlightN++
-			if d := wantRefusal(e, idem.ErrInFlight); d != "" {
+			want := idem.ErrInFlight
+			if p, _ := e.refusal(); p.Reason == idem.ReasonLeaseLost {
+				want = idem.ErrLeaseLost
+			}
+			if d := wantRefusal(e, want); d != "" {
 				problems = appendOnce(problems, "in flight: "+d)
 			}
 			if _, ok := e.retryAfter(); !ok {
@@ -500,10 +525,10 @@ func (c *checker) concurrent(ctx context.Context) {
 	}
 
 	// Retry until the outcome is final: no claim may be left in flight.
-	final, tries := c.settle(ctx, q)
+	final := c.send(ctx, q)
 	switch {
-	case final == nil:
-		problems = append(problems, fmt.Sprintf("still in flight after %s of retries", c.p.r.cfg.Settle))
+	case final.retryable():
+		problems = append(problems, fmt.Sprintf("still in flight after %s (the last answered %d)", plural(final.attempts(), "attempt"), final.Status))
 	case ref != nil:
 		if d := sameResponse(ref, final); len(d) > 0 {
 			problems = append(problems, "the retry after the burst: "+strings.Join(d, ", "))
@@ -511,30 +536,8 @@ func (c *checker) concurrent(ctx context.Context) {
 	}
 	effect := pr.expect(ctx, before, 1, "the duplicates had several effects", &problems)
 	all := append(append([]*Exchange(nil), exs...), final)
-	c.verdict(check, fmt.Sprintf("%d identical requests at once: %d executed, %d replayed, %d in flight (%d with Retry-After); then the same request: %s (after %s)%s",
-		n, len(executed), replays, inFlightN, idem.ProblemFor(idem.ErrInFlight, c.profile()).Status, describeOrNone(final), plural(tries, "attempt"), effect), problems, all...)
-}
-
-// settle retries q until it is no longer in flight, honouring Retry-After
-// (at most a second per wait), for at most Config.Settle.
-func (c *checker) settle(ctx context.Context, q request) (*Exchange, int) {
-	deadline := time.Now().Add(c.p.r.cfg.Settle)
-	for tries := 1; ; tries++ {
-		e := c.send(ctx, q)
-		if !inFlight(e) && e.Status != 503 && e.Status != 0 {
-			return e, tries
-		}
-		wait, _ := e.retryAfter()
-		wait = min(max(wait, 50*time.Millisecond), time.Second)
-		if time.Now().Add(wait).After(deadline) {
-			return nil, tries
-		}
-		select {
-		case <-ctx.Done():
-			return nil, tries
-		case <-time.After(wait):
-		}
-	}
+	c.verdict(check, fmt.Sprintf("%d identical requests at once: %d executed, %d replayed, %d in flight (%d with Retry-After); then the same request: %s%s",
+		n, len(executed), replays, inFlightN, idem.ProblemFor(idem.ErrInFlight, c.profile()).Status, final.describe(), effect), problems, all...)
 }
 
 // inFlight reports whether e refuses a request because its key's first
@@ -558,11 +561,4 @@ func plural(n int, what string) string {
 		return "1 " + what
 	}
 	return strconv.Itoa(n) + " " + what + "s"
-}
-
-func describeOrNone(e *Exchange) string {
-	if e == nil {
-		return "none final"
-	}
-	return e.describe()
 }

@@ -16,6 +16,14 @@
 // created, the checks that need it are skipped with the reason, never run
 // against an invented id.
 //
+// A request with a key whose answer the contract says to retry (a 409 in
+// flight or lease lost, a 503 outcome unknown, no response) is sent again
+// with the same key and body, as a client keeping the contract does,
+// before its check judges it (Config.Settle); the evidence says "after N
+// attempts". In the concurrent check's burst an in-flight refusal is
+// judged as it comes (it is what the check expects); then the key is
+// retried until it is final.
+//
 // The checks (names as printed):
 //
 //	missing-key             no key on a required operation: 400 IDEMPOTENCY_KEY_REQUIRED, no effect
@@ -93,8 +101,13 @@ type Config struct {
 	// Concurrency is the number of identical requests the concurrent check
 	// sends at once; default 10.
 	Concurrency int
-	// Settle bounds how long the concurrent check retries until the key's
-	// outcome is final; default 30s.
+	// Settle bounds how long a request is retried, with the same key and
+	// body, while its answer is one the contract says to retry (in flight,
+	// lease lost, outcome unknown, a 503, no response: what idemclient
+	// retries), counted from the first such answer; at most 20 attempts
+	// are made, each after the answer's Retry-After (at most 5s). The
+	// checks judge the last answer; the earlier ones are in its
+	// Exchange.Earlier. Default 30s.
 	Settle time.Duration
 }
 

@@ -32,6 +32,11 @@ type Exchange struct {
 	Header      map[string]string `json:"header,omitempty"` // the contract's response headers
 	Body        string            `json:"body,omitempty"`   // at most 2 KiB
 	Error       string            `json:"error,omitempty"`
+	// Earlier are the answers to the earlier attempts of the same request
+	// (the same key and body), oldest first: answers the contract says to
+	// retry (in flight, lease lost, outcome unknown, 503, no response...),
+	// which a check retries before it judges this, the last one.
+	Earlier []Exchange `json:"earlier,omitempty"`
 
 	resp    http.Header
 	raw     []byte // the whole response body
@@ -194,6 +199,9 @@ func (e *Exchange) describe() string {
 	}
 	if why != "" {
 		s += ": " + why
+	}
+	if n := e.attempts(); n > 1 {
+		s += " after " + plural(n, "attempt")
 	}
 	return s
 }

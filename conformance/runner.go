@@ -14,6 +14,7 @@ import (
 
 	"github.com/idemgen/idemgen/generator"
 	"github.com/idemgen/idemgen/generator/model"
+	"github.com/idemgen/idemgen/runtime/idem"
 	"github.com/idemgen/idemgen/runtime/idemclient"
 	"github.com/idemgen/idemgen/runtime/idemimpl"
 )
@@ -396,7 +397,7 @@ func (p *opRun) parent(ctx context.Context, param string, depth int, tenant stri
 	if pp.keyHeader() != "" {
 		q = q.withKeys(pp.newKey())
 	}
-	ex := p.r.send(ctx, pp.keyHeader(), q)
+	ex := p.r.sendRetried(ctx, pp.keyHeader(), idem.Profile(parentOp.Policy.Profile), q)
 	exs = append(exs, ex)
 	if ex.Status < 200 || ex.Status > 299 {
 		return "", exs, parentOp, fmt.Errorf("creating it with %s answered %s", parentOp.ID, ex.describe())

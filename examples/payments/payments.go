@@ -21,6 +21,7 @@ import (
 	"fmt"
 	"time"
 
+	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 )
 
@@ -90,4 +91,42 @@ func EnsureStream(ctx context.Context, js jetstream.JetStream, replicas int, dup
 		return nil, fmt.Errorf("stream %s: %w", Stream, err)
 	}
 	return st, nil
+}
+
+// NATS connection bounds of ConnectNATS.
+const (
+	// natsConnectTimeout bounds one connection attempt: the dial and the
+	// server's INFO. nats.go's default of 2 s is exceeded by a broker on a
+	// busy machine (the e2e tests beside two busy loops saw "read tcp ...:
+	// i/o timeout" from a broker that was up).
+	natsConnectTimeout = 20 * time.Second
+	// natsConnectAttempts is how many times ConnectNATS tries, a second
+	// apart: a broker started beside the service may not listen yet.
+	natsConnectAttempts = 5
+)
+
+// ConnectNATS connects to the NATS server(s) at url (a comma-separated
+// list) as client name. Once connected, the connection reconnects without
+// end. A server that does not answer within 20 s, or refuses the
+// connection, is tried again a second later, 5 times in all or until ctx
+// ends: a service should not die at start because its broker was slow or
+// starting. The error is the last attempt's, with the count; it does not
+// repeat url, which may hold credentials.
+func ConnectNATS(ctx context.Context, url, name string) (*nats.Conn, error) {
+	var err error
+	for n := 1; ; n++ {
+		var nc *nats.Conn
+		nc, err = nats.Connect(url, nats.Name(name), nats.MaxReconnects(-1), nats.Timeout(natsConnectTimeout))
+		if err == nil {
+			return nc, nil
+		}
+		if n == natsConnectAttempts {
+			return nil, fmt.Errorf("%w (after %d attempts)", err, n)
+		}
+		select {
+		case <-ctx.Done():
+			return nil, fmt.Errorf("%w (after %d attempts; then %w)", err, n, context.Cause(ctx))
+		case <-time.After(time.Second):
+		}
+	}
 }

@@ -42,7 +42,7 @@ func startNATS(t *testing.T) *server.Server {
 
 func connectNATS(t *testing.T, url string) (*nats.Conn, jetstream.JetStream) {
 	t.Helper()
-	nc, err := nats.Connect(url, nats.MaxReconnects(-1))
+	nc, err := payments.ConnectNATS(t.Context(), url, "e2e")
 	if err != nil {
 		t.Fatal(err)
 	}

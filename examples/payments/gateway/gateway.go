@@ -65,6 +65,10 @@ type Switches struct {
 	// that gives up during the first half charged nothing; during the
 	// second half it was charged but sees ErrTimeout.
 	Latency time.Duration `json:"latency"`
+	// HoldAfterCharge keeps each call this long after its charge (on top of
+	// Latency's second half), or until its caller goes away: a charge made
+	// whose answer is still on its way, for a test to act in between.
+	HoldAfterCharge time.Duration `json:"holdAfterCharge"`
 	// FailBeforeCharge fails the next N calls with ErrUnavailable.
 	FailBeforeCharge int `json:"failBeforeCharge"`
 	// FailAfterCharge makes the next N calls charge, then return ErrTimeout.
@@ -185,7 +189,7 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 			fail = failAfter
 		}
 	}
-	half := s.sw.Latency / 2
+	half, hold := s.sw.Latency/2, s.sw.HoldAfterCharge
 	s.mu.Unlock()
 
 	if err := sleep(ctx, half); err != nil {
@@ -209,7 +213,7 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 	a.Raw++
 	s.mu.Unlock()
 
-	err := sleep(ctx, half)
+	err := sleep(ctx, half+hold)
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrTimeout, err)
 	} else if fail == failAfter {

@@ -26,7 +26,6 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5/pgxpool"
-	"github.com/nats-io/nats.go"
 	"github.com/nats-io/nats.go/jetstream"
 
 	"github.com/idemgen/idemgen/examples/payments"
@@ -69,7 +68,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 	if err := schema.MigrateFS(ctx, pool, payments.Migrations, "payments_schema_migrations"); err != nil {
 		return err
 	}
-	nc, err := nats.Connect(natsURL, nats.Name(bookkeeper.Name), nats.MaxReconnects(-1))
+	nc, err := payments.ConnectNATS(ctx, natsURL, bookkeeper.Name)
 	if err != nil {
 		return fmt.Errorf("NATS_URL: %w", err)
 	}

@@ -223,7 +223,7 @@ func run(ctx context.Context, log *slog.Logger) error {
 // publishes to JetStream with the event id as Nats-Msg-Id. Every replica of
 // the service may run one; they claim disjoint batches.
 func startRelay(ctx context.Context, log *slog.Logger, pool *pgxpool.Pool, natsURL string, o *ops) (*nats.Conn, error) {
-	nc, err := nats.Connect(natsURL, nats.Name("payments-relay"), nats.MaxReconnects(-1))
+	nc, err := payments.ConnectNATS(ctx, natsURL, "payments-relay")
 	if err != nil {
 		return nil, fmt.Errorf("NATS_URL: %w", err)
 	}
