@@ -16,6 +16,7 @@ import (
 
 	"github.com/idemgen/idemgen/generator/model"
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/idemproblem"
 )
 
 // checker runs the checks of one operation and collects their results.
@@ -358,7 +359,7 @@ func (c *checker) quotedKey(ctx context.Context) {
 			problems = append(problems, "no response: "+e2.Error)
 		case e2.replayed():
 			problems = append(problems, "the quoted key replayed the bare key's response: it was read as an sf-string, not as sent (profile stripe)")
-		case refused && (p.Reason == idem.ReasonKeyMalformed || p.Reason == idem.ReasonKeyRequired):
+		case refused && (p.Reason == idemproblem.ReasonKeyMalformed || p.Reason == idemproblem.ReasonKeyRequired):
 			problems = append(problems, "the quoted key was refused: "+e2.describe())
 		}
 		c.verdict(check, fmt.Sprintf("%s then %s: %s, run as another key (profile stripe)", key, quoted, e2.describe()), problems, e1, e2)
@@ -487,7 +488,7 @@ func (c *checker) concurrent(ctx context.Context) {
 		case inFlight(e):
 			inFlightN++
 			want := idem.ErrInFlight
-			if p, _ := e.refusal(); p.Reason == idem.ReasonLeaseLost {
+			if p, _ := e.refusal(); p.Reason == idemproblem.ReasonLeaseLost {
 				want = idem.ErrLeaseLost
 			}
 			if d := wantRefusal(e, want); d != "" {
@@ -544,7 +545,7 @@ func (c *checker) concurrent(ctx context.Context) {
 // request still runs (or its lease was taken over), in e's profile.
 func inFlight(e *Exchange) bool {
 	p, ok := e.refusal()
-	return ok && (p.Reason == idem.ReasonInProgress || p.Reason == idem.ReasonLeaseLost)
+	return ok && (p.Reason == idemproblem.ReasonInProgress || p.Reason == idemproblem.ReasonLeaseLost)
 }
 
 func appendOnce(list []string, s string) []string {

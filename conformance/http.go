@@ -209,8 +209,8 @@ func (e *Exchange) describe() string {
 // contractReasons are the reasons of the idempotency contract's own
 // answers, which the checks expect and which need no more words.
 var contractReasons = map[string]bool{
-	idem.ReasonKeyRequired: true, idem.ReasonKeyMalformed: true, idem.ReasonConflict: true,
-	idem.ReasonInProgress: true,
+	idemproblem.ReasonKeyRequired: true, idemproblem.ReasonKeyMalformed: true, idemproblem.ReasonConflict: true,
+	idemproblem.ReasonInProgress: true,
 }
 
 // maxSaid bounds what describe quotes of a response body.
