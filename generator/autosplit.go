@@ -9,10 +9,11 @@ import (
 // SplitAbove is the number of a spec's operations above which its types
 // are split into packages of their own when the config leaves Split out.
 // On format_gen's description (1 072 operations, all idempotent) the split
-// compiles in 7% less CPU than one package with a third less peak memory,
-// cut to 500 operations in 15% less CPU and a third less memory, cut to 300
-// in the same CPU; below that its costs (docs/generate.md) buy little
-// (BENCHMARKS.md, "Generating and compiling code").
+// compiles in 7% less CPU than one package and a third less peak memory;
+// cut to 500 operations, 10% less CPU and a third less memory; cut to 300
+// or 150, the same CPU and a quarter or a tenth less memory, which no
+// longer pays for the split's other costs (docs/generate.md; BENCHMARKS.md,
+// "Generating and compiling code").
 const SplitAbove = 500
 
 // decideSplit sets cfg.split for the spec doc: Split when the config

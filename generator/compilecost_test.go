@@ -44,7 +44,7 @@ func TestHandlersInlineNoPerOperationCall(t *testing.T) {
 // interface. The encoders' type switches are on any(resp) so that the
 // compiler builds none: each table lists every method of the type, and a
 // response shared by n operations has n marker methods and n tables, n² in
-// all (a third of the compile of format_gen's types, BENCHMARKS.md).
+// all (two fifths of the compile of format_gen's types, BENCHMARKS.md).
 func TestEncodersBuildNoMethodTables(t *testing.T) {
 	if testing.Short() {
 		t.Skip("builds generated code; skipped with -short")

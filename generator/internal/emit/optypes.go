@@ -143,9 +143,10 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	// interface compares method tables, and the compiler builds the case
 	// type's table for the interface, listing every method of the type.
 	// A response shared by many operations (an error response) has a
-	// marker method per operation, so that was quadratic: on format_gen
-	// (an error response shared by 715 operations) a third of the types'
-	// compile. A switch on any compares type descriptors only.
+	// marker method per operation, so that was quadratic: format_gen's
+	// types (an error response shared by 715 operations) compiled in 3.0
+	// s of CPU, 1.7 s without. A switch on any compares type descriptors
+	// only.
 	subject := jen.Id("any").Call(jen.Id("resp")).Assert(jen.Type())
 	if usesR {
 		subject = jen.Id("r").Op(":=").Add(subject)
