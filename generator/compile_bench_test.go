@@ -37,7 +37,7 @@ func BenchmarkCompile(b *testing.B) {
 	if err := os.WriteFile(spec, multiplySpec(b, data, 10), 0o644); err != nil {
 		b.Fatal(err)
 	}
-	files, _, err := Generate(Config{Spec: spec, Package: "api", Output: "api"})
+	files, _, err := Generate(Config{Spec: spec, Package: "api", Output: "api", Split: new(false)})
 	if err != nil {
 		b.Fatal(err)
 	}
@@ -47,7 +47,7 @@ func BenchmarkCompile(b *testing.B) {
 	// split: true, each of the four packages rebuilt alone (a comment
 	// in a dependency does not change its export data, so the packages
 	// that import it are not compiled again).
-	files, _, err = Generate(Config{Spec: spec, Package: "api", Output: "api", Split: true, ImportPath: generatedModule + "/api"})
+	files, _, err = Generate(Config{Spec: spec, Package: "api", Output: "api", Split: new(true), ImportPath: generatedModule + "/api"})
 	if err != nil {
 		b.Fatal(err)
 	}

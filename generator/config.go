@@ -61,10 +61,11 @@ type Config struct {
 	// and internal/unimplemented (Unimplemented and its methods). The
 	// package re-exports every one of them by alias, so users still
 	// write api.Note; what changes is that no package is as costly to
-	// compile as the whole, for specs whose package would need more memory
-	// than a build machine has (docs/generate.md, "Compiling the package of
-	// a very large spec"). Off by default.
-	Split bool `yaml:"split"`
+	// compile as the whole (docs/generate.md, "Compiling the package of a
+	// very large spec"). nil (the key left out) splits a spec of more than
+	// SplitAbove operations and no other; true or false decides for any
+	// spec.
+	Split *bool `yaml:"split"`
 	// ImportPath is the import path of the package in Output, which Split
 	// needs to import its internal packages; default: the module path of
 	// the nearest go.mod above Output joined with Output's path below it.
@@ -88,6 +89,8 @@ type Config struct {
 	// its spec key: a spec that cannot be read is reported there.
 	file     string
 	specLine int
+	// split is Split as decided for the run's spec (decideSplit).
+	split bool
 }
 
 // ValidationConfig turns request validation off where a service cannot
@@ -194,7 +197,7 @@ func (cfg *Config) normalise() error {
 	if cfg.WebhookSource == "" {
 		cfg.WebhookSource = "urn:idemgen:" + cfg.Package
 	}
-	if cfg.Split && cfg.ImportPath == "" {
+	if cfg.Split != nil && *cfg.Split && cfg.ImportPath == "" {
 		p, err := importPath(cfg.Output)
 		if err != nil {
 			return fmt.Errorf("config: split: the import path of %s: %w (set importPath)", cfg.Output, err)

@@ -55,6 +55,9 @@ func render(cfg Config) ([]File, []Warning, error) {
 	if err != nil {
 		return nil, nil, err
 	}
+	if err := cfg.decideSplit(doc); err != nil {
+		return nil, tw, err
+	}
 	warnings := append(tw, specWarnings(doc, specName(&cfg), false)...)
 	m, err := model.Build(doc, modelOptions(&cfg))
 	if err != nil {
@@ -77,7 +80,7 @@ func modelOptions(cfg *Config) model.Options {
 	return model.Options{File: specName(cfg), Data: cfg.SpecData, Source: sourcePath(cfg), Package: cfg.Package, Version: cfg.Version,
 		BasePath: cfg.BasePath, RequireIdempotent: cfg.RequireIdempotent, Rename: rename, SkipValidation: cfg.Validation.Skip,
 		WebhookSource: cfg.WebhookSource, Client: cfg.Client.Enabled, ClientPackage: cfg.Client.separate(),
-		Split: cfg.Split, ImportPath: cfg.ImportPath}
+		Split: cfg.split, ImportPath: cfg.ImportPath}
 }
 
 // emitOptions are the emitters' options of the run cfg.

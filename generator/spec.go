@@ -27,6 +27,9 @@ func Load(cfg Config) (*Spec, error) {
 	if err != nil {
 		return nil, err
 	}
+	if err := cfg.decideSplit(doc); err != nil {
+		return nil, err
+	}
 	warnings := specWarnings(doc, specName(&cfg), false)
 	m, err := model.Build(doc, modelOptions(&cfg))
 	if err != nil {

@@ -166,7 +166,7 @@ func TestSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	scfg := cfg
-	scfg.Split, scfg.ImportPath = true, generatedModule+"/split"
+	scfg.Split, scfg.ImportPath = new(true), generatedModule+"/split"
 	split, warnings, err := Generate(scfg)
 	if err != nil {
 		t.Fatal(err)
@@ -239,7 +239,7 @@ func TestSplit(t *testing.T) {
 
 	// Split without an import path, outside any module: a clear error.
 	nomod := cfg
-	nomod.Split, nomod.Output = true, filepath.Join(t.TempDir(), "api")
+	nomod.Split, nomod.Output = new(true), filepath.Join(t.TempDir(), "api")
 	if _, _, err := Generate(nomod); err == nil || !strings.Contains(err.Error(), "split") || !strings.Contains(err.Error(), "importPath") {
 		t.Errorf("split outside a module: %v", err)
 	}
@@ -249,7 +249,7 @@ func TestSplit(t *testing.T) {
 		t.Fatal(err)
 	}
 	fromMod := cfg
-	fromMod.Split, fromMod.Output = true, filepath.Join(mod, "svc", "api")
+	fromMod.Split, fromMod.Output = new(true), filepath.Join(mod, "svc", "api")
 	files, _, err := Generate(fromMod)
 	if err != nil {
 		t.Fatal(err)
@@ -261,7 +261,7 @@ func TestSplit(t *testing.T) {
 	if _, err := Write(fromMod.Output, files); err != nil {
 		t.Fatal(err)
 	}
-	fromMod.Split = false
+	fromMod.Split = new(false)
 	unsplit, _, err := Generate(fromMod)
 	if err != nil {
 		t.Fatal(err)

@@ -56,7 +56,7 @@ func (CreateAtomic201Response) isCreateAtomicResponse() {}
 
 // encodeCreateAtomicResponse encodes a response of createAtomic.
 func encodeCreateAtomicResponse(resp CreateAtomicResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateAtomic201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -86,7 +86,7 @@ func (CreateBaseline201Response) isCreateBaselineResponse() {}
 
 // encodeCreateBaselineResponse encodes a response of createBaseline.
 func encodeCreateBaselineResponse(resp CreateBaselineResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateBaseline201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -116,7 +116,7 @@ func (CreateLease201Response) isCreateLeaseResponse() {}
 
 // encodeCreateLeaseResponse encodes a response of createLease.
 func encodeCreateLeaseResponse(resp CreateLeaseResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateLease201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:

@@ -57,7 +57,7 @@ func (CreateBooking201Response) isCreateBookingResponse() {}
 
 // encodeCreateBookingResponse encodes a response of createBooking.
 func encodeCreateBookingResponse(resp CreateBookingResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateBooking201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -92,7 +92,7 @@ func (GetBooking404Response) isGetBookingResponse() {}
 
 // encodeGetBookingResponse encodes a response of getBooking.
 func encodeGetBookingResponse(resp GetBookingResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetBooking200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetBooking404Response:

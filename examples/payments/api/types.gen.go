@@ -183,7 +183,7 @@ func (ListPayments200Response) isListPaymentsResponse() {}
 
 // encodeListPaymentsResponse encodes a response of listPayments.
 func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case ListPayments200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case nil:
@@ -232,7 +232,7 @@ func (CreatePayment502Response) isCreatePaymentResponse() {}
 
 // encodeCreatePaymentResponse encodes a response of createPayment.
 func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreatePayment201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location, "X-Gateway-Charge-Id", r.XGatewayChargeID)
 	case CreatePayment400Response:
@@ -266,7 +266,7 @@ func (QuotePayment200Response) isQuotePaymentResponse() {}
 
 // encodeQuotePaymentResponse encodes a response of quotePayment.
 func encodeQuotePaymentResponse(resp QuotePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case QuotePayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case nil:
@@ -304,7 +304,7 @@ func (GetPayment404Response) isGetPaymentResponse() {}
 
 // encodeGetPaymentResponse encodes a response of getPayment.
 func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetPayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPayment404Response:
@@ -354,7 +354,7 @@ func (CapturePayment422Response) isCapturePaymentResponse() {}
 
 // encodeCapturePaymentResponse encodes a response of capturePayment.
 func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CapturePayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case CapturePayment404Response:
@@ -414,7 +414,7 @@ func (CreateRefund422Response) isCreateRefundResponse() {}
 
 // encodeCreateRefundResponse encodes a response of createRefund.
 func encodeCreateRefundResponse(resp CreateRefundResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateRefund201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case CreateRefund400Response:

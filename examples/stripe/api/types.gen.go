@@ -338,7 +338,7 @@ func (PostCustomersDefaultResponse) isPostCustomersResponse() {}
 
 // encodePostCustomersResponse encodes a response of PostCustomers.
 func encodePostCustomersResponse(resp PostCustomersResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case PostCustomers200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostCustomersDefaultResponse:
@@ -381,7 +381,7 @@ func (GetCustomersCustomerDefaultResponse) isGetCustomersCustomerResponse() {}
 
 // encodeGetCustomersCustomerResponse encodes a response of GetCustomersCustomer.
 func encodeGetCustomersCustomerResponse(resp GetCustomersCustomerResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetCustomersCustomer200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetCustomersCustomerDefaultResponse:
@@ -422,7 +422,7 @@ func (PostPaymentIntentsDefaultResponse) isPostPaymentIntentsResponse() {}
 
 // encodePostPaymentIntentsResponse encodes a response of PostPaymentIntents.
 func encodePostPaymentIntentsResponse(resp PostPaymentIntentsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case PostPaymentIntents200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostPaymentIntentsDefaultResponse:
@@ -466,7 +466,7 @@ func (GetPaymentIntentsIntentDefaultResponse) isGetPaymentIntentsIntentResponse(
 
 // encodeGetPaymentIntentsIntentResponse encodes a response of GetPaymentIntentsIntent.
 func encodeGetPaymentIntentsIntentResponse(resp GetPaymentIntentsIntentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetPaymentIntentsIntent200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPaymentIntentsIntentDefaultResponse:
@@ -508,7 +508,7 @@ func (PostPaymentIntentsIntentConfirmDefaultResponse) isPostPaymentIntentsIntent
 
 // encodePostPaymentIntentsIntentConfirmResponse encodes a response of PostPaymentIntentsIntentConfirm.
 func encodePostPaymentIntentsIntentConfirmResponse(resp PostPaymentIntentsIntentConfirmResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case PostPaymentIntentsIntentConfirm200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostPaymentIntentsIntentConfirmDefaultResponse:
@@ -549,7 +549,7 @@ func (PostRefundsDefaultResponse) isPostRefundsResponse() {}
 
 // encodePostRefundsResponse encodes a response of PostRefunds.
 func encodePostRefundsResponse(resp PostRefundsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case PostRefunds200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case PostRefundsDefaultResponse:

@@ -109,7 +109,7 @@ func (CreateOrder422Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case CreateOrder422Response:
@@ -148,7 +148,7 @@ func (GetOrder404Response) isGetOrderResponse() {}
 
 // encodeGetOrderResponse encodes a response of getOrder.
 func encodeGetOrderResponse(resp GetOrderResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetOrder200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetOrder404Response:
@@ -197,7 +197,7 @@ func (CreateShipment502Response) isCreateShipmentResponse() {}
 
 // encodeCreateShipmentResponse encodes a response of createShipment.
 func encodeCreateShipmentResponse(resp CreateShipmentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateShipment201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case CreateShipment404Response:

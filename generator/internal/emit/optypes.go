@@ -139,7 +139,15 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	cases = append(cases,
 		jen.Case(jen.Nil()).Block(jen.Return(jen.Nil(), jen.Qual(implPkg, "ErrNilResponse"))),
 	)
-	subject := jen.Id("resp").Assert(jen.Type())
+	// The switch is on any(resp), not resp: a case of a switch on an
+	// interface compares method tables, and the compiler builds the case
+	// type's table for the interface, listing every method of the type.
+	// A response shared by many operations (an error response) has a
+	// marker method per operation, so that was quadratic: format_gen's
+	// types (an error response shared by 715 operations) compiled in 3.0
+	// s of CPU, 1.7 s without. A switch on any compares type descriptors
+	// only.
+	subject := jen.Id("any").Call(jen.Id("resp")).Assert(jen.Type())
 	if usesR {
 		subject = jen.Id("r").Op(":=").Add(subject)
 	}

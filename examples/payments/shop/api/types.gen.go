@@ -101,7 +101,7 @@ func (CreateOrder502Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case CreateOrder422Response:

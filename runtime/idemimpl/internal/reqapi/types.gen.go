@@ -174,7 +174,7 @@ func (CreateDocument201Response) isCreateDocumentResponse() {}
 
 // encodeCreateDocumentResponse encodes a response of createDocument.
 func encodeCreateDocumentResponse(resp CreateDocumentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateDocument201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -211,7 +211,7 @@ func (CreateOrder201Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -242,7 +242,7 @@ func (CreateUpload201Response) isCreateUploadResponse() {}
 
 // encodeCreateUploadResponse encodes a response of createUpload.
 func encodeCreateUploadResponse(resp CreateUploadResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateUpload201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -272,7 +272,7 @@ func (UpdateNote200Response) isUpdateNoteResponse() {}
 
 // encodeUpdateNoteResponse encodes a response of updateNote.
 func encodeUpdateNoteResponse(resp UpdateNoteResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case UpdateNote200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case nil:
@@ -301,7 +301,7 @@ func (ListOrders200Response) isListOrdersResponse() {}
 
 // encodeListOrdersResponse encodes a response of listOrders.
 func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case ListOrders200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case nil:

@@ -51,7 +51,7 @@ func (CreateCharge201Response) isCreateChargeResponse() {}
 
 // encodeCreateChargeResponse encodes a response of createCharge.
 func encodeCreateChargeResponse(resp CreateChargeResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateCharge201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -80,7 +80,7 @@ func (CreatePayment201Response) isCreatePaymentResponse() {}
 
 // encodeCreatePaymentResponse encodes a response of createPayment.
 func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreatePayment201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:

@@ -59,7 +59,7 @@ func (CreateNote201Response) isCreateNoteResponse() {}
 
 // encodeCreateNoteResponse encodes a response of createNote.
 func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateNote201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:

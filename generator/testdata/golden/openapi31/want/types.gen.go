@@ -142,7 +142,7 @@ func (ProblemResponse) isCreateNoteResponse() {}
 
 // encodeCreateNoteResponse encodes a response of createNote.
 func encodeCreateNoteResponse(resp CreateNoteResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateNote201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case CreateNote404Response:
@@ -197,7 +197,7 @@ func (ProblemResponse) isDeleteNoteResponse() {}
 
 // encodeDeleteNoteResponse encodes a response of deleteNote.
 func encodeDeleteNoteResponse(resp DeleteNoteResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case DeleteNote204Response:
 		return idemimpl.EmptyResponse(204)
 	case DeleteNote404Response:
@@ -245,7 +245,7 @@ func (ProblemResponse) isGetNoteResponse() {}
 
 // encodeGetNoteResponse encodes a response of getNote.
 func encodeGetNoteResponse(resp GetNoteResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetNote200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetNote404Response:

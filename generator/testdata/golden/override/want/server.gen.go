@@ -157,6 +157,11 @@ type handler struct {
 	opts   options
 }
 
+// fail reports err to WithErrorHook's hook. It is not inlined: every
+// handler calls it, and a copy in each costs the compiler more than the call
+// costs at run time.
+//
+//go:noinline
 func (h *handler) fail(r *http.Request, err error) error {
 	if h.opts.errorHook != nil && err != idem.ErrNotImplemented {
 		h.opts.errorHook(r, err)

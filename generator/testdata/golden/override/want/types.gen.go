@@ -76,7 +76,7 @@ func (FindPetsDefaultResponse) isFindPetsResponse() {}
 
 // encodeFindPetsResponse encodes a response of findPets.
 func encodeFindPetsResponse(resp FindPetsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case FindPets200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case FindPetsDefaultResponse:
@@ -117,7 +117,7 @@ func (AddPetDefaultResponse) isAddPetResponse() {}
 
 // encodeAddPetResponse encodes a response of addPet.
 func encodeAddPetResponse(resp AddPetResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case AddPet200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case AddPetDefaultResponse:
@@ -156,7 +156,7 @@ func (DeletePetDefaultResponse) isDeletePetResponse() {}
 
 // encodeDeletePetResponse encodes a response of deletePet.
 func encodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case DeletePet204Response:
 		return idemimpl.EmptyResponse(204)
 	case DeletePetDefaultResponse:
@@ -197,7 +197,7 @@ func (FindPetByIDDefaultResponse) isFindPetByIDResponse() {}
 
 // encodeFindPetByIDResponse encodes a response of find pet by id.
 func encodeFindPetByIDResponse(resp FindPetByIDResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case FindPetByID200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case FindPetByIDDefaultResponse:

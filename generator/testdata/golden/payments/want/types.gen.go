@@ -204,7 +204,7 @@ func (ListPayments200Response) isListPaymentsResponse() {}
 
 // encodeListPaymentsResponse encodes a response of listPayments.
 func encodeListPaymentsResponse(resp ListPaymentsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case ListPayments200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body, "X-Next-Cursor", r.XNextCursor)
 	case nil:
@@ -252,7 +252,7 @@ func (CreatePaymentDefaultResponse) isCreatePaymentResponse() {}
 
 // encodeCreatePaymentResponse encodes a response of createPayment.
 func encodeCreatePaymentResponse(resp CreatePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreatePayment201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body, "Location", r.Location)
 	case CreatePayment402Response:
@@ -283,7 +283,7 @@ func (DeletePayment204Response) isDeletePaymentResponse() {}
 
 // encodeDeletePaymentResponse encodes a response of deletePayment.
 func encodeDeletePaymentResponse(resp DeletePaymentResponse) (*idem.Response, error) {
-	switch resp.(type) {
+	switch any(resp).(type) {
 	case DeletePayment204Response:
 		return idemimpl.EmptyResponse(204)
 	case nil:
@@ -318,7 +318,7 @@ func (GetPayment404Response) isGetPaymentResponse() {}
 
 // encodeGetPaymentResponse encodes a response of getPayment.
 func encodeGetPaymentResponse(resp GetPaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetPayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case GetPayment404Response:
@@ -356,7 +356,7 @@ func (UpdatePayment409Response) isUpdatePaymentResponse() {}
 
 // encodeUpdatePaymentResponse encodes a response of updatePayment.
 func encodeUpdatePaymentResponse(resp UpdatePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case UpdatePayment200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case UpdatePayment409Response:
@@ -386,7 +386,7 @@ func (ReplacePayment204Response) isReplacePaymentResponse() {}
 
 // encodeReplacePaymentResponse encodes a response of replacePayment.
 func encodeReplacePaymentResponse(resp ReplacePaymentResponse) (*idem.Response, error) {
-	switch resp.(type) {
+	switch any(resp).(type) {
 	case ReplacePayment204Response:
 		return idemimpl.EmptyResponse(204)
 	case nil:
@@ -415,7 +415,7 @@ func (CapturePayment2XXResponse) isCapturePaymentResponse() {}
 
 // encodeCapturePaymentResponse encodes a response of capturePayment.
 func encodeCapturePaymentResponse(resp CapturePaymentResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CapturePayment2XXResponse:
 		return idemimpl.EmptyResponse(r.Status)
 	case nil:
@@ -445,7 +445,7 @@ func (UploadReceipt200Response) isUploadReceiptResponse() {}
 
 // encodeUploadReceiptResponse encodes a response of uploadReceipt.
 func encodeUploadReceiptResponse(resp UploadReceiptResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case UploadReceipt200Response:
 		return idemimpl.RawResponse(200, "application/pdf", r.Body)
 	case nil:

@@ -52,7 +52,7 @@ func (AndOr201Response) isAndOrResponse() {}
 
 // encodeAndOrResponse encodes a response of andOr.
 func encodeAndOrResponse(resp AndOrResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case AndOr201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -81,7 +81,7 @@ func (Basic201Response) isBasicResponse() {}
 
 // encodeBasicResponse encodes a response of basic.
 func encodeBasicResponse(resp BasicResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case Basic201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -110,7 +110,7 @@ func (CookieKey201Response) isCookieKeyResponse() {}
 
 // encodeCookieKeyResponse encodes a response of cookieKey.
 func encodeCookieKeyResponse(resp CookieKeyResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CookieKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -140,7 +140,7 @@ func (HeaderKey201Response) isHeaderKeyResponse() {}
 
 // encodeHeaderKeyResponse encodes a response of headerKey.
 func encodeHeaderKeyResponse(resp HeaderKeyResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case HeaderKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -169,7 +169,7 @@ func (Oidc201Response) isOidcResponse() {}
 
 // encodeOidcResponse encodes a response of oidc.
 func encodeOidcResponse(resp OidcResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case Oidc201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -198,7 +198,7 @@ func (Optional201Response) isOptionalResponse() {}
 
 // encodeOptionalResponse encodes a response of optional.
 func encodeOptionalResponse(resp OptionalResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case Optional201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -225,7 +225,7 @@ func (ListOrders200Response) isListOrdersResponse() {}
 
 // encodeListOrdersResponse encodes a response of listOrders.
 func encodeListOrdersResponse(resp ListOrdersResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case ListOrders200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body)
 	case nil:
@@ -254,7 +254,7 @@ func (CreateOrder201Response) isCreateOrderResponse() {}
 
 // encodeCreateOrderResponse encodes a response of createOrder.
 func encodeCreateOrderResponse(resp CreateOrderResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreateOrder201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -283,7 +283,7 @@ func (Public201Response) isPublicResponse() {}
 
 // encodePublicResponse encodes a response of public.
 func encodePublicResponse(resp PublicResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case Public201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -312,7 +312,7 @@ func (QueryKey201Response) isQueryKeyResponse() {}
 
 // encodeQueryKeyResponse encodes a response of queryKey.
 func encodeQueryKeyResponse(resp QueryKeyResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case QueryKey201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -341,7 +341,7 @@ func (Scoped201Response) isScopedResponse() {}
 
 // encodeScopedResponse encodes a response of scoped.
 func encodeScopedResponse(resp ScopedResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case Scoped201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:
@@ -370,7 +370,7 @@ func (UndefinedScheme201Response) isUndefinedSchemeResponse() {}
 
 // encodeUndefinedSchemeResponse encodes a response of undefinedScheme.
 func encodeUndefinedSchemeResponse(resp UndefinedSchemeResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case UndefinedScheme201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body)
 	case nil:

@@ -47,7 +47,7 @@ func (ProblemResponse) isListPetsResponse() {}
 
 // EncodeListPetsResponse encodes a response of listPets.
 func EncodeListPetsResponse(resp ListPetsResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case ListPets200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body.WithoutWriteOnly())
 	case ListPetsDefaultResponse:
@@ -91,7 +91,7 @@ func (ProblemResponse) isCreatePetResponse() {}
 
 // EncodeCreatePetResponse encodes a response of createPet.
 func EncodeCreatePetResponse(resp CreatePetResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case CreatePet201Response:
 		return idemimpl.JSONResponse(201, "application/json", r.Body.WithoutWriteOnly(), "X-Pet-Kind", idemimpl.HeaderValue(r.XPetKind))
 	case CreatePet404Response:
@@ -128,7 +128,7 @@ func (NotFoundResponse) isDeletePetResponse() {}
 
 // EncodeDeletePetResponse encodes a response of deletePet.
 func EncodeDeletePetResponse(resp DeletePetResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case DeletePet204Response:
 		return idemimpl.EmptyResponse(204)
 	case DeletePet404Response:
@@ -171,7 +171,7 @@ func (ProblemResponse) isGetPetResponse() {}
 
 // EncodeGetPetResponse encodes a response of getPet.
 func EncodeGetPetResponse(resp GetPetResponse) (*idem.Response, error) {
-	switch r := resp.(type) {
+	switch r := any(resp).(type) {
 	case GetPet200Response:
 		return idemimpl.JSONResponse(200, "application/json", r.Body.WithoutWriteOnly())
 	case GetPet404Response:
