@@ -4,6 +4,7 @@ import (
 	"bufio"
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"io"
 	"net"
@@ -12,6 +13,7 @@ import (
 	"net/url"
 	"strings"
 	"sync"
+	"syscall"
 	"testing"
 	"time"
 
@@ -166,31 +168,47 @@ func TestSlowClientsAreCutOff(t *testing.T) {
 	})
 
 	t.Run("headers over the limit", func(t *testing.T) {
-		req, _ := http.NewRequest("GET", svc.url()+"/payments", nil)
-		req.Header.Set("X-Padding", strings.Repeat("a", 64<<10))
-		resp, err := hc.Do(req)
-		if err != nil {
-			t.Fatal(err)
-		}
-		resp.Body.Close()
-		if resp.StatusCode != http.StatusRequestHeaderFieldsTooLarge {
-			t.Fatalf("64 KiB header: %d, want 431", resp.StatusCode)
+		status := refusedEarly(t, "GET /payments with a 64 KiB header", func() (int, error) {
+			req, _ := http.NewRequest("GET", svc.url()+"/payments", nil)
+			req.Header.Set("X-Padding", strings.Repeat("a", 64<<10))
+			resp, err := hc.Do(req)
+			if err != nil {
+				return 0, err
+			}
+			resp.Body.Close()
+			return resp.StatusCode, nil
+		})
+		if status != http.StatusRequestHeaderFieldsTooLarge {
+			t.Fatalf("64 KiB header: %d, want 431", status)
 		}
 	})
 
 	t.Run("body over the limit", func(t *testing.T) {
 		k := harness.NewKey()
 		big := map[string]any{"amount": 100, "currency": "EUR", "description": strings.Repeat("x", 80<<10)}
-		ex := mustDo(t, c, "POST", "/payments", k, big)
+		var ex *harness.Exchange
+		refusedEarly(t, "POST /payments with an 80 KiB body", func() (status int, err error) {
+			ex, err = c.Do(context.Background(), "POST", "/payments", k, big)
+			if err != nil {
+				return 0, err
+			}
+			return ex.Status, nil
+		})
 		if p, ok := ex.Problem(); ex.Status != 413 || !ok {
 			t.Fatalf("80 KiB body: got %d %+v, want a 413 problem", ex.Status, p)
 		}
 		// No record: the key is free for a request that fits.
 		wantStatus(t, mustDo(t, c, "POST", "/payments", k, newPayment(100)), 201)
 		// The same bound holds on a route the engine does not serve.
-		ex = mustDo(t, c, "POST", "/payments/quote", "", map[string]any{"amount": 1, "currency": "EUR", "pad": strings.Repeat("x", 80<<10)})
-		if ex.Status != 413 && ex.Status != 400 {
-			t.Fatalf("80 KiB body on /payments/quote: %d, want it refused", ex.Status)
+		status := refusedEarly(t, "POST /payments/quote with an 80 KiB body", func() (int, error) {
+			ex, err := c.Do(context.Background(), "POST", "/payments/quote", "", map[string]any{"amount": 1, "currency": "EUR", "pad": strings.Repeat("x", 80<<10)})
+			if err != nil {
+				return 0, err
+			}
+			return ex.Status, nil
+		})
+		if status != 413 && status != 400 {
+			t.Fatalf("80 KiB body on /payments/quote: %d, want it refused", status)
 		}
 	})
 }
@@ -324,4 +342,30 @@ func (p *tcpProxy) cut() {
 		c.Close()
 	}
 	p.conns = nil
+}
+
+// refusedEarly sends a request the server refuses before reading all of it
+// (do sends it on a new connection and returns the status) and returns the
+// status it answered. The server answers and closes the connection without
+// reading the rest; when the client has not finished writing by then — a
+// busy machine deschedules it mid-request — its write fails with a broken
+// pipe or a reset and the answer is lost. That is the refusal too, but it
+// says nothing of the status, so the request is sent again, up to ten
+// times, until one answer is read.
+func refusedEarly(t *testing.T, what string, do func() (int, error)) int {
+	t.Helper()
+	var err error
+	for range 10 {
+		var status int
+		status, err = do()
+		if err == nil {
+			return status
+		}
+		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) {
+			break
+		}
+		t.Logf("%s: %v; sending it again", what, err)
+	}
+	t.Fatalf("%s: %v", what, err)
+	return 0
 }
