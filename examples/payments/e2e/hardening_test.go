@@ -350,9 +350,8 @@ func (p *tcpProxy) cut() {
 // reading the rest; when the client has not finished writing by then — a
 // busy machine deschedules it mid-request — its write fails with a broken
 // pipe, a reset or a connection closed before an answer, and the answer
-// is lost. That is the refusal too, but it
-// says nothing of the status, so the request is sent again, up to ten
-// times, until one answer is read.
+// is lost. That is the refusal too, but it says nothing of the status, so
+// the request is sent again, up to ten times, until one answer is read.
 func refusedEarly(t *testing.T, what string, do func() (int, error)) int {
 	t.Helper()
 	var err error
