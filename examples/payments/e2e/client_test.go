@@ -403,8 +403,11 @@ func dropThrough(t *testing.T, s *stack, proxy *dropProxy, c *api.Client, everyD
 	}
 	// Every connection the proxy cut (or that the service closed without
 	// answering) is an attempt the client saw fail, and no other attempt
-	// failed but those the client timed out itself.
-	if everyDropRetried && int64(cut)-timedOut.Load() != proxy.dropped.Load()+proxy.failed.Load() {
+	// failed but those the client timed out itself. A client's time-out
+	// may fall on a connection the proxy is cutting too (a busy machine):
+	// then one cut attempt is both, so the bounds, not an equality.
+	drops := proxy.dropped.Load() + proxy.failed.Load()
+	if everyDropRetried && (int64(cut) < drops || int64(cut) > drops+timedOut.Load()) {
 		t.Errorf("%d responses dropped and %d connections without a response, the client saw %d attempts cut (%d of them its own timeouts); why: %v",
 			proxy.dropped.Load(), proxy.failed.Load(), cut, timedOut.Load(), why)
 	}
