@@ -17,6 +17,11 @@ import "sync/atomic"
 //     first execution costs two round trips; a replay runs the handler in
 //     a transaction that rolls back, and costs more than a read would.
 //
+// Lease mode (lease.go) makes the same choice between the read and its
+// claim: a claim that finds the key held still locks the row and commits
+// that write, so a replay costs more than a read there too, and a new key
+// one round trip less.
+//
 // Both are correct: the primary key decides, and an atomic handler must
 // not act outside its transaction (docs/design.md), which is what lets a
 // duplicate in another process run it too. Which one is cheaper depends on

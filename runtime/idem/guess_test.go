@@ -164,3 +164,119 @@ func TestInsertFirstAnswers(t *testing.T) {
 		})
 	}
 }
+
+// TestLeaseClaimFirstGuess: a lease operation reads before it claims until
+// it has served about a hundred first executions with no record found,
+// then claims first (no read); once replays come, it reads first again.
+// A replay whose claim came first is answered from the record the failed
+// claim reads: the handler never runs for it.
+func TestLeaseClaimFirstGuess(t *testing.T) {
+	t.Parallel()
+	e := newEnv(t, testPolicy(idem.ModeLease), idem.Config{})
+	if idem.InsertsFirst(e.eng, e.op) {
+		t.Fatal("a new lease operation claims first; want it to read first")
+	}
+	const n = 100
+	keys := make([]string, n)
+	bodies := map[string]string{}
+	for i := range keys {
+		keys[i] = newKey()
+		r := e.post(keys[i], payReq{Amount: i + 1})
+		if r.Status != 201 {
+			t.Fatalf("first execution %d: %d %s", i, r.Status, r.Body)
+		}
+		bodies[keys[i]] = string(r.Body)
+	}
+	if !idem.InsertsFirst(e.eng, e.op) {
+		t.Fatalf("after %d first executions and no replay, the lease operation still reads first", n)
+	}
+	before := e.runs.Load()
+	for i, k := range keys {
+		r := e.post(k, payReq{Amount: i + 1})
+		if r.Status != 201 || string(r.Body) != bodies[k] || r.Header.Get("Idempotent-Replayed") != "true" {
+			t.Fatalf("replay %d: %d %s %v, want the replay of %s", i, r.Status, r.Body, r.Header, bodies[k])
+		}
+	}
+	if extra := e.runs.Load() - before; extra != 0 {
+		t.Fatalf("%d replays ran the handler %d times; want 0", n, extra)
+	}
+	if idem.InsertsFirst(e.eng, e.op) {
+		t.Fatal("after a run of replays the lease operation still claims first")
+	}
+	if p := e.payments(); p != n {
+		t.Fatalf("%d payments for %d keys", p, n)
+	}
+}
+
+// TestLeaseClaimFirstAnswers: a lease operation that claims first answers
+// every request as one that reads first does — a replay, a reused key, a
+// duplicate while the first holds the key, duplicates from two processes.
+func TestLeaseClaimFirstAnswers(t *testing.T) {
+	t.Parallel()
+	p := testPolicy(idem.ModeLease)
+	a := newEnv(t, p, idem.Config{Hooks: idem.Hooks{OnError: func(context.Context, *idem.Operation, error) {}}})
+	b := newEnvWith(t, a.db, a.db, p, idem.Config{})
+	for _, e := range []*env{a, b} {
+		idem.PinInsertFirst(e.eng, e.op, true)
+	}
+
+	key := newKey()
+	first := a.post(key, payReq{Amount: 10})
+	if first.Status != 201 {
+		t.Fatalf("first: %d %s", first.Status, first.Body)
+	}
+	r := a.post(key, payReq{Amount: 10})
+	if r.Status != 201 || string(r.Body) != string(first.Body) || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("replay: %d %s %v, want %s", r.Status, r.Body, r.Header, first.Body)
+	}
+	a.post(key, payReq{Amount: 11}).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "CONFLICTING_IDEMPOTENT_REQUEST")
+
+	// A duplicate while the first holds its claim: in flight, from either
+	// process; the first's outcome is then the one replayed.
+	key = newKey()
+	release := a.releaseOnExit(t)
+	held := make(chan result, 1)
+	go func() { held <- a.post(key, payReq{Amount: 5, Behave: "block"}) }()
+	waitStarted(t, a)
+	for _, e := range []*env{a, b} {
+		e.post(key, payReq{Amount: 5, Behave: "block"}).wantProblem(t, 409, "ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+	}
+	release()
+	if r := recv(t, held); r.Status != 201 {
+		t.Fatalf("the held request: %d %s", r.Status, r.Body)
+	}
+	if r := b.post(key, payReq{Amount: 5, Behave: "block"}); r.Status != 201 || r.Header.Get("Idempotent-Replayed") != "true" {
+		t.Fatalf("after the held request: %d %s, want its replay", r.Status, r.Body)
+	}
+	if n := a.payments(); n != 2 {
+		t.Fatalf("%d payments after two keys", n)
+	}
+
+	// Duplicates from two processes, each claiming first: one execution
+	// per key; the others are in flight or replays.
+	const keys, perProcess = 10, 10
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for range keys {
+		key := newKey()
+		for i := range 2 * perProcess {
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r := e.post(key, payReq{Amount: 3})
+				if r.Status != 201 && r.Status != 409 {
+					bad.Add(1)
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	if n := a.payments(); n != 2+keys || bad.Load() > 0 {
+		t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad.Load())
+	}
+}

@@ -39,7 +39,8 @@ type request struct {
 	dup dupCall
 	// What the mode learned of the key's record, for Outcome.Raced and the
 	// operation's guess (guess.go): insertFirst, it skipped the replay
-	// read (atomic.go); found, the replay read found a record (preRead);
+	// read (atomic.go, lease.go); found, the replay read found a record
+	// (preRead) or a lease claim found the key held (lease.go);
 	// raced, the record write lost to a concurrent duplicate on the
 	// primary key (atomic.go).
 	insertFirst, found, raced bool
