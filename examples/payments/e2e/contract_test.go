@@ -135,8 +135,8 @@ func TestContract(t *testing.T) {
 
 	t.Run("same key, first still running", func(t *testing.T) {
 		k := harness.NewKey()
-		s.gw.Set(gateway.Switches{Latency: time.Second})
-		defer s.gw.Set(gateway.Switches{})
+		release := s.gw.Hold()
+		defer release()
 		done := make(chan *harness.Exchange, 1)
 		go func() {
 			ex, _ := c.Do(context.Background(), "POST", "/payments", k, newPayment(300))
@@ -148,6 +148,7 @@ func TestContract(t *testing.T) {
 		if dup.Header.Get("Retry-After") == "" {
 			t.Error("Retry-After missing")
 		}
+		release()
 		if ex := <-done; ex == nil || ex.Status != 201 {
 			t.Fatalf("the first request: %+v", ex)
 		}

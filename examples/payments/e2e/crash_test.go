@@ -155,11 +155,11 @@ func TestProcessCrash(t *testing.T) {
 	t.Run("stuck claim recovered after the lease", func(t *testing.T) {
 		key := harness.NewKey()
 		want[key] = 4321
-		gw.Set(gateway.Switches{Latency: 2 * time.Second}) // charges after 1s, answers after 2s
+		release := gw.Hold() // charged, never answered: the service dies first
 		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(4321)) }()
 		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
 		svc.kill9()
-		gw.Set(gateway.Switches{})
+		release()
 		svc.start()
 
 		// Until the lease lapses, retries are told the request is in

@@ -41,16 +41,17 @@ func TestOperatingTheService(t *testing.T) {
 	wantStatus(t, mustDo(t, c, "POST", "/payments", k1, newPayment(100)), 201)  // replayed
 	wantProblem(t, mustDo(t, c, "POST", "/payments", k1, newPayment(101)), 409, // conflict
 		"ERR409_SERVER_STATE_CONFLICT", "CONFLICTING_IDEMPOTENT_REQUEST")
-	gw.Set(gateway.Switches{Latency: 3 * time.Second})
+	release := gw.Hold() // the first request stays in flight until released
+	defer release()
 	first := make(chan *harness.Exchange)
 	go func() { ex, _ := c.Do(context.Background(), "POST", "/payments", k2, newPayment(200)); first <- ex }()
 	waitFor(t, "the gateway call", func() bool { return gw.Calls(k2) == 1 })
 	wantProblem(t, mustDo(t, c, "POST", "/payments", k2, newPayment(200)), 409, // in flight
 		"ERR409_SERVER_STATE_CONFLICT", "IDEMPOTENT_REQUEST_IN_PROGRESS")
+	release()
 	if ex := <-first; ex == nil || ex.Status != 201 {
 		t.Fatalf("the slow first request: %v", ex)
 	}
-	gw.Set(gateway.Switches{})
 	wantStatus(t, mustDo(t, c, "POST", "/payments", k3, newPayment(300)), 201) // executed
 	if _, err := db.Exec(context.Background(), `UPDATE idem_records SET expires_at = now() - interval '1 second' WHERE idempotency_key = $1`, k3); err != nil {
 		t.Fatal(err)
@@ -256,11 +257,11 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 	// dieMidCharge starts a payment, waits until the gateway charged it and
 	// kills the service before it records the payment.
 	dieMidCharge := func(key string, amount int64) {
-		gw.Set(gateway.Switches{Latency: 4 * time.Second}) // charges after 2 s
+		release := gw.Hold() // charged, never answered: the service dies first
 		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(amount)) }()
 		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
 		svc.kill9()
-		gw.Set(gateway.Switches{})
+		release()
 		svc.start()
 	}
 	waitAbandoned := func(key string) {
@@ -386,8 +387,8 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 	t.Run("a live lease, forced", func(t *testing.T) {
 		// A request that hangs in the gateway holds a live, renewed lease.
 		key := harness.NewKey()
-		gw.Set(gateway.Switches{Latency: 6 * time.Second})
-		defer gw.Set(gateway.Switches{})
+		release := gw.Hold()
+		defer release()
 		hung := make(chan *harness.Exchange, 1)
 		go func() { ex, _ := c.Do(context.Background(), "POST", "/payments", key, newPayment(900)); hung <- ex }()
 		waitFor(t, "the gateway call", func() bool { return gw.Calls(key) == 1 })
@@ -410,6 +411,7 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 			t.Fatalf("get after -force: exit %d\n%s", code, out)
 		}
 		// The hung holder finishes but is fenced out: it stores nothing.
+		release()
 		ex := <-hung
 		if ex == nil || ex.Status != 409 {
 			t.Fatalf("the fenced-out holder answered %v, want 409 lease lost", ex)
@@ -418,7 +420,6 @@ func TestRecordsResolvesStuckAndUnknown(t *testing.T) {
 			t.Fatalf("the fenced-out holder changed the record to %s", r.State)
 		}
 		// The key starts over; the gateway's charge is the one charge.
-		gw.Set(gateway.Switches{})
 		wantStatus(t, mustDo(t, c, "POST", "/payments", key, newPayment(900)), 201)
 		if n := chargesFor(gw, key); n != 1 {
 			t.Fatalf("%d charges for the key, want 1", n)

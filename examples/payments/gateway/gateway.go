@@ -118,6 +118,7 @@ type Simulator struct {
 	audit    map[string]*KeyAudit
 	inFlight map[string]int
 	overlaps int
+	hold     chan struct{} // see Hold; nil: no hold
 }
 
 var _ Gateway = (*Simulator)(nil)
@@ -126,6 +127,29 @@ var _ Gateway = (*Simulator)(nil)
 func New() *Simulator {
 	return &Simulator{charges: map[string]Charge{}, calls: map[string]int{},
 		audit: map[string]*KeyAudit{}, inFlight: map[string]int{}}
+}
+
+// Hold makes every Charge call that starts from now on wait after its
+// charge, until release is called or its caller goes away: a charge made
+// whose answer is held back for as long as a test needs, however slow the
+// machine, where a Latency is a guess at how long the test takes to act.
+// release may be called more than once.
+func (s *Simulator) Hold() (release func()) {
+	gate := make(chan struct{})
+	s.mu.Lock()
+	s.hold = gate
+	s.mu.Unlock()
+	var once sync.Once
+	return func() {
+		once.Do(func() {
+			s.mu.Lock()
+			if s.hold == gate {
+				s.hold = nil
+			}
+			s.mu.Unlock()
+			close(gate)
+		})
+	}
 }
 
 // Set replaces the switches.
@@ -189,7 +213,7 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 			fail = failAfter
 		}
 	}
-	half, hold := s.sw.Latency/2, s.sw.HoldAfterCharge
+	half, hold, gate := s.sw.Latency/2, s.sw.HoldAfterCharge, s.hold
 	s.mu.Unlock()
 
 	if err := sleep(ctx, half); err != nil {
@@ -214,6 +238,13 @@ func (s *Simulator) Charge(ctx context.Context, key string, amount int64, curren
 	s.mu.Unlock()
 
 	err := sleep(ctx, half+hold)
+	if err == nil && gate != nil {
+		select {
+		case <-gate:
+		case <-ctx.Done():
+			err = ctx.Err()
+		}
+	}
 	if err != nil {
 		err = fmt.Errorf("%w: %w", ErrTimeout, err)
 	} else if fail == failAfter {

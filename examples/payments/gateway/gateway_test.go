@@ -147,6 +147,54 @@ func TestCallerGivingUpDuringLatency(t *testing.T) {
 	}
 }
 
+// TestHold: a call made while held charges, then waits for release (or
+// its caller giving up, a timeout after the charge); a call that starts
+// after release does not wait.
+func TestHold(t *testing.T) {
+	s := gateway.New()
+	release := s.Hold()
+	done := make(chan error, 1)
+	go func() {
+		_, err := s.Charge(context.Background(), "held", 100, "EUR")
+		done <- err
+	}()
+	for {
+		if _, ok, _ := s.Lookup(context.Background(), "held"); ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	select {
+	case err := <-done:
+		t.Fatalf("a held call returned (%v) before release", err)
+	default:
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	gaveUp := make(chan error, 1)
+	go func() {
+		_, err := s.Charge(ctx, "gives up", 100, "EUR")
+		gaveUp <- err
+	}()
+	for {
+		if _, ok, _ := s.Lookup(context.Background(), "gives up"); ok {
+			break
+		}
+		time.Sleep(5 * time.Millisecond)
+	}
+	cancel()
+	if err := <-gaveUp; !errors.Is(err, gateway.ErrTimeout) {
+		t.Fatalf("a held caller that gave up: %v, want ErrTimeout", err)
+	}
+	release()
+	release()
+	if err := <-done; err != nil {
+		t.Fatalf("the held call after release: %v", err)
+	}
+	if _, err := s.Charge(context.Background(), "after", 100, "EUR"); err != nil {
+		t.Fatalf("a call after release: %v", err)
+	}
+}
+
 func TestConcurrentDuplicatesChargeOnce(t *testing.T) {
 	s := gateway.New()
 	s.Set(gateway.Switches{FailBeforeRate: 0.2, FailAfterRate: 0.2})
