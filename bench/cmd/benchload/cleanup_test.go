@@ -189,12 +189,20 @@ func TestServersStopped(t *testing.T) {
 				}
 				return
 			}
-			// benchload stopped and waited for them before it ended.
+			// benchload stopped and waited for the server before it ended.
 			if running(server) {
 				t.Errorf("benchserver (pid %d) still runs after benchload ended", server)
 			}
+			// The server's child got SIGTERM and SIGKILL with the group; a
+			// signal is delivered after kill(2) returns, and on a loaded
+			// machine the child can still be scheduled when benchload has
+			// ended. Only a child nobody signalled lives on (for 600 s).
+			deadline := time.Now().Add(10 * time.Second)
+			for running(grandchild) && time.Now().Before(deadline) {
+				time.Sleep(20 * time.Millisecond)
+			}
 			if running(grandchild) {
-				t.Errorf("the server's child (pid %d) still runs after benchload ended", grandchild)
+				t.Errorf("the server's child (pid %d) still runs 10 s after benchload ended", grandchild)
 			}
 		})
 	}
