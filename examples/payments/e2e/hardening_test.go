@@ -362,8 +362,10 @@ func refusedEarly(t *testing.T, what string, do func() (int, error)) int {
 			return status
 		}
 		// net/http reports a connection closed before any answer as
-		// "server closed idle connection" (unexported), also on a new one.
-		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) &&
+		// "server closed idle connection" (unexported), also on a new one;
+		// a write still under way when the transport saw the close, as
+		// net.ErrClosed ("use of closed network connection").
+		if !errors.Is(err, syscall.EPIPE) && !errors.Is(err, syscall.ECONNRESET) && !errors.Is(err, net.ErrClosed) &&
 			!strings.Contains(err.Error(), "server closed idle connection") {
 			break
 		}
