@@ -4,7 +4,6 @@ import (
 	"context"
 	"fmt"
 	"sync"
-	"sync/atomic"
 	"testing"
 	"time"
 
@@ -24,16 +23,7 @@ func TestInsertFirstGuess(t *testing.T) {
 		t.Fatal("a new operation inserts first; want it to read first")
 	}
 	const n = 100
-	keys := make([]string, n)
-	bodies := map[string]string{}
-	for i := range keys {
-		keys[i] = newKey()
-		r := e.post(keys[i], payReq{Amount: i + 1})
-		if r.Status != 201 {
-			t.Fatalf("first execution %d: %d %s", i, r.Status, r.Body)
-		}
-		bodies[keys[i]] = string(r.Body)
-	}
+	keys, bodies := firstExecutions(t, e, n)
 	if !idem.InsertsFirst(e.eng, e.op) {
 		t.Fatalf("after %d first executions and no replay, the operation still reads first", n)
 	}
@@ -138,28 +128,9 @@ func TestInsertFirstAnswers(t *testing.T) {
 				})
 			}
 			const keys, perProcess = 10, 20
-			var wg sync.WaitGroup
-			var bad atomic.Int64
-			for range keys {
-				key := newKey()
-				for i := range 2 * perProcess {
-					e := a
-					if i%2 == 1 {
-						e = b
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						if r := e.post(key, payReq{Amount: 3, Behave: "slow"}); r.Status != 201 || string(r.Body) != "paid" {
-							bad.Add(1)
-							t.Errorf("%d %s", r.Status, r.Body)
-						}
-					}()
-				}
-			}
-			wg.Wait()
-			if n := a.payments(); n != 2+keys || bad.Load() > 0 {
-				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad.Load())
+			bad := duplicatesFromTwo(t, a, b, keys, perProcess, payReq{Amount: 3, Behave: "slow"}, paid)
+			if n := a.payments(); n != 2+keys || bad > 0 {
+				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad)
 			}
 		})
 	}
@@ -177,16 +148,7 @@ func TestLeaseClaimFirstGuess(t *testing.T) {
 		t.Fatal("a new lease operation claims first; want it to read first")
 	}
 	const n = 100
-	keys := make([]string, n)
-	bodies := map[string]string{}
-	for i := range keys {
-		keys[i] = newKey()
-		r := e.post(keys[i], payReq{Amount: i + 1})
-		if r.Status != 201 {
-			t.Fatalf("first execution %d: %d %s", i, r.Status, r.Body)
-		}
-		bodies[keys[i]] = string(r.Body)
-	}
+	keys, bodies := firstExecutions(t, e, n)
 	if !idem.InsertsFirst(e.eng, e.op) {
 		t.Fatalf("after %d first executions and no replay, the lease operation still reads first", n)
 	}
@@ -255,28 +217,8 @@ func TestLeaseClaimFirstAnswers(t *testing.T) {
 	// Duplicates from two processes, each claiming first: one execution
 	// per key; the others are in flight or replays.
 	const keys, perProcess = 10, 10
-	var wg sync.WaitGroup
-	var bad atomic.Int64
-	for range keys {
-		key := newKey()
-		for i := range 2 * perProcess {
-			e := a
-			if i%2 == 1 {
-				e = b
-			}
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				r := e.post(key, payReq{Amount: 3})
-				if r.Status != 201 && r.Status != 409 {
-					bad.Add(1)
-					t.Errorf("%d %s", r.Status, r.Body)
-				}
-			}()
-		}
-	}
-	wg.Wait()
-	if n := a.payments(); n != 2+keys || bad.Load() > 0 {
-		t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad.Load())
+	bad := duplicatesFromTwo(t, a, b, keys, perProcess, payReq{Amount: 3}, func(r result) bool { return r.Status == 201 || r.Status == 409 })
+	if n := a.payments(); n != 2+keys || bad > 0 {
+		t.Fatalf("%d payments committed for %d keys (%d bad answers)", n-2, keys, bad)
 	}
 }

@@ -354,3 +354,51 @@ func emptySchema(t *testing.T) *pgxpool.Pool {
 	t.Helper()
 	return pgtest.New(t, pgtest.Options{Bare: true}).Pool
 }
+
+// firstExecutions posts n fresh keys to e, each of which must answer 201,
+// and returns the keys and each key's response body.
+func firstExecutions(t *testing.T, e *env, n int) ([]string, map[string]string) {
+	t.Helper()
+	keys := make([]string, n)
+	bodies := map[string]string{}
+	for i := range keys {
+		keys[i] = newKey()
+		r := e.post(keys[i], payReq{Amount: i + 1})
+		if r.Status != 201 {
+			t.Fatalf("first execution %d: %d %s", i, r.Status, r.Body)
+		}
+		bodies[keys[i]] = string(r.Body)
+	}
+	return keys, bodies
+}
+
+// duplicatesFromTwo sends, for each of keys fresh keys, perProcess
+// requests with body to a and as many to b, all at once, and reports each
+// answer that ok refuses; it returns how many it refused.
+func duplicatesFromTwo(t *testing.T, a, b *env, keys, perProcess int, body payReq, ok func(result) bool) int64 {
+	t.Helper()
+	var wg sync.WaitGroup
+	var bad atomic.Int64
+	for range keys {
+		key := newKey()
+		for i := range 2 * perProcess {
+			e := a
+			if i%2 == 1 {
+				e = b
+			}
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				if r := e.post(key, body); !ok(r) {
+					bad.Add(1)
+					t.Errorf("%d %s", r.Status, r.Body)
+				}
+			}()
+		}
+	}
+	wg.Wait()
+	return bad.Load()
+}
+
+// paid is the answer of the "slow" handler the duplicate tests install.
+func paid(r result) bool { return r.Status == 201 && string(r.Body) == "paid" }

@@ -445,28 +445,9 @@ func TestAtomicDuplicatesAcrossProcesses(t *testing.T) {
 				})
 			}
 			const keys, perProcess = 10, 20
-			var wg sync.WaitGroup
-			var bad atomic.Int64
-			for range keys {
-				key := newKey()
-				for i := range 2 * perProcess {
-					e := a
-					if i%2 == 1 {
-						e = b
-					}
-					wg.Add(1)
-					go func() {
-						defer wg.Done()
-						if r := e.post(key, payReq{Amount: 3, Behave: "slow"}); r.Status != 201 || string(r.Body) != "paid" {
-							bad.Add(1)
-							t.Errorf("%d %s", r.Status, r.Body)
-						}
-					}()
-				}
-			}
-			wg.Wait()
-			if n := a.payments(); n != keys || bad.Load() > 0 {
-				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n, keys, bad.Load())
+			bad := duplicatesFromTwo(t, a, b, keys, perProcess, payReq{Amount: 3, Behave: "slow"}, paid)
+			if n := a.payments(); n != keys || bad > 0 {
+				t.Fatalf("%d payments committed for %d keys (%d bad answers)", n, keys, bad)
 			}
 			runs := a.runs.Load() + b.runs.Load()
 			if runs < keys || runs > 2*keys {
