@@ -288,6 +288,17 @@ type Operation struct {
 	RequestTypeName, ResponseTypeName string
 	// Names are the generated code's own names for the operation.
 	Names OperationNames
+	// EncodedBy is the operation whose response encoder this one calls
+	// (Names.Encoder is its name), when both answer with the same shared
+	// response components under the same statuses, in the same order: a
+	// spec's common error responses. It is the first such operation in
+	// Operations, which declares the encoder for all of them. nil: the
+	// operation declares its own.
+	EncodedBy *Operation
+	// SharesEncoder are the other operations whose EncodedBy is this one:
+	// with any, its encoder takes any and its cases name the components'
+	// types rather than this operation's aliases of them.
+	SharesEncoder []*Operation
 }
 
 // OperationNames are the names the generated code declares for an

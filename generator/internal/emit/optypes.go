@@ -5,6 +5,7 @@ package emit
 
 import (
 	"fmt"
+	"strings"
 
 	"github.com/dave/jennifer/jen"
 
@@ -100,6 +101,9 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 			e.renderResponseStruct(f, r.TypeName, r)
 			f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
 		}
+		if o.EncodedBy != nil {
+			continue
+		}
 		status := jen.Lit(r.Code)
 		if r.Code == 0 {
 			status = jen.Id("r").Dot("Status")
@@ -128,9 +132,16 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 			args = append(args, jen.Lit(h.Name), value)
 		}
 		usesR = usesR || r.Code == 0 || r.MediaType != "" || len(r.Headers) > 0
-		cases = append(cases, jen.Case(jen.Id(r.TypeName)).Block(
+		caseType := r.TypeName
+		if len(o.SharesEncoder) > 0 {
+			caseType = r.Shared.TypeName // the others' aliases are of it too
+		}
+		cases = append(cases, jen.Case(jen.Id(caseType)).Block(
 			jen.Return(jen.Qual(implPkg, call).Call(args...)),
 		))
+	}
+	if o.EncodedBy != nil {
+		return // the encoder of o.EncodedBy, declared with its types
 	}
 	// One encoder per operation with a case per response type, rather than
 	// a method per response type: a spec with thousands of responses makes
@@ -148,12 +159,40 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	// s of CPU, 1.7 s without. A switch on any compares type descriptors
 	// only.
 	subject := jen.Id("any").Call(jen.Id("resp")).Assert(jen.Type())
+	param := jen.Id(o.ResponseType())
+	doc := fmt.Sprintf("%s encodes a response of %s.", o.Encoder(), o.ID)
+	if len(o.SharesEncoder) > 0 {
+		// Operations that answer with the same shared responses share one
+		// encoder, which takes each one's response interface as any.
+		subject, param = jen.Id("resp").Assert(jen.Type()), jen.Any()
+		others := "operation that answers"
+		if len(o.SharesEncoder) > 1 {
+			others = fmt.Sprintf("%d operations that answer", len(o.SharesEncoder))
+		}
+		doc = fmt.Sprintf("%s encodes a response of %s and of the other %s with the same responses: %s.",
+			o.Encoder(), o.ID, others, sharerList(o.SharesEncoder))
+	}
 	if usesR {
 		subject = jen.Id("r").Op(":=").Add(subject)
 	}
-	f.Comment(fmt.Sprintf("%s encodes a response of %s.", o.Encoder(), o.ID))
-	f.Func().Id(o.Encoder()).Params(jen.Id("resp").Id(o.ResponseType())).Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
+	f.Comment(doc)
+	f.Func().Id(o.Encoder()).Params(jen.Id("resp").Add(param)).Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
 		jen.Switch(subject).Block(cases...),
 		jen.Return(jen.Nil(), jen.Qual(implPkg, "UndeclaredResponse").Call(jen.Id("resp"))),
 	)
+}
+
+// sharerList names the first few of the operations that share an encoder,
+// and how many more there are.
+func sharerList(ops []*model.Operation) string {
+	const shown = 3
+	var ids []string
+	for i, o := range ops {
+		if i == shown {
+			ids = append(ids, fmt.Sprintf("and %d more", len(ops)-shown))
+			break
+		}
+		ids = append(ids, o.ID)
+	}
+	return strings.Join(ids, ", ")
 }
