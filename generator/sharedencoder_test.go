@@ -136,16 +136,38 @@ func TestSharedEncoder(t *testing.T) {
 			t.Errorf("POST %s: %d X-Reason %q %s; want %d X-Reason %q %s", tc.path, rec.Code, rec.Header().Get("X-Reason"), body, tc.status, tc.reason, tc.body)
 		}
 	}
+
+	s := httptest.NewServer(h)
+	defer s.Close()
+	c, err := NewClient(s.URL)
+	if err != nil {
+		t.Fatal(err)
+	}
+	restored, err := c.RestoreNote(context.Background(), RestoreNoteRequest{ID: 4})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if nf, ok := restored.Response.(RestoreNote404Response); !ok || nf.Body.Note == nil || *nf.Body.Note != 4 || nf.XReason != "gone" {
+		t.Errorf("restoreNote 404: %#v", restored.Response)
+	}
+	purged, err := c.PurgeNote(context.Background(), PurgeNoteRequest{ID: 7})
+	if err != nil {
+		t.Fatal(err)
+	}
+	if p, ok := purged.Response.(ProblemResponse); !ok || p.Status != 503 {
+		t.Errorf("purgeNote default: %#v", purged.Response)
+	}
 }
 `
 
 // TestSharedEncoder: operations that answer with the same shared responses
-// under the same statuses share one encoder, the first one's, which is
-// declared once and takes any; an operation answering with them under
-// another status, or with a response of its own, keeps its own. The
-// generated package answers each operation under its own statuses.
+// under the same statuses share the first one's response interface (an
+// alias) and encoder; an operation answering with them under another
+// status, or with a response of its own, keeps its own. The generated
+// package answers each operation under its own statuses, and the client
+// reads them back.
 func TestSharedEncoder(t *testing.T) {
-	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(sharedEncoderSpec), Package: "api", Output: "out"}
+	cfg := Config{Spec: "openapi.yaml", SpecData: []byte(sharedEncoderSpec), Package: "api", Output: "out", Client: ClientConfig{Enabled: true}}
 	spec, err := Load(cfg)
 	if err != nil {
 		t.Fatal(err)
@@ -153,11 +175,11 @@ func TestSharedEncoder(t *testing.T) {
 	ops := map[string]string{}
 	for _, o := range spec.Model.Operations {
 		by := ""
-		if o.EncodedBy != nil {
-			by = o.EncodedBy.ID
+		if o.ResponsesOf != nil {
+			by = o.ResponsesOf.ID
 		}
 		var shares []string
-		for _, s := range o.SharesEncoder {
+		for _, s := range o.ResponsesFor {
 			shares = append(shares, s.ID)
 		}
 		ops[o.ID] = o.Encoder() + " by " + by + " shares " + strings.Join(shares, ",")
@@ -179,7 +201,10 @@ func TestSharedEncoder(t *testing.T) {
 	}
 	src := allSource(files)
 	for _, want := range []string{
-		"func encodeArchiveNoteResponse(resp any) (*idem.Response, error) {",
+		"type RestoreNoteResponse = ArchiveNoteResponse",
+		"func (NotFoundResponse) isArchiveNoteResponse() {}",
+		"func (NotFoundResponse) isPurgeNoteResponse() {}",
+		"func encodeArchiveNoteResponse(resp ArchiveNoteResponse) (*idem.Response, error) {",
 		"func encodePurgeNoteResponse(resp PurgeNoteResponse) (*idem.Response, error) {",
 		"out, err := encodeArchiveNoteResponse(resp)",
 	} {
@@ -187,8 +212,10 @@ func TestSharedEncoder(t *testing.T) {
 			t.Errorf("generated code lacks %q", want)
 		}
 	}
-	if strings.Contains(src, "func encodeRestoreNoteResponse") {
-		t.Error("restoreNote declares an encoder of its own")
+	for _, unwanted := range []string{"func encodeRestoreNoteResponse", "isRestoreNoteResponse", "type RestoreNoteResponse interface"} {
+		if strings.Contains(src, unwanted) {
+			t.Errorf("restoreNote declares responses of its own: %q", unwanted)
+		}
 	}
 	if testing.Short() {
 		return

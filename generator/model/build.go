@@ -213,7 +213,7 @@ func buildModel(doc *openapi3.T, opts *Options) (*Model, error) {
 	if err := errs.err(); err != nil {
 		return nil, b.locate(err.(*diag.SpecError))
 	}
-	shareEncoders(m.Operations)
+	shareResponses(m.Operations)
 	b.typeDefaults()
 	markWriteOnly(b.types)
 	m.Types = b.types

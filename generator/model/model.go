@@ -288,17 +288,16 @@ type Operation struct {
 	RequestTypeName, ResponseTypeName string
 	// Names are the generated code's own names for the operation.
 	Names OperationNames
-	// EncodedBy is the operation whose response encoder this one calls
-	// (Names.Encoder is its name), when both answer with the same shared
-	// response components under the same statuses, in the same order: a
-	// spec's common error responses. It is the first such operation in
-	// Operations, which declares the encoder for all of them. nil: the
-	// operation declares its own.
-	EncodedBy *Operation
-	// SharesEncoder are the other operations whose EncodedBy is this one:
-	// with any, its encoder takes any and its cases name the components'
-	// types rather than this operation's aliases of them.
-	SharesEncoder []*Operation
+	// ResponsesOf is the operation whose responses this one has, when both
+	// answer with the same shared response components under the same
+	// statuses, in the same order (nothing but a spec's common responses):
+	// the first such operation in Operations. Its response interface is then
+	// an alias of that one's (ResponseTypeName names the alias), and it
+	// calls that one's encoder (Names.Encoder and Names.Marker are that
+	// one's). nil: the operation declares its own.
+	ResponsesOf *Operation
+	// ResponsesFor are the other operations whose ResponsesOf is this one.
+	ResponsesFor []*Operation
 }
 
 // OperationNames are the names the generated code declares for an

@@ -61,15 +61,17 @@ func (h *Header) Pointer() bool { return h.Type.Kind == GoPointer }
 // sent, sent when not empty.
 func (h *Header) IsString() bool { return h.Type.Kind == GoBuiltin && h.Type.Name == "string" }
 
-// shareEncoders points the operations that answer with the same shared
+// shareResponses points the operations that answer with the same shared
 // response components, under the same statuses and in the same order, at
-// one response encoder: the first one's. A spec's common error responses
-// make that most of a large spec's operations (715 of format_gen's 1,072),
-// and an encoder each was a sixth of its package's compile time.
-func shareEncoders(ops []*Operation) {
+// the first one's response interface and encoder. The operations of a
+// spec whose responses are all components can be most of it (715 of
+// format_gen's 1,072 answer with its error response alone); an encoder,
+// an interface and a marker method on the component each, for each of
+// them, were a fifth of its compile.
+func shareResponses(ops []*Operation) {
 	first := map[string]*Operation{}
 	for _, o := range ops {
-		key, ok := encoderKey(o)
+		key, ok := responsesKey(o)
 		if !ok {
 			continue
 		}
@@ -78,15 +80,16 @@ func shareEncoders(ops []*Operation) {
 			first[key] = o
 			continue
 		}
-		o.EncodedBy, o.Names.Encoder = f, f.Names.Encoder
-		f.SharesEncoder = append(f.SharesEncoder, o)
+		o.ResponsesOf, o.Names.Encoder, o.Names.Marker = f, f.Names.Encoder, f.Names.Marker
+		f.ResponsesFor = append(f.ResponsesFor, o)
 	}
 }
 
-// encoderKey is what decides an operation's encoder, when every response
-// of it is a shared type: each one's type and status. The type carries
+// responsesKey is what decides an operation's response interface and
+// encoder, when every response of it is a shared type: each one's type
+// and status. The type carries
 // its media type, body and headers, and whether it has a Status field.
-func encoderKey(o *Operation) (string, bool) {
+func responsesKey(o *Operation) (string, bool) {
 	var k strings.Builder
 	for _, r := range o.Responses {
 		if r.Shared == nil {

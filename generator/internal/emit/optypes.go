@@ -79,9 +79,16 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	for _, r := range o.Responses {
 		f.Comment("  - " + r.TypeName)
 	}
-	f.Type().Id(o.ResponseType()).Interface(
-		jen.Id(o.Marker()).Params(),
-	)
+	if of := o.ResponsesOf; of != nil {
+		// The same responses as of's: its interface, whose marker method
+		// the shared types have, and its encoder.
+		f.Comment(fmt.Sprintf("It is %s: %s answers with the same responses.", of.ResponseType(), of.ID))
+		f.Type().Id(o.ResponseType()).Op("=").Id(of.ResponseType())
+	} else {
+		f.Type().Id(o.ResponseType()).Interface(
+			jen.Id(o.Marker()).Params(),
+		)
+	}
 	var cases []jen.Code
 	usesR := false
 	for _, r := range o.Responses {
@@ -95,14 +102,16 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 			doc = fmt.Sprintf("%s is the %s response of %s: %s, the response %s.", r.TypeName, r.Status, desc, r.Shared.TypeName, r.Shared.Location)
 			f.Comment(doc)
 			f.Type().Id(r.TypeName).Op("=").Id(r.Shared.TypeName)
-			f.Func().Params(jen.Id(r.Shared.TypeName)).Id(o.Marker()).Params().Block()
+			if o.ResponsesOf == nil {
+				f.Func().Params(jen.Id(r.Shared.TypeName)).Id(o.Marker()).Params().Block()
+			}
 		} else {
 			f.Comment(doc)
 			e.renderResponseStruct(f, r.TypeName, r)
 			f.Func().Params(jen.Id(r.TypeName)).Id(o.Marker()).Params().Block()
 		}
-		if o.EncodedBy != nil {
-			continue
+		if o.ResponsesOf != nil {
+			continue // of's encoder
 		}
 		status := jen.Lit(r.Code)
 		if r.Code == 0 {
@@ -132,16 +141,12 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 			args = append(args, jen.Lit(h.Name), value)
 		}
 		usesR = usesR || r.Code == 0 || r.MediaType != "" || len(r.Headers) > 0
-		caseType := r.TypeName
-		if len(o.SharesEncoder) > 0 {
-			caseType = r.Shared.TypeName // the others' aliases are of it too
-		}
-		cases = append(cases, jen.Case(jen.Id(caseType)).Block(
+		cases = append(cases, jen.Case(jen.Id(r.TypeName)).Block(
 			jen.Return(jen.Qual(implPkg, call).Call(args...)),
 		))
 	}
-	if o.EncodedBy != nil {
-		return // the encoder of o.EncodedBy, declared with its types
+	if o.ResponsesOf != nil {
+		return // o.ResponsesOf's encoder, declared with its types
 	}
 	// One encoder per operation with a case per response type, rather than
 	// a method per response type: a spec with thousands of responses makes
@@ -159,24 +164,20 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	// s of CPU, 1.7 s without. A switch on any compares type descriptors
 	// only.
 	subject := jen.Id("any").Call(jen.Id("resp")).Assert(jen.Type())
-	param := jen.Id(o.ResponseType())
 	doc := fmt.Sprintf("%s encodes a response of %s.", o.Encoder(), o.ID)
-	if len(o.SharesEncoder) > 0 {
-		// Operations that answer with the same shared responses share one
-		// encoder, which takes each one's response interface as any.
-		subject, param = jen.Id("resp").Assert(jen.Type()), jen.Any()
+	if len(o.ResponsesFor) > 0 {
 		others := "operation that answers"
-		if len(o.SharesEncoder) > 1 {
-			others = fmt.Sprintf("%d operations that answer", len(o.SharesEncoder))
+		if len(o.ResponsesFor) > 1 {
+			others = fmt.Sprintf("%d operations that answer", len(o.ResponsesFor))
 		}
 		doc = fmt.Sprintf("%s encodes a response of %s and of the other %s with the same responses: %s.",
-			o.Encoder(), o.ID, others, sharerList(o.SharesEncoder))
+			o.Encoder(), o.ID, others, sharerList(o.ResponsesFor))
 	}
 	if usesR {
 		subject = jen.Id("r").Op(":=").Add(subject)
 	}
 	f.Comment(doc)
-	f.Func().Id(o.Encoder()).Params(jen.Id("resp").Add(param)).Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
+	f.Func().Id(o.Encoder()).Params(jen.Id("resp").Id(o.ResponseType())).Params(jen.Op("*").Qual(idemPkg, "Response"), jen.Error()).Block(
 		jen.Switch(subject).Block(cases...),
 		jen.Return(jen.Nil(), jen.Qual(implPkg, "UndeclaredResponse").Call(jen.Id("resp"))),
 	)
