@@ -87,8 +87,8 @@ func shareResponses(ops []*Operation) {
 
 // responsesKey is what decides an operation's response interface and
 // encoder, when every response of it is a shared type: each one's type
-// and status. The type carries
-// its media type, body and headers, and whether it has a Status field.
+// and status. The type carries its media type, body and headers, and
+// whether it has a Status field.
 func responsesKey(o *Operation) (string, bool) {
 	var k strings.Builder
 	for _, r := range o.Responses {

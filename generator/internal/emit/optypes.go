@@ -183,8 +183,8 @@ func (e *typeEmitter) renderOpTypes(f *jen.File, o *model.Operation) {
 	)
 }
 
-// sharerList names the first few of the operations that share an encoder,
-// and how many more there are.
+// sharerList names the first few of the operations that have another's
+// responses, and how many more there are.
 func sharerList(ops []*model.Operation) string {
 	const shown = 3
 	var ids []string
