@@ -155,6 +155,7 @@ func TestProcessCrash(t *testing.T) {
 	t.Run("stuck claim recovered after the lease", func(t *testing.T) {
 		key := harness.NewKey()
 		want[key] = 4321
+		recovered := svc.recoveries()
 		release := gw.Hold() // charged, never answered: the service dies first
 		go func() { _, _ = c.Do(context.Background(), "POST", "/payments", key, newPayment(4321)) }()
 		waitFor(t, "the gateway to charge", func() bool { _, ok, _ := gw.Lookup(context.Background(), key); return ok })
@@ -190,6 +191,13 @@ func TestProcessCrash(t *testing.T) {
 		}
 		if n := gw.Calls(key); n != 1 {
 			t.Fatalf("the gateway was asked to charge %d times, want 1 (the recovery hook looks the charge up)", n)
+		}
+		// The recovery's line is logged before the answer and read from the
+		// process's output beside it, so it may come after the answer: wait
+		// for it here, or the next subtest, which counts its own, counts it.
+		waitFor(t, "the restarted service to record the killed attempt's charge", func() bool { return svc.recoveries() > recovered })
+		if n := svc.recoveries() - recovered; n != 1 {
+			t.Errorf("the restarted service recorded %d charges made by the killed attempt, want 1", n)
 		}
 	})
 
