@@ -62,6 +62,16 @@ func BenchmarkCompile(b *testing.B) {
 		b.Run("idemgen-split/"+part[0], func(b *testing.B) { benchmarkRebuild(b, split, path.Join("api", part[1])) })
 	}
 
+	oapi := oapiModule(b, dir, spec)
+	b.Run("oapi-codegen", func(b *testing.B) { benchmarkRebuild(b, oapi, "api/api.gen.go") })
+}
+
+// oapiModule writes oapi-codegen's server for spec (types,std-http-server)
+// as package api of a module example.com/oapi under dir, and returns the
+// module's directory; it skips b when oapi-codegen or its runtime cannot be
+// fetched (no module proxy).
+func oapiModule(b *testing.B, dir, spec string) string {
+	b.Helper()
 	bin, err := oapiCodegenBinary(filepath.Join(dir, "oapi"))
 	if err != nil {
 		b.Skip(err)
@@ -82,7 +92,7 @@ func BenchmarkCompile(b *testing.B) {
 			b.Skipf("go %v for oapi-codegen's output (needs the module proxy): %v\n%s", args, err, out)
 		}
 	}
-	b.Run("oapi-codegen", func(b *testing.B) { benchmarkRebuild(b, oapi, "api/api.gen.go") })
+	return oapi
 }
 
 // benchmarkRebuild builds ./api/... in the module dir, then rebuilds it
@@ -223,26 +233,7 @@ func BenchmarkCompileFormatGen(b *testing.B) {
 		}
 		vs = append(vs, &variant{name: v.name, dir: tempModule(b, files)})
 	}
-	bin, err := oapiCodegenBinary(filepath.Join(dir, "oapi"))
-	if err != nil {
-		b.Skip(err)
-	}
-	src, err := exec.Command(bin, "-generate", "types,std-http-server", "-package", "api", spec).Output()
-	if err != nil {
-		b.Fatalf("oapi-codegen: %v", err)
-	}
-	oapi := filepath.Join(dir, "oapimod")
-	if err := os.MkdirAll(filepath.Join(oapi, "api"), 0o755); err != nil {
-		b.Fatal(err)
-	}
-	if err := os.WriteFile(filepath.Join(oapi, "api", "api.gen.go"), src, 0o644); err != nil {
-		b.Fatal(err)
-	}
-	for _, args := range [][]string{{"mod", "init", "example.com/oapi"}, {"mod", "tidy"}} {
-		if out, err := goCommand(oapi, args...).CombinedOutput(); err != nil {
-			b.Skipf("go %v for oapi-codegen's output (needs the module proxy): %v\n%s", args, err, out)
-		}
-	}
+	oapi := oapiModule(b, dir, spec)
 	vs = append(vs, &variant{name: "oapi-codegen", dir: oapi})
 
 	log := filepath.Join(dir, "compiles.log")
