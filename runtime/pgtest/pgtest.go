@@ -126,6 +126,7 @@ func New(tb testing.TB, opts Options) *DB {
 			return
 		}
 		defer conn.Close(context.Background())
+		checkRecords(tb, conn, schemaName)
 		if _, err := conn.Exec(context.Background(), "DROP SCHEMA "+schemaName+" CASCADE"); err != nil {
 			tb.Logf("pgtest: drop schema %s: %v", schemaName, err)
 		}
@@ -152,6 +153,53 @@ func New(tb testing.TB, opts Options) *DB {
 		}
 	}
 	return db
+}
+
+// brokenRecords lists up to five records of a schema's idem_records that
+// break the table's invariants: the CHECK constraints it had until
+// migration 0007, which dropped them because PostgreSQL prepares a table's
+// checks anew for every statement that writes it (docs/design.md, "The
+// records table"). The engine keeps them; New's cleanup holds every test
+// to that.
+const brokenRecords = `SELECT tenant, operation, idempotency_key, state,
+    coalesce(octet_length(fingerprint), -1), response_status IS NOT NULL,
+    response_body IS NOT NULL, completed_at IS NOT NULL
+FROM %s.idem_records
+WHERE state NOT IN ('IN_PROGRESS', 'COMPLETED', 'FAILED_RETRYABLE', 'FAILED_REPLAYABLE', 'EXPIRED', 'UNKNOWN')
+    OR octet_length(fingerprint) <> 32
+    OR char_length(idempotency_key) NOT BETWEEN 1 AND 255
+    OR (state IN ('COMPLETED', 'FAILED_REPLAYABLE')
+        AND (response_status IS NULL OR response_body IS NULL OR completed_at IS NULL))
+LIMIT 5`
+
+// checkRecords fails the test whose schema holds a record that breaks the
+// records' invariants (brokenRecords), naming each.
+func checkRecords(tb testing.TB, conn *pgx.Conn, schemaName string) {
+	ctx := context.Background()
+	var has bool
+	if err := conn.QueryRow(ctx, "SELECT to_regclass($1) IS NOT NULL", schemaName+".idem_records").Scan(&has); err != nil || !has {
+		return
+	}
+	rows, err := conn.Query(ctx, fmt.Sprintf(brokenRecords, schemaName))
+	if err != nil {
+		tb.Logf("pgtest: check the records of %s: %v", schemaName, err)
+		return
+	}
+	defer rows.Close()
+	for rows.Next() {
+		var tenant, op, key, state string
+		var fpLen int
+		var status, body, completed bool
+		if err := rows.Scan(&tenant, &op, &key, &state, &fpLen, &status, &body, &completed); err != nil {
+			tb.Logf("pgtest: check the records of %s: %v", schemaName, err)
+			return
+		}
+		tb.Errorf("pgtest: a record breaks the records' invariants: tenant %q, operation %q, key %q: state %s, fingerprint of %d bytes, response status set %t, body set %t, completed_at set %t",
+			tenant, op, key, state, fpLen, status, body, completed)
+	}
+	if err := rows.Err(); err != nil {
+		tb.Logf("pgtest: check the records of %s: %v", schemaName, err)
+	}
 }
 
 // Apply runs every *.up.sql file of fsys, in name order, on db, without

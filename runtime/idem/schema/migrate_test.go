@@ -8,8 +8,10 @@ import (
 	"testing"
 	"testing/fstest"
 
+	"github.com/jackc/pgx/v5/pgconn"
 	"github.com/jackc/pgx/v5/pgxpool"
 
+	"github.com/idemgen/idemgen/queries"
 	"github.com/idemgen/idemgen/runtime/idem/schema"
 	"github.com/idemgen/idemgen/runtime/pgtest"
 )
@@ -109,5 +111,51 @@ func TestMigrateFSRefusesStrayFiles(t *testing.T) {
 	vs, err := schema.MigrationVersions(fstest.MapFS{"b/0002_b.up.sql": {}, "0001_a.up.sql": {}, "0001_a.down.sql": {}})
 	if err != nil || strings.Join(vs, ",") != "0001_a,0002_b" {
 		t.Errorf("MigrationVersions: %v, %v", vs, err)
+	}
+}
+
+// Migration 0007 drops idem_records' CHECK constraints, and its down
+// migration puts them back: a record of an unknown state is refused again.
+func TestRecordsChecksMigration(t *testing.T) {
+	t.Parallel()
+	db := pgtest.New(t, pgtest.Options{})
+	ctx := context.Background()
+	checks := func() int {
+		t.Helper()
+		var n int
+		err := db.QueryRow(ctx, `SELECT count(*) FROM pg_constraint WHERE conrelid = 'idem_records'::regclass AND contype = 'c'`).Scan(&n)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return n
+	}
+	if n := checks(); n != 0 {
+		t.Fatalf("after every migration idem_records has %d CHECK constraints, want 0", n)
+	}
+	file := func(name string) string {
+		t.Helper()
+		b, err := queries.Migrations.ReadFile("migrations/" + name)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return string(b)
+	}
+	if _, err := db.Exec(ctx, file("0007_idem_records_checks.down.sql")); err != nil {
+		t.Fatalf("0007 down: %v", err)
+	}
+	if n := checks(); n != 4 {
+		t.Fatalf("after 0007 down idem_records has %d CHECK constraints, want 4", n)
+	}
+	const bad = `INSERT INTO idem_records (id, tenant, operation, idempotency_key, state, fingerprint, schema_version, expires_at)
+		VALUES (gen_random_uuid(), '', 'op', 'k', 'DONE', sha256(''), 'v1', now())`
+	var pe *pgconn.PgError
+	if _, err := db.Exec(ctx, bad); !errors.As(err, &pe) || pe.Code != "23514" {
+		t.Fatalf("a record in state DONE under 0007 down: %v, want check_violation (23514)", err)
+	}
+	if _, err := db.Exec(ctx, file("0007_idem_records_checks.up.sql")); err != nil {
+		t.Fatalf("0007 up again: %v", err)
+	}
+	if n := checks(); n != 0 {
+		t.Fatalf("after 0007 up again idem_records has %d CHECK constraints, want 0", n)
 	}
 }
