@@ -2,6 +2,7 @@ package idem
 
 import (
 	"context"
+	"encoding/hex"
 	"errors"
 	"log/slog"
 	"strconv"
@@ -96,10 +97,15 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 	}
 }
 
-// hash is rq's key's hash (Key.Hash: a SHA-256 of the key), computed once.
+// hash is rq's key's hash (Key.Hash), made once: from the record id when
+// rq has it (the hash is the id's first 8 bytes), without hashing again.
 func (rq *request) hash() string {
 	if rq.keyHash == "" {
-		rq.keyHash = rq.key.Hash()
+		if r := rq.ref; r.id.Valid && r.Tenant == rq.key.Tenant && r.Operation == rq.key.Operation && r.Value == rq.key.Value {
+			rq.keyHash = hex.EncodeToString(rq.ref.id.Bytes[:8])
+		} else {
+			rq.keyHash = rq.key.Hash()
+		}
 	}
 	return rq.keyHash
 }

@@ -2,13 +2,14 @@ package idem
 
 import (
 	"context"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"net/http"
+	"slices"
 	"strings"
 	"time"
 
+	"github.com/go-json-experiment/json/jsontext"
 	"github.com/jackc/pgx/v5"
 )
 
@@ -289,20 +290,19 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 		return nil, fmt.Errorf("%w: %d bytes, the bound is %d", ErrResponseTooLarge, len(resp.Body), e.cfg.MaxStoredResponseBytes)
 	}
 	declared := op.declaredHeaders(resp.Status)
-	hdr := map[string][]string{}
+	var kept [8]storedHeader
+	hdr := kept[:0]
 	for name, vals := range resp.Header {
 		if len(vals) == 0 {
 			continue
 		}
 		c := http.CanonicalHeaderKey(name)
 		if e.stored[c] || (declared != nil && !neverStored[c] && containsFold(declared, c)) {
-			hdr[c] = vals
+			hdr = append(hdr, storedHeader{c, vals})
 		}
 	}
-	hj, err := json.Marshal(hdr)
-	if err != nil {
-		return nil, err
-	}
+	hj := appendHeadersJSON(make([]byte, 0, 64), hdr)
+	var err error
 	body := resp.Body
 	if body == nil {
 		body = []byte{}
@@ -311,6 +311,41 @@ func (e *Engine) encodeResponse(ctx context.Context, op *Operation, k Key, resp 
 		return nil, err
 	}
 	return &storedResponse{status: int32(resp.Status), headers: hj, body: body}, nil
+}
+
+// storedHeader is a response header as a record keeps it.
+type storedHeader struct {
+	name string // canonical
+	vals []string
+}
+
+// appendHeadersJSON appends hdr as the JSON object of a record's
+// response_headers column, {"Name":["value",...],...}, names in order:
+// what json.Marshal makes of the map[string][]string that a replay
+// reads back, without its reflection. Two names alike once canonical (a
+// handler that set both "etag" and "Etag") are one, either's values kept,
+// as in that map. Invalid UTF-8 becomes U+FFFD, as json.Marshal has it.
+func appendHeadersJSON(b []byte, hdr []storedHeader) []byte {
+	slices.SortStableFunc(hdr, func(a, b storedHeader) int { return strings.Compare(a.name, b.name) })
+	b = append(b, '{')
+	for i, h := range hdr {
+		if i > 0 && h.name == hdr[i-1].name {
+			continue
+		}
+		if len(b) > 1 {
+			b = append(b, ',')
+		}
+		b, _ = jsontext.AppendQuote(b, h.name)
+		b = append(b, ':', '[')
+		for j, v := range h.vals {
+			if j > 0 {
+				b = append(b, ',')
+			}
+			b, _ = jsontext.AppendQuote(b, v)
+		}
+		b = append(b, ']')
+	}
+	return append(b, '}')
 }
 
 // declaredHeaders returns the response headers op declares for status: those

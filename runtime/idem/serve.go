@@ -10,6 +10,7 @@ import (
 	"net/http"
 	"runtime/debug"
 	"strconv"
+	"sync"
 	"time"
 
 	"github.com/jackc/pgx/v5"
@@ -451,11 +452,54 @@ func callHandler(ctx context.Context, h Handler, tx pgx.Tx) (resp *Response, err
 	return resp, err
 }
 
+// bookkeepingTimeout bounds the statements of a bookkeeping context.
+const bookkeepingTimeout = 10 * time.Second
+
 // bookkeepingContext is for the statements that record an outcome after the
-// handler: they must run even when the client has gone away.
+// handler: they must run even when the client has gone away. It carries
+// ctx's values, not its cancellation, and ends bookkeepingTimeout after it
+// is first waited on (see lazyContext); cancel ends it.
 func bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	return context.WithTimeout(context.WithoutCancel(ctx), 10*time.Second)
+	l := &lazyContext{parent: ctx}
+	return l, l.cancel
 }
+
+// lazyContext is context.WithTimeout(context.WithoutCancel(parent),
+// bookkeepingTimeout), made when it is first asked for its deadline, Done
+// or Err: an atomic request that completes never asks (its outcome is
+// written on the request's own context), and so never starts the timer.
+type lazyContext struct {
+	parent context.Context
+	once   sync.Once
+	ctx    context.Context
+	stop   context.CancelFunc
+}
+
+func (l *lazyContext) init() context.Context {
+	l.once.Do(func() {
+		l.ctx, l.stop = context.WithTimeout(context.WithoutCancel(l.parent), bookkeepingTimeout)
+	})
+	return l.ctx
+}
+
+func (l *lazyContext) Deadline() (time.Time, bool) { return l.init().Deadline() }
+func (l *lazyContext) Done() <-chan struct{}       { return l.init().Done() }
+func (l *lazyContext) Err() error                  { return l.init().Err() }
+func (l *lazyContext) Value(key any) any           { return l.parent.Value(key) }
+
+// cancel ends the context; one that nothing asked for ends as made, with
+// no timer to stop.
+func (l *lazyContext) cancel() {
+	l.once.Do(func() { l.ctx, l.stop = endedContext, func() {} })
+	l.stop()
+}
+
+// endedContext is a context that has ended (context.Canceled).
+var endedContext = func() context.Context {
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel()
+	return ctx
+}()
 
 // rollback ends tx (nil: nothing began) whatever became of the request.
 func rollback(ctx context.Context, tx pgx.Tx) {
