@@ -66,11 +66,17 @@ func TestBookkeepingContext(t *testing.T) {
 	if bk.Value(ctxKey{}) != "v" {
 		t.Fatal("lost its parent's values")
 	}
+	child, cancelChild := context.WithCancel(bk)
+	defer cancelChild()
+	ran := make(chan struct{})
+	context.AfterFunc(bk, func() { close(ran) })
 	cancel()
 	<-bk.Done()
 	if !errors.Is(bk.Err(), context.Canceled) {
 		t.Fatalf("after cancel: %v", bk.Err())
 	}
+	<-child.Done() // a derived context ends with it
+	<-ran          // and so does what waits on it
 	unasked, cancel := bookkeepingContext(context.Background())
 	cancel()
 	if !errors.Is(unasked.Err(), context.Canceled) {

@@ -460,25 +460,23 @@ const bookkeepingTimeout = 10 * time.Second
 // ctx's values, not its cancellation, and ends bookkeepingTimeout after it
 // is first waited on (see lazyContext); cancel ends it.
 func bookkeepingContext(ctx context.Context) (context.Context, context.CancelFunc) {
-	l := &lazyContext{parent: ctx}
+	l := &lazyContext{parent: context.WithoutCancel(ctx)}
 	return l, l.cancel
 }
 
-// lazyContext is context.WithTimeout(context.WithoutCancel(parent),
-// bookkeepingTimeout), made when it is first asked for its deadline, Done
-// or Err: an atomic request that completes never asks (its outcome is
-// written on the request's own context), and so never starts the timer.
+// lazyContext is context.WithTimeout(parent, bookkeepingTimeout), made when
+// it is first asked for its deadline, Done or Err: an atomic request that
+// completes never asks (its outcome is written on the request's own
+// context), and so never starts the timer.
 type lazyContext struct {
-	parent context.Context
+	parent context.Context // without its parent's cancellation
 	once   sync.Once
 	ctx    context.Context
 	stop   context.CancelFunc
 }
 
 func (l *lazyContext) init() context.Context {
-	l.once.Do(func() {
-		l.ctx, l.stop = context.WithTimeout(context.WithoutCancel(l.parent), bookkeepingTimeout)
-	})
+	l.once.Do(func() { l.ctx, l.stop = context.WithTimeout(l.parent, bookkeepingTimeout) })
 	return l.ctx
 }
 
@@ -486,6 +484,12 @@ func (l *lazyContext) Deadline() (time.Time, bool) { return l.init().Deadline() 
 func (l *lazyContext) Done() <-chan struct{}       { return l.init().Done() }
 func (l *lazyContext) Err() error                  { return l.init().Err() }
 func (l *lazyContext) Value(key any) any           { return l.parent.Value(key) }
+
+// AfterFunc lets context.AfterFunc and the contexts derived from l (pgx
+// watches each statement's context with context.AfterFunc) register with
+// the timer's context, as they would with the standard library's, instead
+// of starting a goroutine each to wait on Done.
+func (l *lazyContext) AfterFunc(f func()) (stop func() bool) { return context.AfterFunc(l.init(), f) }
 
 // cancel ends the context; one that nothing asked for ends as made, with
 // no timer to stop.
