@@ -98,10 +98,11 @@ func (e *Engine) report(ctx context.Context, rq *request) {
 }
 
 // hash is rq's key's hash (Key.Hash), made once: from the record id when
-// rq has it (the hash is the id's first 8 bytes), without hashing again.
+// rq has it (serve makes rq.ref from rq.key; the hash is the id's first 8
+// bytes), without hashing again.
 func (rq *request) hash() string {
 	if rq.keyHash == "" {
-		if r := rq.ref; r.id.Valid && r.Tenant == rq.key.Tenant && r.Operation == rq.key.Operation && r.Value == rq.key.Value {
+		if rq.ref.id.Valid {
 			rq.keyHash = hex.EncodeToString(rq.ref.id.Bytes[:8])
 		} else {
 			rq.keyHash = rq.key.Hash()
