@@ -133,6 +133,9 @@ type Schemas struct {
 
 	once     sync.Once
 	compiled []compiled
+	// skips reports that some schema skips validation (NoValidate): its
+	// values are unmarshalled by encoding/json alone (fill.go).
+	skips bool
 }
 
 // compiled is what a Schema needs at run time, prepared once.
@@ -154,6 +157,7 @@ func (t *Schemas) compile() {
 		t.compiled = make([]compiled, len(t.List))
 		for i := range t.List {
 			s, c := &t.List[i], &t.compiled[i]
+			t.skips = t.skips || s.NoValidate
 			c.min, c.max, c.mult = rat(s.Minimum), rat(s.Maximum), rat(s.MultipleOf)
 			c.minInt, c.maxInt = math.MinInt64, math.MaxInt64
 			c.intLimits = true

@@ -15,6 +15,9 @@ func (q *Request) unmarshal(vd *validator, v *Value, schema, size int, target an
 	if target == nil {
 		return
 	}
+	if vd.mode != modePatch && !q.t.skips && fillTarget(v, target) {
+		return
+	}
 	b := AppendJSON(make([]byte, 0, size), v, nil)
 	var err error
 	if u, ok := target.(json.Unmarshaler); ok {
