@@ -14,6 +14,8 @@ import (
 	"time"
 
 	"github.com/jackc/pgx/v5"
+
+	"github.com/idemgen/idemgen/runtime/internal/readall"
 )
 
 // request is one Serve call's state. Each group of fields has one
@@ -90,7 +92,7 @@ func (rq *request) claimed(attempts int32, fence int64) {
 //go:noinline
 func (e *Engine) Serve(w http.ResponseWriter, r *http.Request, op *Operation, prepare PrepareFunc) {
 	e.serveHTTP(w, r, op, func(rq *request, rbody io.ReadCloser) (Prepared, []byte, error) {
-		body, err := io.ReadAll(limitBody(rq.w, rq.r.ContentLength, rbody, e.cfg.MaxBodyBytes))
+		body, err := readall.ReadAll(limitBody(rq.w, rq.r.ContentLength, rbody, e.cfg.MaxBodyBytes), rq.r.ContentLength)
 		if err != nil {
 			return Prepared{}, nil, bodyReadError(err)
 		}

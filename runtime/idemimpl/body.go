@@ -16,6 +16,7 @@ import (
 	jsonv1 "github.com/go-json-experiment/json/v1"
 
 	"github.com/idemgen/idemgen/runtime/idem"
+	"github.com/idemgen/idemgen/runtime/internal/readall"
 )
 
 // Unmarshal decodes the JSON value b into v as encoding/json does, except
@@ -212,7 +213,7 @@ func RawOrNull(b json.RawMessage) []byte {
 // — and a failed read wraps idem.ErrBodyUnreadable (408 or 400, without
 // the network error's text).
 func ReadBody(w http.ResponseWriter, r *http.Request, limit int64) ([]byte, error) {
-	b, err := io.ReadAll(idem.LimitBody(w, r, limit))
+	b, err := readall.ReadAll(idem.LimitBody(w, r, limit), r.ContentLength)
 	var mbe *http.MaxBytesError
 	if err != nil && !errors.As(err, &mbe) {
 		return b, fmt.Errorf("%w: %w", idem.ErrBodyUnreadable, err)
