@@ -13,7 +13,8 @@ import (
 
 // A typed request is the validated Value unmarshalled (Request.unmarshal).
 // For the shapes generated request types mostly have — structs of strings,
-// numbers, booleans, enums, pointers and slices of them — the Value is
+// numbers, booleans, enums, untyped values (any), and pointers, slices
+// and string-keyed maps of them — the Value is
 // copied into the typed value directly (a filler) instead of being encoded
 // and decoded by encoding/json, which was a tenth of a plain request's
 // instructions. A filler takes only what it can set exactly as
@@ -41,14 +42,16 @@ const (
 	fillPointer
 	fillSlice
 	fillStruct
+	fillMap // map[string]T
+	fillAny // interface{}: what encoding/json decodes with UseNumber
 )
 
 // filler sets a value of one Go type from a Value.
 type filler struct {
 	kind   fillKind
 	size   uintptr      // fillInt: the integer's size in bytes
-	typ    reflect.Type // fillPointer, fillSlice: the type to allocate (the element, the slice)
-	elem   *filler      // fillPointer, fillSlice
+	typ    reflect.Type // fillPointer, fillSlice, fillMap: the type to allocate (the element, the slice, the map)
+	elem   *filler      // fillPointer, fillSlice, fillMap
 	esize  uintptr      // fillSlice: the element's size
 	fields []fillField  // fillStruct, by JSON name
 	byName map[string]int
@@ -134,6 +137,23 @@ func buildFiller(t reflect.Type, building map[reflect.Type]*filler) *filler {
 		return &filler{kind: fillFloat32}
 	case reflect.Float64:
 		return &filler{kind: fillFloat64}
+	case reflect.Interface:
+		if t.NumMethod() > 0 {
+			return nil
+		}
+		return &filler{kind: fillAny}
+	case reflect.Map:
+		// Keys of a string type without methods: encoding/json's
+		// other keys (numbers, TextUnmarshalers) are converted.
+		if k := t.Key(); k.Kind() != reflect.String || k.NumMethod() > 0 || reflect.PointerTo(k).NumMethod() > 0 {
+			return nil
+		}
+		f := &filler{kind: fillMap, typ: t, esize: t.Elem().Size()}
+		building[t] = f
+		if f.elem = buildFiller(t.Elem(), building); f.elem == nil {
+			return nil
+		}
+		return f
 	case reflect.Slice:
 		if t.Elem().Kind() == reflect.Uint8 {
 			return nil // base64 in encoding/json
@@ -145,7 +165,7 @@ func buildFiller(t reflect.Type, building map[reflect.Type]*filler) *filler {
 		}
 		return f
 	}
-	return nil // maps, interfaces, arrays, unsigned integers and the rest
+	return nil // arrays, unsigned integers and the rest
 }
 
 // buildStruct builds the filler of a struct whose every field is exported
@@ -294,6 +314,24 @@ func (f *filler) fill(p unsafe.Pointer, v *Value) bool {
 			}
 		}
 		reflect.NewAt(f.typ, p).Elem().Set(s)
+	case fillMap:
+		if v.Kind != KindObject {
+			return false
+		}
+		m := reflect.MakeMapWithSize(f.typ, len(v.Members))
+		et := f.typ.Elem()
+		for i := range v.Members {
+			e := reflect.New(et)
+			if !f.elem.fill(e.UnsafePointer(), &v.Members[i].Value) {
+				return false
+			}
+			m.SetMapIndex(reflect.ValueOf(v.Members[i].Name).Convert(f.typ.Key()), e.Elem())
+		}
+		reflect.NewAt(f.typ, p).Elem().Set(m)
+	case fillAny:
+		if v.Kind != KindNull {
+			*(*any)(p) = untypedValue(v)
+		}
 	case fillStruct:
 		if v.Kind != KindObject {
 			return false
@@ -336,4 +374,31 @@ func fillTarget(v *Value, target any) bool {
 	}
 	rv.Elem().SetZero()
 	return false
+}
+
+// untypedValue is what encoding/json decodes v into an interface as, with
+// UseNumber (Unmarshal's choice for a type that holds one): a number is
+// a json.Number of its canonical text.
+func untypedValue(v *Value) any {
+	switch v.Kind {
+	case KindBool:
+		return v.Bool
+	case KindNumber:
+		return json.Number(v.Str)
+	case KindString:
+		return v.Str
+	case KindArray:
+		a := make([]any, len(v.Items))
+		for i := range v.Items {
+			a[i] = untypedValue(&v.Items[i])
+		}
+		return a
+	case KindObject:
+		m := make(map[string]any, len(v.Members))
+		for i := range v.Members {
+			m[v.Members[i].Name] = untypedValue(&v.Members[i].Value)
+		}
+		return m
+	}
+	return nil
 }

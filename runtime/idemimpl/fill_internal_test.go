@@ -31,17 +31,21 @@ func (v *fillItem) UnmarshalJSON(b []byte) error {
 }
 
 type fillOrder struct {
-	Amount   int64       `json:"amount"`
-	Currency fillEnum    `json:"currency"`
-	Express  *bool       `json:"express,omitzero"`
-	Items    []fillItem  `json:"items,omitzero"`
-	Next     *fillOrder  `json:"next,omitzero"`
-	Note     *string     `json:"note,omitzero"`
-	Price    *float64    `json:"price,omitzero"`
-	Quantity int32       `json:"quantity"`
-	Small    *int8       `json:"small,omitzero"`
-	Tags     []string    `json:"tags,omitzero"`
-	Grid     [][]float64 `json:"grid,omitzero"`
+	Amount   int64                `json:"amount"`
+	Currency fillEnum             `json:"currency"`
+	Express  *bool                `json:"express,omitzero"`
+	Items    []fillItem           `json:"items,omitzero"`
+	Next     *fillOrder           `json:"next,omitzero"`
+	Note     *string              `json:"note,omitzero"`
+	Price    *float64             `json:"price,omitzero"`
+	Quantity int32                `json:"quantity"`
+	Small    *int8                `json:"small,omitzero"`
+	Tags     []string             `json:"tags,omitzero"`
+	Grid     [][]float64          `json:"grid,omitzero"`
+	Labels   map[string]string    `json:"labels,omitzero"`
+	Attrs    map[string]any       `json:"attrs,omitzero"`
+	Extra    any                  `json:"extra,omitzero"`
+	ByName   map[string]*fillItem `json:"byName,omitzero"`
 }
 
 func (v *fillOrder) UnmarshalJSON(b []byte) error {
@@ -135,6 +139,18 @@ func fillJSON(r *rand.Rand, depth int) string {
 	if r.IntN(3) == 0 {
 		add("grid", "[["+num()+"],[],["+num()+","+num()+"]]")
 	}
+	if r.IntN(3) == 0 {
+		add("labels", `{"a":`+str()+`,"b":`+str()+`}`)
+	}
+	if r.IntN(3) == 0 {
+		add("attrs", `{"n":`+num()+`,"x":`+any()+`,"y":[`+any()+`,{"z":`+num()+`}]}`)
+	}
+	if r.IntN(3) == 0 {
+		add("extra", any())
+	}
+	if r.IntN(4) == 0 {
+		add("byName", `{"one":{"sku":`+str()+`},"two":{"sku":`+str()+`,"count":`+integer()+`}}`)
+	}
 	if odd() {
 		add("Amount", num()) // a name encoding/json matches case-insensitively
 	}
@@ -224,8 +240,13 @@ func TestFillerShapes(t *testing.T) {
 		{reflect.TypeFor[recursive](), true},
 		{reflect.TypeFor[*string](), true},
 		{reflect.TypeFor[[]fillEnum](), true},
-		{reflect.TypeFor[map[string]string](), false},
-		{reflect.TypeFor[any](), false},
+		{reflect.TypeFor[map[string]string](), true},
+		{reflect.TypeFor[map[string]any](), true},
+		{reflect.TypeFor[any](), true},
+		{reflect.TypeFor[map[int]string](), false},
+		{reflect.TypeFor[map[fillEnum]string](), false},
+		{reflect.TypeFor[map[string][]byte](), false},
+		{reflect.TypeFor[error](), false},
 		{reflect.TypeFor[[]byte](), false},
 		{reflect.TypeFor[[16]byte](), false},
 		{reflect.TypeFor[uint64](), false},
