@@ -242,9 +242,20 @@ bench-in-db: bench-bin
 # with servers and a database of its own), appended to
 # bench/results-headline.md with the load average before and after each.
 HEADLINE_FLAGS ?= -duration 15s -rounds 4 -concurrency 32 -scenarios handwritten,baseline,ogen,oapi-codegen,atomic,atomic-redis,lease,replay,replay-redis,naive,fiber,pgbench-base,pgbench-lease
+# Before each run the machine is let cool down: until the 1-minute load
+# average is under HEADLINE_QUIET, for at most HEADLINE_COOL seconds (a
+# run leaves it at 8-10 on two cores, and a figure that closes an issue
+# comes from a quiet machine); each run records the load it started at.
+HEADLINE_QUIET ?= 1
+HEADLINE_COOL ?= 300
 bench-headline: bench-bin
 	@: > bench/results-headline.md
 	@for run in 1 2 3; do \
+		waited=0; \
+		while awk -v q=$(HEADLINE_QUIET) '{exit !($$1 >= q)}' /proc/loadavg && [ $$waited -lt $(HEADLINE_COOL) ]; do \
+			[ $$waited -eq 0 ] && echo "bench-headline: load $$(cut -d' ' -f1 /proc/loadavg), waiting up to $(HEADLINE_COOL) s for it to fall under $(HEADLINE_QUIET)"; \
+			sleep 5; waited=$$((waited + 5)); \
+		done; \
 		PG_DURABLE=1 $(PG) run $(REDIS) run $(MAKE) --no-print-directory bench-headline-in-db RUN=$$run; \
 	done
 	@cat bench/results-headline.md
