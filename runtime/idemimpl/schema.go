@@ -133,8 +133,9 @@ type Schemas struct {
 
 	once     sync.Once
 	compiled []compiled
-	// skips reports that some schema skips validation (NoValidate): its
-	// values are unmarshalled by encoding/json alone (fill.go).
+	// skips reports that some schema skips validation (NoValidate): the
+	// table's values are then all unmarshalled by encoding/json, never
+	// filled (fill.go).
 	skips bool
 }
 
