@@ -148,7 +148,7 @@ func buildFiller(t reflect.Type, building map[reflect.Type]*filler) *filler {
 		if k := t.Key(); k.Kind() != reflect.String || k.NumMethod() > 0 || reflect.PointerTo(k).NumMethod() > 0 {
 			return nil
 		}
-		f := &filler{kind: fillMap, typ: t, esize: t.Elem().Size()}
+		f := &filler{kind: fillMap, typ: t}
 		building[t] = f
 		if f.elem = buildFiller(t.Elem(), building); f.elem == nil {
 			return nil

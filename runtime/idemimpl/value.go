@@ -33,9 +33,8 @@ const (
 // Value is a decoded request value: the body, or a structured parameter, as
 // one tree, whatever media type it came in. Generated decoders validate it
 // against the operation's schema, encode it canonically for the fingerprint
-// and make the typed request from the tree (set directly, or unmarshalled
-// from that same encoding: fill.go), so two requests with equal canonical
-// forms decode to equal typed requests.
+// and make the typed request from the tree (fill.go, or unmarshalled from
+// that encoding): equal canonical forms decode to equal typed requests.
 //
 // A Value is 80 bytes, a Member 96: a request's tree is what its decoding
 // holds in memory, so a number is kept in a word and its text in Str
