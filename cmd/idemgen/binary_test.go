@@ -12,21 +12,31 @@ import (
 
 var (
 	binOnce sync.Once
+	binDir  string
 	binPath string
 	binErr  error
 )
+
+// TestMain removes the directory binary built the command in: one per
+// run, which would otherwise stay behind in the temporary directory.
+func TestMain(m *testing.M) {
+	code := m.Run()
+	if binDir != "" {
+		_ = os.RemoveAll(binDir)
+	}
+	os.Exit(code)
+}
 
 // binary builds the idemgen command once for the tests that run it as a
 // process, as CI and users do: exit codes are the process's, not run's.
 func binary(t *testing.T) string {
 	t.Helper()
 	binOnce.Do(func() {
-		dir, err := os.MkdirTemp("", "idemgen-bin-")
-		if err != nil {
-			binErr = err
+		binDir, binErr = os.MkdirTemp("", "idemgen-bin-")
+		if binErr != nil {
 			return
 		}
-		binPath = filepath.Join(dir, "idemgen")
+		binPath = filepath.Join(binDir, "idemgen")
 		if out, err := exec.Command("go", "build", "-o", binPath, ".").CombinedOutput(); err != nil {
 			binErr = errors.New(string(out))
 		}
