@@ -241,7 +241,7 @@ bench-in-db: bench-bin
 # hand-written handler, in alternating rounds, three separate runs (each
 # with servers and a database of its own), appended to
 # bench/results-headline.md with the load average before and after each.
-HEADLINE_FLAGS ?= -duration 15s -rounds 4 -concurrency 32 -scenarios handwritten,baseline,ogen,oapi-codegen,atomic,atomic-redis,lease,replay,replay-redis,naive,fiber,pgbench-base,pgbench-lease
+HEADLINE_FLAGS ?= -duration 15s -rounds 4 -concurrency 32 -scenarios handwritten,baseline,ogen,oapi-codegen,atomic,atomic-redis,lease,replay,replay-redis,naive,naive-replay,naive-replay-redis,fiber,pgbench-base,pgbench-lease
 # Before each run the machine is let cool down: until the 1-minute load
 # average is under HEADLINE_QUIET, for at most HEADLINE_COOL seconds (a
 # run leaves it at 8-10 on two cores, and a figure that closes an issue

@@ -11,7 +11,8 @@ import (
 // TestWriteTableAgainstHandwritten checks that every variant is reported as
 // a ratio of the hand-written handler's rate in the same round (not of
 // medians), that idemgen's plain path stays a second reference, and that
-// lease is set against pgbench's two-commit floor round by round.
+// lease is set against pgbench's two-commit floor and replay against the
+// naive middleware's replay round by round.
 func TestWriteTableAgainstHandwritten(t *testing.T) {
 	runs := func(rps ...int) []run {
 		var out []run
@@ -20,12 +21,15 @@ func TestWriteTableAgainstHandwritten(t *testing.T) {
 		}
 		return out
 	}
-	scenarios := []scenario{{name: "handwritten"}, {name: "baseline"}, {name: "lease"}, {name: "pgbench-lease", pgbench: "lease.sql"}}
+	scenarios := []scenario{{name: "handwritten"}, {name: "baseline"}, {name: "lease"}, {name: "pgbench-lease", pgbench: "lease.sql"},
+		{name: "replay"}, {name: "naive-replay"}}
 	results := map[string][]run{
 		rkey("handwritten", 32):   runs(1000, 2000, 1000),
 		rkey("baseline", 32):      runs(900, 1900, 800),
 		rkey("lease", 32):         runs(400, 600, 450),
 		rkey("pgbench-lease", 32): runs(500, 600, 500),
+		rkey("replay", 32):        runs(1700, 3400, 1800),
+		rkey("naive-replay", 32):  runs(2000, 4000, 2000),
 	}
 	var b strings.Builder
 	writeTable(&b, scenarios, []int{32}, results, nil, nil)
@@ -38,6 +42,7 @@ func TestWriteTableAgainstHandwritten(t *testing.T) {
 		"| lease | 32 | 450 | 0.40 | 0.40 0.30 0.45 | 0.44 |",
 		"| pgbench-lease | 32 | 500 | 0.50 | 0.50 0.30 0.50 | 0.56 |  |  |  |  |  |  |",
 		"| lease ÷ pgbench-lease | 32 | 0.90 | 0.80 1.00 0.90 |",
+		"| replay ÷ naive-replay | 32 | 0.85 | 0.85 0.85 0.90 |",
 	} {
 		if !strings.Contains(out, want) {
 			t.Errorf("report lacks %q:\n%s", want, out)

@@ -7,7 +7,8 @@
 // none when empty), POOL_SIZE and PPROF (non-empty: serve net/http/pprof
 // under /debug/pprof/), applies the runtime's migrations and its own
 // tables, and serves until SIGINT or SIGTERM. It also serves the peers
-// (peers.go): POST /naive here, POST /fiber on FIBER_ADDR. With REDIS_URL
+// (peers.go): POST /naive (and /naive/redis with REDIS_URL) here, POST
+// /fiber on FIBER_ADDR. With REDIS_URL
 // set, the same operations are served under /redis/ too, by an engine with
 // the Redis fast path (idem.Config.Cache, runtime/idemredis).
 // GET /_stats reports the process's allocation count, so the load tool can
@@ -35,6 +36,7 @@ import (
 
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
 
 	"github.com/idemgen/idemgen/bench/api"
 	"github.com/idemgen/idemgen/runtime/idem"
@@ -266,7 +268,20 @@ func newMux(pool *pgxpool.Pool, logger *slog.Logger, redisURL string) (mux *http
 	for _, rt := range api.Routes(service{}, nil, api.WithBasePath("/redis")) {
 		mux.Handle(rt.Method+" "+rt.Pattern, red)
 	}
-	return mux, cache.Close, nil
+	// The naive middleware's own client, as its author would make it.
+	opt, err := rueidis.ParseURL(redisURL)
+	if err != nil {
+		cache.Close()
+		return nil, nil, fmt.Errorf("REDIS_URL: %w", err)
+	}
+	opt.DisableCache = true
+	client, err := rueidis.NewClient(opt)
+	if err != nil {
+		cache.Close()
+		return nil, nil, fmt.Errorf("redis: %w", err)
+	}
+	mux.HandleFunc("POST /naive/redis", naiveRedis(pool, client))
+	return mux, func() { client.Close(); cache.Close() }, nil
 }
 
 // cacheErrors counts the Redis engine's failed cache calls by kind.

@@ -7,6 +7,12 @@ package main
 //     that reads the key's stored response with a SELECT, runs the handler
 //     in its own transaction when there is none, then stores the response
 //     with an INSERT. No fingerprint, no claim.
+//   - /naive/redis (with REDIS_URL): the same, with the stored response
+//     looked up in Redis first (a GET; on a miss the SELECT, whose answer
+//     is then SET). Their replays — the key's stored response written back,
+//     with no fingerprint, no check of the body and no record state — are
+//     the floor of any replay: benchload's naive-replay and
+//     naive-replay-redis.
 //   - /fiber (a Fiber v3 app on FIBER_ADDR): Fiber's middleware/idempotency
 //     with gofiber/storage/postgres/v3 on the same pool: a per-process lock
 //     on the key, the response stored after the handler.
@@ -24,6 +30,7 @@ import (
 	"github.com/gofiber/storage/postgres/v3"
 	"github.com/jackc/pgx/v5"
 	"github.com/jackc/pgx/v5/pgxpool"
+	"github.com/redis/rueidis"
 
 	"github.com/idemgen/idemgen/bench/api"
 )
@@ -97,6 +104,46 @@ func naive(pool *pgxpool.Pool) http.HandlerFunc {
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(http.StatusCreated)
 		_, _ = w.Write(body)
+	}
+}
+
+// naiveRedis is naive with the stored response looked up in Redis first,
+// as a service adding a cache by hand would: a hit is written back as it
+// is; on a miss, a response the table holds is SET (for a day) and
+// written, and a key the table does not hold goes to naive.
+func naiveRedis(pool *pgxpool.Pool, client rueidis.Client) http.HandlerFunc {
+	next := naive(pool)
+	return func(w http.ResponseWriter, r *http.Request) {
+		ctx := r.Context()
+		key := r.Header.Get("Idempotency-Key")
+		stored, err := client.Do(ctx, client.B().Get().Key("naive:"+key).Build()).AsBytes()
+		if err == nil {
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusCreated)
+			_, _ = w.Write(stored)
+			return
+		}
+		if !rueidis.IsRedisNil(err) {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		var status int
+		err = pool.QueryRow(ctx, "SELECT status, body FROM naive_idempotency WHERE key = $1", key).Scan(&status, &stored)
+		if errors.Is(err, pgx.ErrNoRows) {
+			next(w, r)
+			return
+		}
+		if err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		if err := client.Do(ctx, client.B().Set().Key("naive:"+key).Value(rueidis.BinaryString(stored)).Ex(24*time.Hour).Build()).Error(); err != nil {
+			http.Error(w, err.Error(), http.StatusInternalServerError)
+			return
+		}
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(status)
+		_, _ = w.Write(stored)
 	}
 }
 
