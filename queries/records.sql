@@ -7,44 +7,36 @@
 -- name: GetRecord :one
 -- Reads what a request needs to decide about an existing record: replay it,
 -- refuse it (another payload, in flight, expired) or claim it. The stored
--- response comes back only when it is about to be replayed (same key, same
--- request, final, not expired); a conflict or an in-flight answer never
--- reads it. A read, never followed by an INSERT decision: the writes below
--- are the only check-and-set.
+-- response comes back only for the request's own fingerprint: another
+-- payload's request never reads it (the engine also drops it unless the
+-- record is final, unexpired and the key's own). A read, never followed by
+-- an INSERT decision: the writes below are the only check-and-set.
 --
 -- The record is found by its id; same_key says whether the row is the
 -- key's own (false: another key whose id collides, which the engine
--- refuses rather than answer for).
-SELECT (r.same_key IS TRUE)::boolean AS same_key,
-    r.state,
-    r.same_request,
-    r.schema_version,
-    r.attempts,
-    r.fence,
-    r.created_at,
-    r.completed_at,
-    r.expired,
-    coalesce(r.lease_expires_at <= now(), false)::boolean AS lease_lapsed,
-    -- Milliseconds left of a live lease, for Retry-After.
-    coalesce(ceil(extract(epoch FROM r.lease_expires_at - now()) * 1000), 0)::bigint AS lease_left_ms,
-    -- Milliseconds the record has left, for how long a cache may keep it.
-    greatest(floor(extract(epoch FROM r.expires_at - now()) * 1000), 0)::bigint AS expires_left_ms,
-    -- The stored response, or 0 / {} / empty when it is not to be replayed.
-    coalesce(CASE WHEN r.replayable THEN r.response_status END, 0)::integer AS response_status,
-    coalesce(CASE WHEN r.replayable THEN r.response_headers END, '{}')::jsonb AS response_headers,
-    coalesce(CASE WHEN r.replayable THEN r.response_body END, '')::bytea AS response_body
-FROM (
-    SELECT k.*,
-        k.same_key AND k.same_request AND k.state IN ('COMPLETED', 'FAILED_REPLAYABLE') AND NOT k.expired AS replayable
-    FROM (
-        SELECT s.*,
-            (s.tenant = @tenant::text AND s.operation = @operation::text AND s.idempotency_key = @idempotency_key::text) AS same_key,
-            (s.fingerprint = @fingerprint::bytea) AS same_request,
-            (s.expires_at <= now()) AS expired
-        FROM idem_records s
-        WHERE s.id = @id
-    ) k
-) r;
+-- refuses rather than answer for). db_now is the database clock when the
+-- row was read: the engine measures expiry and leases against it, never
+-- against its own clock. One flat row: derived columns (expired, what is
+-- left of the lease and of the record, whether it is replayable) computed
+-- here in nested subqueries cost PostgreSQL ~10 µs more per read, a fifth
+-- of a replay's database CPU (docs/benchmarks-history.md, "The record
+-- read, flat").
+SELECT ((s.tenant = @tenant::text AND s.operation = @operation::text AND s.idempotency_key = @idempotency_key::text) IS TRUE)::boolean AS same_key,
+    s.state,
+    (s.fingerprint = @fingerprint::bytea) AS same_request,
+    s.schema_version,
+    s.attempts,
+    s.fence,
+    s.created_at,
+    s.completed_at,
+    s.lease_expires_at,
+    s.expires_at,
+    now()::timestamptz AS db_now,
+    coalesce(CASE WHEN s.fingerprint = @fingerprint::bytea THEN s.response_status END, 0)::integer AS response_status,
+    coalesce(CASE WHEN s.fingerprint = @fingerprint::bytea THEN s.response_headers END, '{}')::jsonb AS response_headers,
+    coalesce(CASE WHEN s.fingerprint = @fingerprint::bytea THEN s.response_body END, '')::bytea AS response_body
+FROM idem_records s
+WHERE s.id = @id;
 
 -- name: ImportLegacy :execrows
 -- While a v2 table is left from the upgrade (migration 0005): moves the

@@ -18,7 +18,7 @@ const (
 
 // classify decides what a request does with an existing record. Expiry,
 // leases and the Retry-After of a request in flight are judged by the
-// database clock: GetRecord computes them.
+// database clock: GetRecord reads its now() with the record (recordOf).
 func (e *Engine) classify(rq *request, rec *record) (action, error) {
 	if !rec.sameKey {
 		return actError, errIDCollision

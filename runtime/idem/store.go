@@ -92,13 +92,43 @@ func (s statements) read(ctx context.Context, r ref, fp []byte) (record, bool, e
 		}
 		return record{}, false, err
 	}
-	return record{
+	return recordOf(&row), true, nil
+}
+
+// recordOf is the record GetRecord read: expiry and the lease judged by
+// the database's clock when it read the row (DbNow), the stored response
+// kept only when it is to be replayed (the key's own, this request's,
+// final and not expired).
+func recordOf(row *store.GetRecordRow) record {
+	now := row.DbNow.Time
+	rec := record{
 		sameKey: row.SameKey, sameRequest: row.SameRequest, state: State(row.State), schema: row.SchemaVersion,
 		attempts: row.Attempts, fence: row.Fence, createdAt: row.CreatedAt.Time, completedAt: row.CompletedAt.Time,
-		expired: row.Expired, leaseLapsed: row.LeaseLapsed,
-		leaseLeft: time.Duration(row.LeaseLeftMs) * time.Millisecond, left: time.Duration(row.ExpiresLeftMs) * time.Millisecond,
-		status: row.ResponseStatus, headers: row.ResponseHeaders, body: row.ResponseBody,
-	}, true, nil
+		expired: !row.ExpiresAt.Time.After(now),
+	}
+	if left := row.ExpiresAt.Time.Sub(now); left > 0 {
+		rec.left = left.Truncate(time.Millisecond)
+	}
+	if row.LeaseExpiresAt.Valid {
+		left := row.LeaseExpiresAt.Time.Sub(now)
+		rec.leaseLapsed = left <= 0
+		rec.leaseLeft = ceilMillis(left)
+	}
+	if rec.sameKey && rec.sameRequest && (rec.state == StateCompleted || rec.state == StateFailedReplayable) && !rec.expired {
+		rec.status, rec.headers, rec.body = row.ResponseStatus, row.ResponseHeaders, row.ResponseBody
+	} else {
+		rec.headers, rec.body = []byte("{}"), []byte{}
+	}
+	return rec
+}
+
+// ceilMillis rounds d up to a whole millisecond (towards zero when it is
+// negative), as ceil() of the milliseconds.
+func ceilMillis(d time.Duration) time.Duration {
+	if d > 0 {
+		d += time.Millisecond - 1
+	}
+	return d.Truncate(time.Millisecond)
 }
 
 // outcomeRow is an atomic execution's outcome as it is written: created
