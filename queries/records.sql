@@ -18,9 +18,9 @@
 -- row was read: the engine measures expiry and leases against it, never
 -- against its own clock. One flat row: derived columns (expired, what is
 -- left of the lease and of the record, whether it is replayable) computed
--- here in nested subqueries cost PostgreSQL ~10 µs more per read, a fifth
--- of a replay's database CPU (docs/benchmarks-history.md, "The record
--- read, flat").
+-- here in nested subqueries cost ~8.5 µs more per read under pgbench
+-- (docs/benchmarks-history.md, "The floor of a replay, and the record
+-- read flat").
 SELECT ((s.tenant = @tenant::text AND s.operation = @operation::text AND s.idempotency_key = @idempotency_key::text) IS TRUE)::boolean AS same_key,
     s.state,
     (s.fingerprint = @fingerprint::bytea) AS same_request,

@@ -287,9 +287,9 @@ type GetRecordRow struct {
 // row was read: the engine measures expiry and leases against it, never
 // against its own clock. One flat row: derived columns (expired, what is
 // left of the lease and of the record, whether it is replayable) computed
-// here in nested subqueries cost PostgreSQL ~10 µs more per read, a fifth
-// of a replay's database CPU (docs/benchmarks-history.md, "The record
-// read, flat").
+// here in nested subqueries cost ~8.5 µs more per read under pgbench
+// (docs/benchmarks-history.md, "The floor of a replay, and the record
+// read flat").
 func (q *Queries) GetRecord(ctx context.Context, arg GetRecordParams) (GetRecordRow, error) {
 	row := q.db.QueryRow(ctx, getRecord,
 		arg.Tenant,
