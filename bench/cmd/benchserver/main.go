@@ -7,10 +7,10 @@
 // none when empty), POOL_SIZE and PPROF (non-empty: serve net/http/pprof
 // under /debug/pprof/), applies the runtime's migrations and its own
 // tables, and serves until SIGINT or SIGTERM. It also serves the peers
-// (peers.go): POST /naive (and /naive/redis with REDIS_URL) here, POST
-// /fiber on FIBER_ADDR. With REDIS_URL
+// (peers.go): POST /naive here, POST /fiber on FIBER_ADDR. With REDIS_URL
 // set, the same operations are served under /redis/ too, by an engine with
-// the Redis fast path (idem.Config.Cache, runtime/idemredis).
+// the Redis fast path (idem.Config.Cache, runtime/idemredis), and the
+// naive middleware with a Redis lookup of its own under /naive/redis.
 // GET /_stats reports the process's allocation count, so the load tool can
 // attribute allocations per request to the server alone, how often each
 // operation's handler ran, and how often a request waited for a pooled
